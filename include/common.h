@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* common.h -- small shared definitions: LSN formatting, exit codes,
+ * allocation wrappers that never return NULL. */
+#ifndef RELAY_COMMON_H
+#define RELAY_COMMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define RELAY_VERSION "0.1.0"
+
+#define RELAY_MUSTCHECK __attribute__((warn_unused_result))
+#define RELAY_PRINTF(a, b) __attribute__((format(printf, a, b)))
+
+/* An LSN is a uint64_t, printed the way pg_replication_slots shows it. */
+#define LSN_FMT "%X/%X"
+#define LSN_ARGS(lsn) ((unsigned)((uint64_t)(lsn) >> 32)), ((unsigned)(lsn))
+#define LSN_INVALID ((uint64_t)0)
+
+/* Exit codes (sysexits.h values, so supervisors can tell them apart). */
+#define RELAY_EXIT_OK 0
+#define RELAY_EXIT_FAILURE 1   /* second signal, unexpected failure */
+#define RELAY_EXIT_USAGE 64    /* EX_USAGE: bad command line */
+#define RELAY_EXIT_DATAERR 65  /* EX_DATAERR: fail-stop on a poison event */
+#define RELAY_EXIT_UNAVAILABLE 69 /* EX_UNAVAILABLE: slot missing/invalid */
+#define RELAY_EXIT_SOFTWARE 70 /* EX_SOFTWARE: broken invariant */
+#define RELAY_EXIT_CONFIG 78   /* EX_CONFIG: bad configuration */
+
+/* Allocation failure is fatal: the slot replays whatever was not
+ * confirmed, so aborting loses nothing. */
+void *xmalloc(size_t n);
+void *xcalloc(size_t n, size_t m);
+void *xrealloc(void *p, size_t n);
+char *xstrdup(const char *s);
+char *xstrndup(const char *s, size_t n);
+
+/* Parses "X/X" into *out. Returns 0, or -1 when s is not an LSN. */
+int lsn_parse(const char *s, size_t len, uint64_t *out) RELAY_MUSTCHECK;
+
+/* Monotonic and wall clocks in microseconds. */
+int64_t now_mono_us(void);
+int64_t now_wall_us(void);
+
+#endif

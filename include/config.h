@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* config.h -- the relay's configuration: one key table, four sources.
+ *
+ * Precedence, lowest first: built-in defaults, the --config file,
+ * OUTBOX_RELAY_<KEY> environment variables, --set key=value flags.
+ * Keys under "kafka." go to librdkafka unchanged (prefix stripped). */
+#ifndef RELAY_CONFIG_H
+#define RELAY_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "common.h"
+
+enum cfg_source { CFG_SRC_DEFAULT = 0, CFG_SRC_FILE, CFG_SRC_ENV, CFG_SRC_FLAG };
+
+/* One librdkafka property; name without the "kafka." prefix. */
+struct cfg_kv {
+	char *name;
+	char *value;
+	enum cfg_source source;
+};
+
+struct relay_config {
+	char *pg_conninfo;          /* secret: may hold a password */
+	char *slot_name;
+	char *outbox_schema;        /* from outbox.table, unquoted, exact case */
+	char *outbox_table;
+	char *field_id;
+	char *field_key;
+	char *field_type;
+	char *field_payload;
+	char *route_by_field;
+	char *route_topic_replacement;
+
+	int64_t status_interval_ms;
+	int64_t inflight_max_events;
+	int64_t inflight_max_bytes;
+	int64_t reconnect_backoff_ms;
+	int64_t reconnect_backoff_max_ms;
+	int64_t standby_retry_ms;
+	int64_t shutdown_timeout_ms;
+	int64_t stats_interval_ms;
+	bool producer_allow_unsafe;
+	char *log_level;
+
+	struct cfg_kv *kafka;       /* librdkafka properties, in order set */
+	size_t kafka_len;
+
+	/* Where each table key got its value; indexed like the key table. */
+	enum cfg_source *sources;
+};
+
+/* Fills cfg with the built-in defaults. Release with cfg_free(). */
+void cfg_init(struct relay_config *cfg);
+
+/* Reads a key = value file. On error writes "path:line: message" into
+ * err and returns -1; cfg keeps the keys applied before the bad line. */
+int cfg_load_file(struct relay_config *cfg, const char *path, char *err,
+                  size_t errlen) RELAY_MUSTCHECK;
+
+/* Applies OUTBOX_RELAY_* variables from envp (NULL-terminated). */
+int cfg_load_env(struct relay_config *cfg, char *const *envp, char *err,
+                 size_t errlen) RELAY_MUSTCHECK;
+
+/* Applies one "key=value" from --set. */
+int cfg_set_flag(struct relay_config *cfg, const char *kv, char *err,
+                 size_t errlen) RELAY_MUSTCHECK;
+
+/* Sets one key from a source; origin names the place for messages
+ * ("relay.conf:12", "OUTBOX_RELAY_SLOT_NAME", "--set"). */
+int cfg_set(struct relay_config *cfg, const char *key, const char *value,
+            enum cfg_source src, const char *origin, char *err,
+            size_t errlen) RELAY_MUSTCHECK;
+
+/* Cross-key checks once every source is applied: required keys, the
+ * librdkafka properties (validated by librdkafka itself), and the
+ * producer safety rules. */
+int cfg_validate(struct relay_config *cfg, char *err,
+                 size_t errlen) RELAY_MUSTCHECK;
+
+/* Looks up a kafka.* property by librdkafka name; NULL when unset. */
+const char *cfg_kafka_get(const struct relay_config *cfg, const char *name);
+
+/* True when a librdkafka property name holds a secret. */
+bool cfg_kafka_is_secret(const char *name);
+
+/* Prints the effective configuration, secrets redacted. */
+void cfg_print(const struct relay_config *cfg, FILE *out);
+
+void cfg_free(struct relay_config *cfg);
+
+#endif

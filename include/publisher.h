@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* publisher.h -- the Kafka producer (librdkafka).
+ *
+ * Delivery reports are served on the caller's thread by pub_poll(), so
+ * the LSN tracker they update needs no lock. The queue's event fd lets
+ * the main poll() loop wake up when reports are waiting. */
+#ifndef RELAY_PUBLISHER_H
+#define RELAY_PUBLISHER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common.h"
+#include "config.h"
+#include "route.h"
+
+struct publisher;
+
+/* Called once per produced message from pub_poll(): token as given to
+ * pub_send(), ok=false when delivery failed (errstr says why), bytes as
+ * counted by pub_send(). */
+typedef void (*pub_dr_fn)(void *opaque, uint64_t token, bool ok,
+                          const char *errstr, size_t bytes);
+
+/* Creates a producer from cfg's kafka.* properties plus the safety
+ * defaults. Returns NULL with err filled. */
+struct publisher *pub_new(const struct relay_config *cfg, pub_dr_fn dr,
+                          void *opaque, char *err, size_t errlen);
+
+enum pub_send_result {
+	PUB_SENT = 0,
+	PUB_FULL,     /* local queue full: poll, then retry the same event */
+	PUB_REJECTED, /* this event can never be produced (size, topic) */
+	PUB_FATAL,    /* producer is dead: tear down and replay */
+};
+
+/* Produces one record (key, value and headers are copied). */
+enum pub_send_result pub_send(struct publisher *p, const char *topic,
+                              const char *key, size_t key_len,
+                              const char *value, size_t value_len,
+                              const struct route_headers *h, uint64_t token,
+                              char *err, size_t errlen);
+
+/* Serves delivery reports and errors for up to timeout_ms. */
+void pub_poll(struct publisher *p, int timeout_ms);
+
+/* Fd that becomes readable when reports are waiting (-1 if none). */
+int pub_event_fd(const struct publisher *p);
+/* Drains the event fd after poll() reported it readable. */
+void pub_event_fd_drain(struct publisher *p);
+
+/* True once librdkafka reported a fatal error; err gets the reason. */
+bool pub_fatal(struct publisher *p, char *err, size_t errlen);
+
+/* Messages queued or in flight inside librdkafka. */
+int pub_outq_len(const struct publisher *p);
+
+/* True when at least one broker connection is up. */
+bool pub_broker_up(const struct publisher *p);
+
+/* Drops everything queued (their reports come back failed) and destroys
+ * the producer. */
+void pub_free(struct publisher *p);
+
+#endif

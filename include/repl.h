@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* repl.h -- the logical replication connection (libpq, CopyBoth).
+ *
+ * Opens a replication=database connection, checks the slot and the
+ * outbox table, runs START_REPLICATION and moves CopyData frames:
+ * XLogData ('w') and keepalives ('k') in, standby status updates ('r')
+ * out. Never creates, drops or advances a slot. */
+#ifndef RELAY_REPL_H
+#define RELAY_REPL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common.h"
+#include "w2j.h"
+
+struct pg_conn;
+
+/* Why a connect attempt failed; the caller picks the reaction. */
+enum repl_err {
+	REPL_OK = 0,
+	REPL_ERR_TRANSIENT,   /* network, server restart: back off, retry */
+	REPL_ERR_SLOT_BUSY,   /* slot active for another process: standby */
+	REPL_ERR_FATAL,       /* slot missing/invalid, bad table: stop */
+};
+
+struct repl_slot_info {
+	char plugin[64];
+	bool active;
+	int active_pid;
+	char wal_status[32];
+	uint64_t confirmed_flush;
+	uint64_t restart_lsn;
+};
+
+struct repl_stream {
+	struct pg_conn *conn;   /* owned */
+	char *copybuf;          /* owned by libpq until the next read */
+	uint64_t system_lsn;    /* IDENTIFY_SYSTEM xlogpos */
+	char system_id[32];
+	int timeline;
+	struct repl_slot_info slot;
+	enum repl_err stream_err; /* class of the last repl_read() failure */
+	bool in_copy;             /* START_REPLICATION succeeded */
+};
+
+/* Frame read from the stream. Valid until the next repl_read(). */
+struct repl_msg {
+	char type;              /* 'w' data, 'k' keepalive */
+	uint64_t wal_start;     /* 'w': dataStart */
+	uint64_t wal_end;       /* 'w' and 'k': server WAL end */
+	bool reply_requested;   /* 'k' only */
+	const char *data;       /* 'w': one wal2json record */
+	size_t len;
+};
+
+/* Connects, identifies the system, checks the slot and table, and starts
+ * streaming from the slot (LOGICAL 0/0). On failure returns the class
+ * and a message in err; rs is left closed. */
+enum repl_err repl_start(struct repl_stream *rs, const char *conninfo,
+                         const char *slot, const struct w2j_spec *spec,
+                         char *err, size_t errlen) RELAY_MUSTCHECK;
+
+/* The socket to poll(), or -1. */
+int repl_socket(const struct repl_stream *rs);
+
+/* Reads input that arrived on the socket into libpq's buffer. Returns 0
+ * or -1 on a connection error (err filled). */
+int repl_consume(struct repl_stream *rs, char *err, size_t errlen) RELAY_MUSTCHECK;
+
+/* Takes the next complete frame without blocking. Returns 1 with msg
+ * filled, 0 when none is buffered, -1 on error or end of stream. */
+int repl_read(struct repl_stream *rs, struct repl_msg *msg, char *err,
+              size_t errlen) RELAY_MUSTCHECK;
+
+/* Sends a standby status update: write = received, flush = apply =
+ * flush_lsn. Returns 0 or -1 (err filled). */
+int repl_send_status(struct repl_stream *rs, uint64_t received,
+                     uint64_t flush_lsn, bool reply_requested, char *err,
+                     size_t errlen) RELAY_MUSTCHECK;
+
+/* True when output is still queued in libpq (poll for POLLOUT). */
+bool repl_wants_write(struct repl_stream *rs);
+/* Flushes queued output. Returns 0 or -1 (err filled). */
+int repl_flush(struct repl_stream *rs, char *err, size_t errlen) RELAY_MUSTCHECK;
+
+/* Ends the stream politely (CopyDone) and closes the connection. */
+void repl_close(struct repl_stream *rs);
+
+/* Builds the START_REPLICATION command into out. Returns its length or
+ * -1 when out is too small. Exposed for tests. */
+int repl_start_command(const char *slot, const struct w2j_spec *spec,
+                       char *out, size_t outlen) RELAY_MUSTCHECK;
+
+#endif

@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* w2j.h -- decoder for wal2json format-version 2 records.
+ *
+ * Pure: bytes in, a struct w2j_record out; no I/O, no globals. The
+ * strings in a decoded record are borrowed from its JSON tree and stay
+ * valid until w2j_record_clear(). */
+#ifndef RELAY_W2J_H
+#define RELAY_W2J_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common.h"
+
+enum w2j_kind {
+	W2J_BEGIN,   /* "B": a transaction starts */
+	W2J_COMMIT,  /* "C": it ends; nextlsn is the position to confirm */
+	W2J_EVENT,   /* "I" on the outbox table: one event */
+	W2J_SKIP,    /* anything else the relay must step over */
+};
+
+/* What the decoder looks for: the outbox table and its columns. */
+struct w2j_spec {
+	const char *schema;
+	const char *table;
+	const char *col_id;
+	const char *col_key;
+	const char *col_type;
+	const char *col_route;
+	const char *col_payload;
+};
+
+/* A borrowed string; ptr is NUL-terminated, NULL when absent. */
+struct w2j_str {
+	const char *ptr;
+	size_t len;
+};
+
+struct w2j_record {
+	enum w2j_kind kind;
+	uint64_t lsn;          /* record's lsn ("lsn"), 0 when absent */
+	uint64_t nextlsn;      /* B/C: commit end, the LSN to confirm */
+	int64_t xid;           /* -1 when absent */
+	int64_t commit_ts_us;  /* commit time, Unix epoch µs; 0 when absent */
+
+	/* W2J_EVENT only. */
+	struct w2j_str id;
+	struct w2j_str key;
+	struct w2j_str type;   /* ptr NULL when the column is SQL NULL */
+	struct w2j_str route;
+	struct w2j_str payload;
+
+	void *root_;           /* owns the strings above; private */
+	char num_[4][32];      /* text of numeric id/key/type/route; private */
+};
+
+/* Decodes one record. Returns 0 with rec filled, or -1 with a message in
+ * err naming the cause (and the LSN and xid when they were readable).
+ * On success, call w2j_record_clear() when done with rec. */
+int w2j_decode(const char *line, size_t len, const struct w2j_spec *spec,
+               struct w2j_record *rec, char *err,
+               size_t errlen) RELAY_MUSTCHECK;
+
+/* Releases what rec borrows from. Safe on a zeroed or cleared record. */
+void w2j_record_clear(struct w2j_record *rec);
+
+/* Parses wal2json's timestamp ("2026-11-29 20:09:17.5376+00") into Unix
+ * epoch microseconds. Returns 0, or -1 when malformed. */
+int w2j_parse_timestamp(const char *s, int64_t *out_us) RELAY_MUSTCHECK;
+
+/* Writes "schema.table" escaped for wal2json's add-tables option
+ * (backslash before space, quote, comma, period, asterisk). Returns the
+ * length written, or -1 when out is too small. */
+int w2j_add_tables_value(const char *schema, const char *table, char *out,
+                         size_t outlen) RELAY_MUSTCHECK;
+
+#endif

@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* common.c -- allocation wrappers, LSN text, clocks. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common.h"
+
+static void oom(size_t n)
+{
+	/* The slot replays whatever was not confirmed: dying loses nothing. */
+	fprintf(stderr, "FATAL: out of memory allocating %zu bytes\n", n);
+	abort();
+}
+
+void *xmalloc(size_t n)
+{
+	void *p = malloc(n ? n : 1);
+	if (p == NULL)
+		oom(n);
+	return p;
+}
+
+void *xcalloc(size_t n, size_t m)
+{
+	void *p = calloc(n ? n : 1, m ? m : 1);
+	if (p == NULL)
+		oom(n * m);
+	return p;
+}
+
+void *xrealloc(void *p, size_t n)
+{
+	void *q = realloc(p, n ? n : 1);
+	if (q == NULL)
+		oom(n);
+	return q;
+}
+
+char *xstrdup(const char *s)
+{
+	return xstrndup(s, strlen(s));
+}
+
+char *xstrndup(const char *s, size_t n)
+{
+	char *p = xmalloc(n + 1);
+	memcpy(p, s, n);
+	p[n] = '\0';
+	return p;
+}
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return -1;
+}
+
+int lsn_parse(const char *s, size_t len, uint64_t *out)
+{
+	uint64_t hi = 0, lo = 0;
+	size_t i = 0, digits = 0;
+
+	/* Each half is 1-8 hex digits, as pg_lsn_in accepts. */
+	for (; i < len && s[i] != '/'; i++, digits++) {
+		int v = hexval(s[i]);
+		if (v < 0 || digits >= 8)
+			return -1;
+		hi = (hi << 4) | (uint64_t)v;
+	}
+	if (digits == 0 || i >= len)
+		return -1;
+	i++; /* '/' */
+	for (digits = 0; i < len; i++, digits++) {
+		int v = hexval(s[i]);
+		if (v < 0 || digits >= 8)
+			return -1;
+		lo = (lo << 4) | (uint64_t)v;
+	}
+	if (digits == 0)
+		return -1;
+	*out = (hi << 32) | lo;
+	return 0;
+}
+
+int64_t now_mono_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+int64_t now_wall_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}

@@ -1,0 +1,571 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* config.c -- the key table and the four configuration sources.
+ *
+ * Every relay key is one row of cfg_keys: parsing, defaults, validation,
+ * environment names and --print-config all read that table. Keys under
+ * "kafka." are handed to librdkafka, which validates them itself. */
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <librdkafka/rdkafka.h>
+
+#include "config.h"
+
+enum cfg_type { CFG_STR, CFG_INT, CFG_BOOL };
+
+#define CFG_F_SECRET 0x1    /* never printed or logged */
+#define CFG_F_REQUIRED 0x2  /* must be non-empty after all sources */
+
+struct cfg_key {
+	const char *name;
+	enum cfg_type type;
+	size_t offset;
+	const char *def;
+	int64_t min, max;       /* CFG_INT only */
+	unsigned flags;
+	const char *help;
+};
+
+#define OFF(f) offsetof(struct relay_config, f)
+
+/* Keep in the order the documentation lists them. */
+static const struct cfg_key cfg_keys[] = {
+	{ "pg.conninfo", CFG_STR, OFF(pg_conninfo), "", 0, 0,
+	  CFG_F_SECRET | CFG_F_REQUIRED,
+	  "libpq connection string or URI (replication=database is added)" },
+	{ "slot.name", CFG_STR, OFF(slot_name), "outbox_relay", 0, 0,
+	  CFG_F_REQUIRED, "logical replication slot (wal2json), never created implicitly" },
+	{ "outbox.table", CFG_STR, OFF(outbox_table), "public.outbox", 0, 0,
+	  CFG_F_REQUIRED, "schema.table of the outbox, exact case, no quotes" },
+	{ "table.field.event.id", CFG_STR, OFF(field_id), "id", 0, 0,
+	  CFG_F_REQUIRED, "column with the event id (header \"id\")" },
+	{ "table.field.event.key", CFG_STR, OFF(field_key), "aggregate_id", 0, 0,
+	  CFG_F_REQUIRED, "column with the aggregate id (record key)" },
+	{ "table.field.event.type", CFG_STR, OFF(field_type), "event_type", 0, 0,
+	  CFG_F_REQUIRED, "column with the event type (header \"event_type\")" },
+	{ "table.field.event.payload", CFG_STR, OFF(field_payload), "payload", 0, 0,
+	  CFG_F_REQUIRED, "column with the JSON payload (record value)" },
+	{ "route.by.field", CFG_STR, OFF(route_by_field), "aggregate_type", 0, 0,
+	  CFG_F_REQUIRED, "column whose value picks the topic" },
+	{ "route.topic.replacement", CFG_STR, OFF(route_topic_replacement),
+	  "outbox.event.${routedByValue}", 0, 0, CFG_F_REQUIRED,
+	  "topic template; ${routedByValue} is the route.by.field value" },
+	{ "status.interval.ms", CFG_INT, OFF(status_interval_ms), "10000", 100,
+	  10000, 0, "standby status update period (keeps wal_sender_timeout away)" },
+	{ "inflight.max.events", CFG_INT, OFF(inflight_max_events), "100000", 1,
+	  10000000, 0, "events produced and not yet acked before reading pauses" },
+	{ "inflight.max.bytes", CFG_INT, OFF(inflight_max_bytes), "134217728",
+	  65536, INT64_C(1) << 40, 0, "bytes produced and not yet acked before reading pauses" },
+	{ "reconnect.backoff.ms", CFG_INT, OFF(reconnect_backoff_ms), "500", 10,
+	  600000, 0, "first reconnect delay; doubles up to the max, with jitter" },
+	{ "reconnect.backoff.max.ms", CFG_INT, OFF(reconnect_backoff_max_ms),
+	  "30000", 10, 3600000, 0, "reconnect delay cap" },
+	{ "standby.retry.ms", CFG_INT, OFF(standby_retry_ms), "5000", 100,
+	  600000, 0, "retry period while another process holds the slot" },
+	{ "shutdown.timeout.ms", CFG_INT, OFF(shutdown_timeout_ms), "30000", 0,
+	  3600000, 0, "how long SIGTERM waits for Kafka acks" },
+	{ "stats.interval.ms", CFG_INT, OFF(stats_interval_ms), "60000", 0,
+	  86400000, 0, "period of the \"stats:\" log line; 0 turns it off" },
+	{ "producer.allow.unsafe", CFG_BOOL, OFF(producer_allow_unsafe), "false",
+	  0, 0, 0, "allow producer settings that can reorder or lose events" },
+	{ "log.level", CFG_STR, OFF(log_level), "info", 0, 0, CFG_F_REQUIRED,
+	  "error, warn, info or debug" },
+};
+
+#define CFG_NKEYS (sizeof(cfg_keys) / sizeof(cfg_keys[0]))
+
+static const char *const source_names[] = { "default", "file", "env", "flag" };
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+	RELAY_PRINTF(3, 4);
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+static char **str_field(struct relay_config *cfg, const struct cfg_key *k)
+{
+	return (char **)((char *)cfg + k->offset);
+}
+
+static const struct cfg_key *find_key(const char *name)
+{
+	for (size_t i = 0; i < CFG_NKEYS; i++)
+		if (strcmp(cfg_keys[i].name, name) == 0)
+			return &cfg_keys[i];
+	return NULL;
+}
+
+static int parse_bool(const char *v, bool *out)
+{
+	if (!strcmp(v, "true") || !strcmp(v, "1") || !strcmp(v, "yes") ||
+	    !strcmp(v, "on")) {
+		*out = true;
+		return 0;
+	}
+	if (!strcmp(v, "false") || !strcmp(v, "0") || !strcmp(v, "no") ||
+	    !strcmp(v, "off")) {
+		*out = false;
+		return 0;
+	}
+	return -1;
+}
+
+/* Splits "schema.table" (quotes around either part are dropped). */
+static int split_table(const char *v, char **schema, char **table)
+{
+	const char *dot = NULL;
+	bool inq = false;
+
+	for (const char *p = v; *p; p++) {
+		if (*p == '"')
+			inq = !inq;
+		else if (*p == '.' && !inq && dot == NULL)
+			dot = p;
+	}
+	const char *s = v, *t = v;
+	size_t slen = 0, tlen = strlen(v);
+	if (dot != NULL) {
+		slen = (size_t)(dot - v);
+		t = dot + 1;
+		tlen = strlen(t);
+	} else {
+		s = "public";
+		slen = 6;
+	}
+	if (slen >= 2 && s[0] == '"' && s[slen - 1] == '"') {
+		s++;
+		slen -= 2;
+	}
+	if (tlen >= 2 && t[0] == '"' && t[tlen - 1] == '"') {
+		t++;
+		tlen -= 2;
+	}
+	if (slen == 0 || tlen == 0 || memchr(t, '"', tlen) || memchr(s, '"', slen))
+		return -1;
+	*schema = xstrndup(s, slen);
+	*table = xstrndup(t, tlen);
+	return 0;
+}
+
+void cfg_init(struct relay_config *cfg)
+{
+	char err[256];
+
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->sources = xcalloc(CFG_NKEYS, sizeof(*cfg->sources));
+	for (size_t i = 0; i < CFG_NKEYS; i++) {
+		int rc = cfg_set(cfg, cfg_keys[i].name, cfg_keys[i].def,
+		                 CFG_SRC_DEFAULT, "default", err, sizeof(err));
+		(void)rc; /* defaults are valid by construction */
+	}
+}
+
+static void kafka_set(struct relay_config *cfg, const char *name,
+                      const char *value, enum cfg_source src)
+{
+	for (size_t i = 0; i < cfg->kafka_len; i++) {
+		if (strcmp(cfg->kafka[i].name, name) == 0) {
+			free(cfg->kafka[i].value);
+			cfg->kafka[i].value = xstrdup(value);
+			cfg->kafka[i].source = src;
+			return;
+		}
+	}
+	cfg->kafka = xrealloc(cfg->kafka, (cfg->kafka_len + 1) * sizeof(*cfg->kafka));
+	cfg->kafka[cfg->kafka_len].name = xstrdup(name);
+	cfg->kafka[cfg->kafka_len].value = xstrdup(value);
+	cfg->kafka[cfg->kafka_len].source = src;
+	cfg->kafka_len++;
+}
+
+int cfg_set(struct relay_config *cfg, const char *key, const char *value,
+            enum cfg_source src, const char *origin, char *err, size_t errlen)
+{
+	const struct cfg_key *k;
+
+	if (strncmp(key, "kafka.", 6) == 0) {
+		if (key[6] == '\0') {
+			set_err(err, errlen, "%s: empty kafka property name", origin);
+			return -1;
+		}
+		kafka_set(cfg, key + 6, value, src);
+		return 0;
+	}
+	k = find_key(key);
+	if (k == NULL) {
+		set_err(err, errlen, "%s: unknown key \"%s\"", origin, key);
+		return -1;
+	}
+	switch (k->type) {
+	case CFG_STR:
+		if (strcmp(k->name, "outbox.table") == 0) {
+			char *s, *t;
+			if (split_table(value, &s, &t) < 0) {
+				set_err(err, errlen, "%s: outbox.table: \"%s\" is not "
+				        "schema.table", origin, value);
+				return -1;
+			}
+			free(cfg->outbox_schema);
+			free(cfg->outbox_table);
+			cfg->outbox_schema = s;
+			cfg->outbox_table = t;
+		} else if (strcmp(k->name, "log.level") == 0) {
+			static const char *const lv[] = { "error", "warn", "info", "debug" };
+			bool found = false;
+			for (size_t i = 0; i < 4; i++)
+				found = found || strcmp(value, lv[i]) == 0;
+			if (!found) {
+				set_err(err, errlen, "%s: log.level: \"%s\" is not one of "
+				        "error, warn, info, debug", origin, value);
+				return -1;
+			}
+			free(cfg->log_level);
+			cfg->log_level = xstrdup(value);
+		} else if (strcmp(k->name, "slot.name") == 0 &&
+		           (value[0] == '\0' || strlen(value) > 63 ||
+		            strspn(value, "abcdefghijklmnopqrstuvwxyz0123456789_") !=
+		                strlen(value))) {
+			set_err(err, errlen, "%s: slot.name: \"%s\" is not a valid slot "
+			        "name (1-63 of a-z, 0-9, _)", origin, value);
+			return -1;
+		} else {
+			char **f = str_field(cfg, k);
+			free(*f);
+			*f = xstrdup(value);
+		}
+		break;
+	case CFG_INT: {
+		char *end;
+		errno = 0;
+		long long v = strtoll(value, &end, 10);
+		if (errno != 0 || end == value || *end != '\0') {
+			set_err(err, errlen, "%s: %s: \"%s\" is not an integer",
+			        origin, key, value);
+			return -1;
+		}
+		if (v < k->min || v > k->max) {
+			set_err(err, errlen, "%s: %s: %lld is out of range [%lld, %lld]",
+			        origin, key, v, (long long)k->min, (long long)k->max);
+			return -1;
+		}
+		*(int64_t *)((char *)cfg + k->offset) = v;
+		break;
+	}
+	case CFG_BOOL: {
+		bool b;
+		if (parse_bool(value, &b) < 0) {
+			set_err(err, errlen, "%s: %s: \"%s\" is not a boolean "
+			        "(true/false)", origin, key, value);
+			return -1;
+		}
+		*(bool *)((char *)cfg + k->offset) = b;
+		break;
+	}
+	}
+	cfg->sources[k - cfg_keys] = src;
+	return 0;
+}
+
+static char *trim(char *s)
+{
+	char *e;
+	while (isspace((unsigned char)*s))
+		s++;
+	e = s + strlen(s);
+	while (e > s && isspace((unsigned char)e[-1]))
+		*--e = '\0';
+	return s;
+}
+
+int cfg_load_file(struct relay_config *cfg, const char *path, char *err,
+                  size_t errlen)
+{
+	FILE *f = fopen(path, "r");
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t n;
+	int lineno = 0, rc = -1;
+	char origin[512];
+
+	if (f == NULL) {
+		set_err(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+		return -1;
+	}
+	while ((n = getline(&line, &cap, f)) >= 0) {
+		char *s, *eq, *key, *val;
+		size_t vlen;
+
+		lineno++;
+		snprintf(origin, sizeof(origin), "%s:%d", path, lineno);
+		if (memchr(line, '\0', (size_t)n) != NULL) {
+			set_err(err, errlen, "%s: NUL byte in line", origin);
+			goto out;
+		}
+		s = trim(line);
+		if (*s == '\0' || *s == '#')
+			continue;
+		eq = strchr(s, '=');
+		if (eq == NULL) {
+			set_err(err, errlen, "%s: expected \"key = value\"", origin);
+			goto out;
+		}
+		*eq = '\0';
+		key = trim(s);
+		val = trim(eq + 1);
+		vlen = strlen(val);
+		if (vlen >= 2 && val[0] == '"' && val[vlen - 1] == '"') {
+			val[vlen - 1] = '\0';
+			val++;
+		}
+		if (*key == '\0') {
+			set_err(err, errlen, "%s: empty key", origin);
+			goto out;
+		}
+		if (cfg_set(cfg, key, val, CFG_SRC_FILE, origin, err, errlen) < 0)
+			goto out;
+	}
+	if (ferror(f)) {
+		set_err(err, errlen, "%s: read error: %s", path, strerror(errno));
+		goto out;
+	}
+	rc = 0;
+out:
+	free(line);
+	fclose(f);
+	return rc;
+}
+
+/* "table.field.event.id" -> "OUTBOX_RELAY_TABLE_FIELD_EVENT_ID". */
+static void env_name(const char *key, char *out, size_t outlen)
+{
+	size_t n = (size_t)snprintf(out, outlen, "OUTBOX_RELAY_");
+	for (; *key && n + 1 < outlen; key++)
+		out[n++] = *key == '.' ? '_' : (char)toupper((unsigned char)*key);
+	out[n] = '\0';
+}
+
+int cfg_load_env(struct relay_config *cfg, char *const *envp, char *err,
+                 size_t errlen)
+{
+	static const char prefix[] = "OUTBOX_RELAY_";
+	char name[256];
+
+	for (; envp != NULL && *envp != NULL; envp++) {
+		const char *e = *envp, *eq = strchr(e, '=');
+		size_t nlen;
+		bool matched = false;
+
+		if (strncmp(e, prefix, sizeof(prefix) - 1) != 0 || eq == NULL)
+			continue;
+		nlen = (size_t)(eq - e);
+		if (nlen >= sizeof(name))
+			nlen = sizeof(name) - 1;
+		for (size_t i = 0; i < CFG_NKEYS && !matched; i++) {
+			env_name(cfg_keys[i].name, name, sizeof(name));
+			if (strlen(name) == (size_t)(eq - e) && !strncmp(e, name, nlen)) {
+				memcpy(name, e, nlen);
+				name[nlen] = '\0';
+				if (cfg_set(cfg, cfg_keys[i].name, eq + 1, CFG_SRC_ENV, name,
+				            err, errlen) < 0)
+					return -1;
+				matched = true;
+			}
+		}
+		if (matched)
+			continue;
+		memcpy(name, e, nlen);
+		name[nlen] = '\0';
+		if (strncmp(e, "OUTBOX_RELAY_KAFKA_", 19) == 0 && nlen > 19) {
+			/* librdkafka property names use dots, never underscores. */
+			char key[256] = "kafka.";
+			size_t k = 6;
+			for (size_t i = 19; i < nlen && k + 1 < sizeof(key); i++)
+				key[k++] = e[i] == '_' ? '.' : (char)tolower((unsigned char)e[i]);
+			key[k] = '\0';
+			if (cfg_set(cfg, key, eq + 1, CFG_SRC_ENV, name, err, errlen) < 0)
+				return -1;
+			continue;
+		}
+		set_err(err, errlen, "%s: unknown configuration variable", name);
+		return -1;
+	}
+	return 0;
+}
+
+int cfg_set_flag(struct relay_config *cfg, const char *kv, char *err,
+                 size_t errlen)
+{
+	const char *eq = strchr(kv, '=');
+	char key[256];
+	size_t klen;
+
+	if (eq == NULL || eq == kv) {
+		set_err(err, errlen, "--set %s: expected key=value", kv);
+		return -1;
+	}
+	klen = (size_t)(eq - kv);
+	if (klen >= sizeof(key)) {
+		set_err(err, errlen, "--set: key too long");
+		return -1;
+	}
+	memcpy(key, kv, klen);
+	key[klen] = '\0';
+	return cfg_set(cfg, key, eq + 1, CFG_SRC_FLAG, "--set", err, errlen);
+}
+
+const char *cfg_kafka_get(const struct relay_config *cfg, const char *name)
+{
+	for (size_t i = 0; i < cfg->kafka_len; i++)
+		if (strcmp(cfg->kafka[i].name, name) == 0)
+			return cfg->kafka[i].value;
+	return NULL;
+}
+
+bool cfg_kafka_is_secret(const char *name)
+{
+	static const char *const marks[] = { "password", "secret", "sasl.oauthbearer.config",
+		                                 "ssl.key.pem", "ssl_key" };
+	for (size_t i = 0; i < sizeof(marks) / sizeof(marks[0]); i++)
+		if (strstr(name, marks[i]) != NULL)
+			return true;
+	return false;
+}
+
+static const char *origin_of(const struct relay_config *cfg, const char *name)
+{
+	/* For messages: where a kafka.* value came from. */
+	for (size_t i = 0; i < cfg->kafka_len; i++)
+		if (strcmp(cfg->kafka[i].name, name) == 0)
+			return source_names[cfg->kafka[i].source];
+	return "default";
+}
+
+int cfg_validate(struct relay_config *cfg, char *err, size_t errlen)
+{
+	rd_kafka_conf_t *kc;
+	char kerr[512];
+	const char *v;
+
+	for (size_t i = 0; i < CFG_NKEYS; i++) {
+		const struct cfg_key *k = &cfg_keys[i];
+		if ((k->flags & CFG_F_REQUIRED) && k->type == CFG_STR &&
+		    strcmp(k->name, "outbox.table") != 0 &&
+		    (*str_field(cfg, k) == NULL || **str_field(cfg, k) == '\0')) {
+			set_err(err, errlen, "%s is required", k->name);
+			return -1;
+		}
+	}
+	if (cfg->reconnect_backoff_max_ms < cfg->reconnect_backoff_ms) {
+		set_err(err, errlen, "reconnect.backoff.max.ms (%lld) is below "
+		        "reconnect.backoff.ms (%lld)",
+		        (long long)cfg->reconnect_backoff_max_ms,
+		        (long long)cfg->reconnect_backoff_ms);
+		return -1;
+	}
+	if (cfg_kafka_get(cfg, "bootstrap.servers") == NULL &&
+	    cfg_kafka_get(cfg, "metadata.broker.list") == NULL &&
+	    cfg_kafka_get(cfg, "test.mock.num.brokers") == NULL) {
+		set_err(err, errlen, "kafka.bootstrap.servers is required");
+		return -1;
+	}
+
+	/* Settings that give up ordering or durability need an explicit
+	 * producer.allow.unsafe=true. */
+	if (!cfg->producer_allow_unsafe) {
+		v = cfg_kafka_get(cfg, "enable.idempotence");
+		if (v != NULL && strcmp(v, "true") != 0) {
+			set_err(err, errlen, "kafka.enable.idempotence=%s (from %s) can "
+			        "reorder or duplicate events within a session; set "
+			        "producer.allow.unsafe=true to force it", v,
+			        origin_of(cfg, "enable.idempotence"));
+			return -1;
+		}
+		v = cfg_kafka_get(cfg, "acks");
+		if (v == NULL)
+			v = cfg_kafka_get(cfg, "request.required.acks");
+		if (v != NULL && strcmp(v, "all") != 0 && strcmp(v, "-1") != 0) {
+			set_err(err, errlen, "kafka.acks=%s can lose acked events when a "
+			        "broker fails; set producer.allow.unsafe=true to force "
+			        "it", v);
+			return -1;
+		}
+	}
+
+	/* Let librdkafka judge every property (names, values, types). */
+	kc = rd_kafka_conf_new();
+	for (size_t i = 0; i < cfg->kafka_len; i++) {
+		if (rd_kafka_conf_set(kc, cfg->kafka[i].name, cfg->kafka[i].value,
+		                      kerr, sizeof(kerr)) != RD_KAFKA_CONF_OK) {
+			set_err(err, errlen, "kafka.%s (from %s): %s", cfg->kafka[i].name,
+			        source_names[cfg->kafka[i].source], kerr);
+			rd_kafka_conf_destroy(kc);
+			return -1;
+		}
+	}
+	rd_kafka_conf_destroy(kc);
+	return 0;
+}
+
+void cfg_print(const struct relay_config *cfg, FILE *out)
+{
+	for (size_t i = 0; i < CFG_NKEYS; i++) {
+		const struct cfg_key *k = &cfg_keys[i];
+		const char *src = source_names[cfg->sources[i]];
+		if (k->flags & CFG_F_SECRET) {
+			fprintf(out, "%s = <redacted> # %s\n", k->name, src);
+			continue;
+		}
+		switch (k->type) {
+		case CFG_STR:
+			if (strcmp(k->name, "outbox.table") == 0)
+				fprintf(out, "%s = %s.%s # %s\n", k->name, cfg->outbox_schema,
+				        cfg->outbox_table, src);
+			else
+				fprintf(out, "%s = %s # %s\n", k->name,
+				        *str_field((struct relay_config *)cfg, k), src);
+			break;
+		case CFG_INT:
+			fprintf(out, "%s = %lld # %s\n", k->name,
+			        (long long)*(const int64_t *)((const char *)cfg + k->offset),
+			        src);
+			break;
+		case CFG_BOOL:
+			fprintf(out, "%s = %s # %s\n", k->name,
+			        *(const bool *)((const char *)cfg + k->offset) ? "true"
+			                                                      : "false",
+			        src);
+			break;
+		}
+	}
+	for (size_t i = 0; i < cfg->kafka_len; i++)
+		fprintf(out, "kafka.%s = %s # %s\n", cfg->kafka[i].name,
+		        cfg_kafka_is_secret(cfg->kafka[i].name) ? "<redacted>"
+		                                                : cfg->kafka[i].value,
+		        source_names[cfg->kafka[i].source]);
+}
+
+void cfg_free(struct relay_config *cfg)
+{
+	for (size_t i = 0; i < CFG_NKEYS; i++)
+		if (cfg_keys[i].type == CFG_STR)
+			free(*str_field(cfg, &cfg_keys[i]));
+	free(cfg->outbox_schema);
+	for (size_t i = 0; i < cfg->kafka_len; i++) {
+		free(cfg->kafka[i].name);
+		free(cfg->kafka[i].value);
+	}
+	free(cfg->kafka);
+	free(cfg->sources);
+	memset(cfg, 0, sizeof(*cfg));
+}

@@ -1,0 +1,188 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* main.c -- command line, configuration, signals; then the relay runs.
+ * Only wiring lives here. */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <librdkafka/rdkafka.h>
+#include <libpq-fe.h>
+
+#include "config.h"
+#include "log.h"
+#include "relay.h"
+
+extern char **environ;
+
+static int sig_pipe[2] = { -1, -1 };
+static volatile sig_atomic_t sig_count;
+
+static void on_signal(int signo)
+{
+	static const char msg[] = "second signal: exiting now; the slot replays "
+	                          "whatever was not confirmed\n";
+	int saved = errno;
+	char b = (char)signo;
+
+	if (++sig_count >= 2) {
+		ssize_t w = write(STDERR_FILENO, msg, sizeof(msg) - 1);
+		(void)w;
+		_exit(RELAY_EXIT_FAILURE);
+	}
+	if (write(sig_pipe[1], &b, 1) < 0) {
+		/* Pipe full: a byte is already waiting, nothing is lost. */
+	}
+	errno = saved;
+}
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+	        "outbox-relay streams committed outbox rows from a PostgreSQL logical\n"
+	        "replication slot (wal2json) to Kafka, confirming each LSN only after\n"
+	        "Kafka has acknowledged every event up to it.\n"
+	        "\n"
+	        "Usage:\n"
+	        "  outbox-relay --config FILE [--set KEY=VALUE]...\n"
+	        "\n"
+	        "Options:\n"
+	        "  -c, --config=FILE      read key = value lines from FILE\n"
+	        "  -s, --set=KEY=VALUE    override one key (repeatable; wins over the\n"
+	        "                         file and OUTBOX_RELAY_<KEY> variables)\n"
+	        "      --print-config     print the effective configuration with the\n"
+	        "                         source of each value (secrets redacted), exit\n"
+	        "  -V, --version          print the version, exit\n"
+	        "  -h, --help             show this help, exit\n"
+	        "\n"
+	        "Configuration keys (defaults in brackets; see docs/configuration.md):\n"
+	        "  pg.conninfo                 libpq connection string or URI [required]\n"
+	        "  slot.name                   wal2json slot, never created here [outbox_relay]\n"
+	        "  outbox.table                schema.table, exact case [public.outbox]\n"
+	        "  table.field.event.id        [id]\n"
+	        "  table.field.event.key       [aggregate_id]\n"
+	        "  table.field.event.type      [event_type]\n"
+	        "  table.field.event.payload   [payload]\n"
+	        "  route.by.field              [aggregate_type]\n"
+	        "  route.topic.replacement     [outbox.event.${routedByValue}]\n"
+	        "  kafka.<property>            passed to librdkafka, e.g.\n"
+	        "                              kafka.bootstrap.servers=127.0.0.1:9092\n"
+	        "\n"
+	        "Exit codes: 0 stopped by signal after draining; 1 second signal;\n"
+	        "64 usage; 65 fail-stop on a poison event; 69 slot missing or\n"
+	        "invalidated; 70 internal error; 78 configuration error.\n");
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "set", required_argument, NULL, 's' },
+		{ "print-config", no_argument, NULL, 'P' },
+		{ "version", no_argument, NULL, 'V' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct relay_config cfg;
+	const char *config_path = NULL;
+	char **sets = NULL;
+	int nsets = 0, c, code;
+	bool print_config = false;
+	char err[1024];
+	struct sigaction sa;
+	struct rlimit nocore = { 0, 0 };
+	enum log_level lvl;
+
+	sets = calloc((size_t)argc, sizeof(*sets));
+	while ((c = getopt_long(argc, argv, "c:s:Vh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'c':
+			config_path = optarg;
+			break;
+		case 's':
+			sets[nsets++] = optarg;
+			break;
+		case 'P':
+			print_config = true;
+			break;
+		case 'V':
+			printf("outbox-relay %s (librdkafka %s, libpq %d)\n", RELAY_VERSION,
+			       rd_kafka_version_str(), PQlibVersion());
+			free(sets);
+			return RELAY_EXIT_OK;
+		case 'h':
+			usage(stdout);
+			free(sets);
+			return RELAY_EXIT_OK;
+		default:
+			fprintf(stderr, "Try \"outbox-relay --help\".\n");
+			free(sets);
+			return RELAY_EXIT_USAGE;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "outbox-relay: unexpected argument \"%s\"\n"
+		        "Try \"outbox-relay --help\".\n", argv[optind]);
+		free(sets);
+		return RELAY_EXIT_USAGE;
+	}
+
+	cfg_init(&cfg);
+	if ((config_path != NULL &&
+	     cfg_load_file(&cfg, config_path, err, sizeof(err)) < 0) ||
+	    cfg_load_env(&cfg, environ, err, sizeof(err)) < 0) {
+		fprintf(stderr, "outbox-relay: %s\n", err);
+		code = RELAY_EXIT_CONFIG;
+		goto out;
+	}
+	for (int i = 0; i < nsets; i++) {
+		if (cfg_set_flag(&cfg, sets[i], err, sizeof(err)) < 0) {
+			fprintf(stderr, "outbox-relay: %s\n", err);
+			code = RELAY_EXIT_CONFIG;
+			goto out;
+		}
+	}
+	if (print_config) {
+		cfg_print(&cfg, stdout);
+		code = RELAY_EXIT_OK;
+		goto out;
+	}
+	if (cfg_validate(&cfg, err, sizeof(err)) < 0) {
+		fprintf(stderr, "outbox-relay: %s\n", err);
+		code = RELAY_EXIT_CONFIG;
+		goto out;
+	}
+	if (log_level_parse(cfg.log_level, &lvl) == 0)
+		log_set_level(lvl);
+
+	/* A core dump would hold the connection password. */
+	(void)setrlimit(RLIMIT_CORE, &nocore);
+	(void)prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+
+	if (pipe2(sig_pipe, O_NONBLOCK | O_CLOEXEC) < 0) {
+		log_error("pipe: %s", strerror(errno));
+		code = RELAY_EXIT_SOFTWARE;
+		goto out;
+	}
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	log_info("outbox-relay %s starting: slot \"%s\", table %s.%s", RELAY_VERSION,
+	         cfg.slot_name, cfg.outbox_schema, cfg.outbox_table);
+	code = relay_run(&cfg, sig_pipe[0]);
+	log_info("outbox-relay exiting with code %d", code);
+out:
+	cfg_free(&cfg);
+	free(sets);
+	return code;
+}

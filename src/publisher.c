@@ -1,0 +1,268 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* publisher.c -- librdkafka producer with the settings that keep order.
+ *
+ * Defaults (each overridable through kafka.*, subject to cfg_validate):
+ * idempotence on (acks=all, bounded in-flight, ordered retries), Java-
+ * compatible murmur2 partitioning, and no message timeout, so a message
+ * can never be dropped from the queue and leave a gap behind it. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <librdkafka/rdkafka.h>
+
+#include "log.h"
+#include "publisher.h"
+
+struct publisher {
+	rd_kafka_t *rk;
+	rd_kafka_queue_t *mainq;
+	int evfd[2];            /* librdkafka writes to [1] when reports wait */
+	pub_dr_fn dr;
+	void *opaque;
+	volatile int fatal;     /* set from error_cb (may run on any thread) */
+	volatile int brokers_down;
+};
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+	RELAY_PRINTF(3, 4);
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+/* Runs on the thread that calls rd_kafka_poll(): the relay's loop. */
+static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m,
+                        void *opaque)
+{
+	struct publisher *p = opaque;
+	bool ok = m->err == RD_KAFKA_RESP_ERR_NO_ERROR;
+	char why[512];
+
+	(void)rk;
+	if (!ok) {
+		const void *id = NULL;
+		size_t idlen = 0;
+		rd_kafka_headers_t *hdrs = NULL;
+		if (rd_kafka_message_headers(m, &hdrs) == RD_KAFKA_RESP_ERR_NO_ERROR)
+			(void)rd_kafka_header_get_last(hdrs, "id", &id, &idlen);
+		snprintf(why, sizeof(why), "topic %s partition %d event id %.*s: %s "
+		         "(%s)", rd_kafka_topic_name(m->rkt), (int)m->partition,
+		         (int)(id ? idlen : 1), id ? (const char *)id : "?",
+		         rd_kafka_err2str(m->err),
+		         rd_kafka_message_status(m) == RD_KAFKA_MSG_STATUS_POSSIBLY_PERSISTED
+		             ? "possibly persisted" : "not persisted");
+	} else {
+		p->brokers_down = 0;
+	}
+	p->dr(p->opaque, (uint64_t)(uintptr_t)m->_private, ok, ok ? NULL : why,
+	      m->len + m->key_len);
+}
+
+static void on_error(rd_kafka_t *rk, int err, const char *reason, void *opaque)
+{
+	struct publisher *p = opaque;
+
+	if (err == RD_KAFKA_RESP_ERR__FATAL) {
+		char buf[512];
+		rd_kafka_resp_err_t ferr = rd_kafka_fatal_error(rk, buf, sizeof(buf));
+		log_error("kafka: fatal producer error: %s: %s",
+		          rd_kafka_err2name(ferr), buf);
+		p->fatal = 1;
+		return;
+	}
+	if (err == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN)
+		p->brokers_down = 1;
+	log_warn("kafka: %s: %s", rd_kafka_err2name((rd_kafka_resp_err_t)err),
+	         reason);
+}
+
+/* librdkafka's own log lines, through the relay's logger. */
+static void on_log(const rd_kafka_t *rk, int level, const char *fac,
+                   const char *buf)
+{
+	enum log_level lvl = level <= 3 ? LOG_LVL_ERROR
+	                     : level == 4 ? LOG_LVL_WARN
+	                     : level <= 6 ? LOG_LVL_INFO
+	                                  : LOG_LVL_DEBUG;
+	(void)rk;
+	log_msg(lvl, "kafka: %s: %s", fac, buf);
+}
+
+static int conf_set(rd_kafka_conf_t *kc, const char *name, const char *value,
+                    char *err, size_t errlen)
+{
+	char kerr[512];
+	if (rd_kafka_conf_set(kc, name, value, kerr, sizeof(kerr)) !=
+	    RD_KAFKA_CONF_OK) {
+		set_err(err, errlen, "kafka.%s: %s", name, kerr);
+		return -1;
+	}
+	return 0;
+}
+
+struct publisher *pub_new(const struct relay_config *cfg, pub_dr_fn dr,
+                          void *opaque, char *err, size_t errlen)
+{
+	static const char *const safe[][2] = {
+		{ "enable.idempotence", "true" },
+		{ "acks", "all" },
+		{ "partitioner", "murmur2_random" },
+		{ "message.timeout.ms", "0" },
+		{ "client.id", "outbox-relay" },
+	};
+	struct publisher *p = xcalloc(1, sizeof(*p));
+	rd_kafka_conf_t *kc = rd_kafka_conf_new();
+	char kerr[512], num[32];
+
+	p->evfd[0] = p->evfd[1] = -1;
+	p->dr = dr;
+	p->opaque = opaque;
+	for (size_t i = 0; i < sizeof(safe) / sizeof(safe[0]); i++)
+		if (cfg_kafka_get(cfg, safe[i][0]) == NULL &&
+		    conf_set(kc, safe[i][0], safe[i][1], err, errlen) < 0)
+			goto fail;
+	/* librdkafka's queue must hold the relay's whole window, so that
+	 * QUEUE_FULL stays an exception rather than the normal brake. */
+	if (cfg_kafka_get(cfg, "queue.buffering.max.messages") == NULL) {
+		snprintf(num, sizeof(num), "%lld",
+		         (long long)cfg->inflight_max_events + 1024);
+		if (conf_set(kc, "queue.buffering.max.messages", num, err, errlen) < 0)
+			goto fail;
+	}
+	for (size_t i = 0; i < cfg->kafka_len; i++)
+		if (conf_set(kc, cfg->kafka[i].name, cfg->kafka[i].value, err,
+		             errlen) < 0)
+			goto fail;
+	rd_kafka_conf_set_dr_msg_cb(kc, on_delivery);
+	rd_kafka_conf_set_error_cb(kc, on_error);
+	rd_kafka_conf_set_log_cb(kc, on_log);
+	rd_kafka_conf_set_opaque(kc, p);
+
+	/* rd_kafka_new() takes ownership of kc on success only. */
+	p->rk = rd_kafka_new(RD_KAFKA_PRODUCER, kc, kerr, sizeof(kerr));
+	if (p->rk == NULL) {
+		set_err(err, errlen, "creating the Kafka producer: %s", kerr);
+		goto fail;
+	}
+	kc = NULL;
+	if (pipe2(p->evfd, O_NONBLOCK | O_CLOEXEC) < 0) {
+		set_err(err, errlen, "pipe: %s", strerror(errno));
+		goto fail;
+	}
+	p->mainq = rd_kafka_queue_get_main(p->rk);
+	rd_kafka_queue_io_event_enable(p->mainq, p->evfd[1], "1", 1);
+	return p;
+fail:
+	if (kc != NULL)
+		rd_kafka_conf_destroy(kc);
+	pub_free(p);
+	return NULL;
+}
+
+enum pub_send_result pub_send(struct publisher *p, const char *topic,
+                              const char *key, size_t key_len,
+                              const char *value, size_t value_len,
+                              const struct route_headers *h, uint64_t token,
+                              char *err, size_t errlen)
+{
+	rd_kafka_headers_t *hdrs = rd_kafka_headers_new(ROUTE_H_COUNT);
+	rd_kafka_resp_err_t e;
+
+	for (int i = 0; i < ROUTE_H_COUNT; i++)
+		if (h->value[i] != NULL)
+			rd_kafka_header_add(hdrs, h->name[i], -1, h->value[i],
+			                    (ssize_t)h->len[i]);
+	/* F_COPY: key and value live in the decoder's buffers, which are
+	 * reused for the next record. Headers are owned by librdkafka once
+	 * producev succeeds. */
+	e = rd_kafka_producev(p->rk, RD_KAFKA_V_TOPIC(topic),
+	                      RD_KAFKA_V_KEY(key, key_len),
+	                      RD_KAFKA_V_VALUE((void *)value, value_len),
+	                      RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+	                      RD_KAFKA_V_HEADERS(hdrs),
+	                      RD_KAFKA_V_OPAQUE((void *)(uintptr_t)token),
+	                      RD_KAFKA_V_END);
+	if (e == RD_KAFKA_RESP_ERR_NO_ERROR)
+		return PUB_SENT;
+	rd_kafka_headers_destroy(hdrs);
+	set_err(err, errlen, "%s", rd_kafka_err2str(e));
+	switch (e) {
+	case RD_KAFKA_RESP_ERR__QUEUE_FULL:
+		return PUB_FULL;
+	case RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE:
+	case RD_KAFKA_RESP_ERR_INVALID_MSG:
+	case RD_KAFKA_RESP_ERR__INVALID_ARG:
+		return PUB_REJECTED;
+	default:
+		return PUB_FATAL;
+	}
+}
+
+void pub_poll(struct publisher *p, int timeout_ms)
+{
+	rd_kafka_poll(p->rk, timeout_ms);
+}
+
+int pub_event_fd(const struct publisher *p)
+{
+	return p ? p->evfd[0] : -1;
+}
+
+void pub_event_fd_drain(struct publisher *p)
+{
+	char buf[256];
+	while (read(p->evfd[0], buf, sizeof(buf)) > 0)
+		;
+}
+
+bool pub_fatal(struct publisher *p, char *err, size_t errlen)
+{
+	char buf[512];
+	rd_kafka_resp_err_t e;
+
+	if (!p->fatal)
+		return false;
+	e = rd_kafka_fatal_error(p->rk, buf, sizeof(buf));
+	set_err(err, errlen, "fatal producer error %s: %s", rd_kafka_err2name(e),
+	        buf);
+	return true;
+}
+
+int pub_outq_len(const struct publisher *p)
+{
+	return rd_kafka_outq_len(p->rk);
+}
+
+bool pub_broker_up(const struct publisher *p)
+{
+	return !p->brokers_down;
+}
+
+void pub_free(struct publisher *p)
+{
+	if (p == NULL)
+		return;
+	if (p->rk != NULL) {
+		/* Whatever is still queued comes back as failed reports; the
+		 * slot replays it. */
+		rd_kafka_purge(p->rk, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+		rd_kafka_poll(p->rk, 0);
+		if (p->mainq != NULL)
+			rd_kafka_queue_destroy(p->mainq);
+		rd_kafka_destroy(p->rk);
+	}
+	if (p->evfd[0] >= 0)
+		close(p->evfd[0]);
+	if (p->evfd[1] >= 0)
+		close(p->evfd[1]);
+	free(p);
+}

@@ -1,0 +1,583 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* relay.c -- the pipeline and its poll() loop.
+ *
+ * Life of a session: connect and check the slot, START_REPLICATION from
+ * the slot's confirmed position, decode each wal2json record, produce each
+ * event to Kafka, and confirm commit-end LSNs as the tracker allows. Any
+ * failure ends the session; the next one replays from the slot. */
+#include <errno.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "hist.h"
+#include "log.h"
+#include "lsn_tracker.h"
+#include "publisher.h"
+#include "relay.h"
+#include "repl.h"
+#include "route.h"
+#include "w2j.h"
+
+#define READ_BUDGET 4096          /* frames per loop turn, keeps timers fair */
+#define SESSION_STABLE_US (30 * INT64_C(1000000))
+
+enum relay_state {
+	ST_CONNECTING,  /* next turn tries to connect */
+	ST_BACKOFF,     /* waiting before a reconnect */
+	ST_STANDBY,     /* slot held by another process */
+	ST_STREAMING,
+};
+
+static const char *const state_names[] = { "connecting", "backoff", "standby",
+	                                       "streaming" };
+
+enum handled { H_OK, H_BLOCKED, H_STOP };
+
+struct relay {
+	const struct relay_config *cfg; /* borrowed */
+	struct w2j_spec spec;
+	struct lsn_tracker lt;
+	struct publisher *pub;          /* owned; NULL between sessions */
+	struct repl_stream rs;
+	bool have_rs;
+	enum relay_state state;
+	int64_t retry_at_us;
+	unsigned attempt;
+	int64_t session_start_us;
+	int64_t next_status_us;
+	int64_t next_stats_us;
+	bool reply_now;
+
+	/* The in-flight window, over every session: decremented by each
+	 * delivery report, whatever session it belongs to. */
+	uint64_t win_events;
+	uint64_t win_bytes;
+	bool queue_full;                /* librdkafka said QUEUE_FULL */
+
+	/* A frame that could not be produced yet (QUEUE_FULL); it points
+	 * into rs.copybuf, which stays valid until the next repl_read(). */
+	bool have_pending;
+	struct repl_msg pending;
+
+	int64_t cur_xid;
+	uint64_t cur_commit_lsn;
+
+	uint64_t n_received, n_acked, n_failed, n_stale, n_txns, n_reconnects;
+	uint64_t bytes_acked;
+	struct hist lat;
+
+	bool stopping;
+	int exit_code;
+	int64_t drain_deadline_us;
+
+	bool restart_pending;
+	bool restart_kafka;
+	bool tearing_down;
+
+	char topic[256];
+	char err[2048];
+};
+
+static int64_t backoff_us(struct relay *r)
+{
+	int64_t base = r->cfg->reconnect_backoff_ms * 1000;
+	int64_t cap = r->cfg->reconnect_backoff_max_ms * 1000;
+	unsigned shift = r->attempt < 20 ? r->attempt : 20;
+	int64_t d = base << shift;
+
+	if (d > cap || d <= 0)
+		d = cap;
+	r->attempt++;
+	/* Jitter: several relays (or restarts) must not retry in lockstep. */
+	return d / 2 + (int64_t)(random() % (d / 2 + 1));
+}
+
+/* Delivery report: runs inside pub_poll() on the loop thread. */
+static void on_dr(void *opaque, uint64_t token, bool ok, const char *errstr,
+                  size_t bytes)
+{
+	struct relay *r = opaque;
+	int64_t ts = 0;
+
+	r->win_events--;
+	r->win_bytes -= bytes;
+	r->queue_full = false;
+	if (r->tearing_down)
+		return;
+	if (!lsn_ack(&r->lt, token, ok, &ts)) {
+		r->n_stale++; /* from a session that was already torn down */
+		return;
+	}
+	if (ok) {
+		r->n_acked++;
+		r->bytes_acked += bytes;
+		if (ts > 0)
+			hist_record(&r->lat, now_wall_us() - ts);
+		return;
+	}
+	r->n_failed++;
+	log_error("kafka: delivery failed: %s; nothing past it is confirmed, the "
+	          "producer is rebuilt and the slot replays", errstr);
+	r->restart_pending = true;
+	r->restart_kafka = true;
+}
+
+static void send_status(struct relay *r, bool force_log)
+{
+	uint64_t flush = lsn_confirmable(&r->lt);
+	uint64_t recv = r->lt.received_lsn > flush ? r->lt.received_lsn : flush;
+	char err[512];
+
+	if (!r->have_rs || !r->rs.in_copy)
+		return;
+	if (repl_send_status(&r->rs, recv, flush, false, err, sizeof(err)) < 0) {
+		log_warn("%s", err);
+		r->restart_pending = true;
+		return;
+	}
+	if (flush != r->lt.confirmed || force_log)
+		log_debug("confirmed flush LSN " LSN_FMT, LSN_ARGS(flush));
+	lsn_mark_confirmed(&r->lt, flush);
+	r->reply_now = false;
+	r->next_status_us = now_mono_us() + r->cfg->status_interval_ms * 1000;
+}
+
+static void log_stats(struct relay *r, const char *prefix)
+{
+	log_info("%s: state=%s received=%llu acked=%llu failed=%llu stale=%llu "
+	         "txns=%llu reconnects=%llu inflight=%llu inflight_bytes=%llu "
+	         "received_lsn=" LSN_FMT " confirmed_lsn=" LSN_FMT
+	         " latency_p50_ms=%.1f latency_p99_ms=%.1f latency_max_ms=%.1f",
+	         prefix, state_names[r->state], (unsigned long long)r->n_received,
+	         (unsigned long long)r->n_acked, (unsigned long long)r->n_failed,
+	         (unsigned long long)r->n_stale, (unsigned long long)r->n_txns,
+	         (unsigned long long)r->n_reconnects,
+	         (unsigned long long)r->win_events, (unsigned long long)r->win_bytes,
+	         LSN_ARGS(r->lt.received_lsn), LSN_ARGS(r->lt.confirmed),
+	         hist_percentile(&r->lat, 0.50) / 1000.0,
+	         hist_percentile(&r->lat, 0.99) / 1000.0, r->lat.max_us / 1000.0);
+}
+
+/* Ends the session: final status, close, and (for Kafka failures) a new
+ * producer. The next session starts from the slot after a backoff. */
+static void restart(struct relay *r)
+{
+	int64_t d;
+
+	if (r->have_rs) {
+		send_status(r, false);
+		repl_close(&r->rs);
+		r->have_rs = false;
+	}
+	if (r->restart_kafka && r->pub != NULL) {
+		r->tearing_down = true;
+		pub_free(r->pub); /* purges: reports come back and are dropped */
+		r->tearing_down = false;
+		r->pub = NULL;
+		r->win_events = r->win_bytes = 0;
+		r->queue_full = false;
+	}
+	r->have_pending = false;
+	r->restart_pending = r->restart_kafka = false;
+	/* Acks of the old session's events must not move the new watermark. */
+	lsn_reset(&r->lt, lsn_confirmable(&r->lt));
+	r->n_reconnects++;
+	d = backoff_us(r);
+	r->state = ST_BACKOFF;
+	r->retry_at_us = now_mono_us() + d;
+	log_warn("replaying from slot \"%s\" in %lld ms (confirmed " LSN_FMT ")",
+	         r->cfg->slot_name, (long long)(d / 1000), LSN_ARGS(r->lt.confirmed));
+}
+
+static void begin_stop(struct relay *r, int code)
+{
+	if (r->stopping)
+		return;
+	r->stopping = true;
+	r->exit_code = code;
+	r->drain_deadline_us = now_mono_us() + r->cfg->shutdown_timeout_ms * 1000;
+}
+
+static void try_connect(struct relay *r)
+{
+	enum repl_err rc;
+	char err[1024];
+
+	if (r->pub == NULL) {
+		r->pub = pub_new(r->cfg, on_dr, r, err, sizeof(err));
+		if (r->pub == NULL) {
+			log_error("%s", err);
+			begin_stop(r, RELAY_EXIT_CONFIG);
+			return;
+		}
+	}
+	rc = repl_start(&r->rs, r->cfg->pg_conninfo, r->cfg->slot_name, &r->spec,
+	                err, sizeof(err));
+	switch (rc) {
+	case REPL_OK:
+		r->have_rs = true;
+		lsn_reset(&r->lt, r->rs.slot.confirmed_flush);
+		r->state = ST_STREAMING;
+		r->session_start_us = now_mono_us();
+		r->next_status_us = r->session_start_us + r->cfg->status_interval_ms * 1000;
+		log_info("streaming from slot \"%s\" (system %s, timeline %d): "
+		         "confirmed_flush_lsn " LSN_FMT ", restart_lsn " LSN_FMT
+		         ", server WAL at " LSN_FMT, r->cfg->slot_name,
+		         r->rs.system_id, r->rs.timeline,
+		         LSN_ARGS(r->rs.slot.confirmed_flush),
+		         LSN_ARGS(r->rs.slot.restart_lsn), LSN_ARGS(r->rs.system_lsn));
+		return;
+	case REPL_ERR_SLOT_BUSY:
+		if (r->state != ST_STANDBY)
+			log_warn("standby: %s; retrying every %lld ms", err,
+			         (long long)r->cfg->standby_retry_ms);
+		r->state = ST_STANDBY;
+		r->retry_at_us = now_mono_us() + r->cfg->standby_retry_ms * 1000;
+		return;
+	case REPL_ERR_TRANSIENT: {
+		int64_t d = backoff_us(r);
+		log_warn("%s; retrying in %lld ms", err, (long long)(d / 1000));
+		r->state = ST_BACKOFF;
+		r->retry_at_us = now_mono_us() + d;
+		return;
+	}
+	case REPL_ERR_FATAL:
+		log_error("%s", err);
+		begin_stop(r, RELAY_EXIT_UNAVAILABLE);
+		return;
+	}
+}
+
+/* Poison input: stop reading, let what is in flight be acked, confirm
+ * up to (not including) the bad transaction, exit non-zero. */
+static enum handled fail_stop(struct relay *r, const struct repl_msg *m,
+                              const char *what)
+{
+	log_error("fail-stop at LSN " LSN_FMT " (xid %lld): %s; nothing at or "
+	          "after this transaction is confirmed and the slot keeps it. "
+	          "Fix the cause or skip the transaction deliberately (see the "
+	          "runbook: poison event)", LSN_ARGS(m->wal_start),
+	          (long long)r->cur_xid, what);
+	begin_stop(r, RELAY_EXIT_DATAERR);
+	return H_STOP;
+}
+
+static enum handled handle_event(struct relay *r, const struct repl_msg *m,
+                                 struct w2j_record *rec)
+{
+	struct route_headers h;
+	char err[512], msg[1024];
+	uint64_t token;
+
+	if (route_topic(r->cfg->route_topic_replacement, rec->route.ptr,
+	                rec->route.len, r->topic, sizeof(r->topic), err,
+	                sizeof(err)) < 0) {
+		snprintf(msg, sizeof(msg), "event id %s: %s", rec->id.ptr, err);
+		return fail_stop(r, m, msg);
+	}
+	route_headers(&h, rec, r->cur_commit_lsn);
+	token = lsn_event(&r->lt);
+	switch (pub_send(r->pub, r->topic, rec->key.ptr, rec->key.len,
+	                 rec->payload.ptr, rec->payload.len, &h, token, err,
+	                 sizeof(err))) {
+	case PUB_SENT:
+		r->n_received++;
+		r->win_events++;
+		r->win_bytes += rec->payload.len + rec->key.len;
+		return H_OK;
+	case PUB_FULL:
+		lsn_event_undo(&r->lt, token);
+		r->queue_full = true;
+		return H_BLOCKED;
+	case PUB_REJECTED:
+		lsn_event_undo(&r->lt, token);
+		snprintf(msg, sizeof(msg), "event id %s (topic %s, %zu bytes): Kafka "
+		         "refuses it: %s", rec->id.ptr, r->topic, rec->payload.len, err);
+		return fail_stop(r, m, msg);
+	case PUB_FATAL:
+		lsn_event_undo(&r->lt, token);
+		log_error("kafka: produce failed: %s", err);
+		r->restart_pending = true;
+		r->restart_kafka = true;
+		return H_STOP;
+	}
+	return H_STOP;
+}
+
+static enum handled handle_msg(struct relay *r, const struct repl_msg *m)
+{
+	struct w2j_record rec;
+	enum handled h = H_OK;
+	char err[1024];
+
+	if (m->type == 'k') {
+		lsn_idle(&r->lt, m->wal_end);
+		if (m->reply_requested)
+			r->reply_now = true; /* else wal_sender_timeout ends the stream */
+		return H_OK;
+	}
+	lsn_received(&r->lt, m->wal_start);
+	if (w2j_decode(m->data, m->len, &r->spec, &rec, err, sizeof(err)) < 0)
+		return fail_stop(r, m, err);
+	switch (rec.kind) {
+	case W2J_BEGIN:
+		r->cur_xid = rec.xid;
+		r->cur_commit_lsn = rec.nextlsn;
+		lsn_begin(&r->lt, rec.commit_ts_us);
+		break;
+	case W2J_COMMIT:
+		lsn_commit(&r->lt, rec.nextlsn);
+		r->n_txns++;
+		break;
+	case W2J_EVENT:
+		if (!r->lt.in_txn) {
+			h = fail_stop(r, m, "insert record outside a transaction "
+			              "(is include-transaction off?)");
+			break;
+		}
+		h = handle_event(r, m, &rec);
+		break;
+	case W2J_SKIP:
+		break;
+	}
+	w2j_record_clear(&rec);
+	return h;
+}
+
+static bool reading_allowed(const struct relay *r)
+{
+	return r->state == ST_STREAMING && r->have_rs && !r->stopping &&
+	       !r->restart_pending && !r->queue_full &&
+	       r->win_events < (uint64_t)r->cfg->inflight_max_events &&
+	       r->win_bytes < (uint64_t)r->cfg->inflight_max_bytes;
+}
+
+static void read_stream(struct relay *r)
+{
+	struct repl_msg m;
+	char err[1024];
+
+	for (int i = 0; i < READ_BUDGET && reading_allowed(r); i++) {
+		if (r->have_pending) {
+			m = r->pending;
+			r->have_pending = false;
+		} else {
+			int rc = repl_read(&r->rs, &m, err, sizeof(err));
+			if (rc == 0)
+				return;
+			if (rc < 0) {
+				if (r->rs.stream_err == REPL_ERR_FATAL) {
+					log_error("%s", err);
+					begin_stop(r, RELAY_EXIT_UNAVAILABLE);
+				} else {
+					log_warn("%s", err);
+					r->restart_pending = true;
+				}
+				return;
+			}
+		}
+		switch (handle_msg(r, &m)) {
+		case H_OK:
+			break;
+		case H_BLOCKED:
+			r->pending = m;
+			r->have_pending = true;
+			return;
+		case H_STOP:
+			return;
+		}
+	}
+}
+
+static int compute_timeout(const struct relay *r, int64_t now)
+{
+	int64_t t = 1000 * 1000; /* wake at least once a second */
+
+	if (r->have_rs && r->next_status_us - now < t)
+		t = r->next_status_us - now;
+	if ((r->state == ST_BACKOFF || r->state == ST_STANDBY) &&
+	    r->retry_at_us - now < t)
+		t = r->retry_at_us - now;
+	if (r->cfg->stats_interval_ms > 0 && r->next_stats_us - now < t)
+		t = r->next_stats_us - now;
+	if (r->reply_now || r->restart_pending || r->state == ST_CONNECTING)
+		t = 0;
+	/* While librdkafka holds events, poll it often enough for reports
+	 * even if its fd is quiet. */
+	if (r->win_events > 0 && t > 100 * 1000)
+		t = 100 * 1000;
+	if (t < 0)
+		t = 0;
+	return (int)((t + 999) / 1000);
+}
+
+static void drain_signals(struct relay *r, int sigfd)
+{
+	char buf[16];
+	ssize_t n = read(sigfd, buf, sizeof(buf));
+
+	if (n > 0 && !r->stopping) {
+		log_info("signal received: stopping reads, waiting up to %lld ms for "
+		         "%llu in-flight events", (long long)r->cfg->shutdown_timeout_ms,
+		         (unsigned long long)r->win_events);
+		begin_stop(r, RELAY_EXIT_OK);
+	}
+}
+
+/* True once a stopping relay may exit: everything of this session was
+ * acked, or the shutdown timeout ran out. */
+static bool drained(struct relay *r, int64_t now)
+{
+	if (r->lt.inflight == 0 || r->pub == NULL)
+		return true;
+	if (now >= r->drain_deadline_us) {
+		log_warn("shutdown timeout: %llu events not acked; the slot replays "
+		         "them on the next start", (unsigned long long)r->lt.inflight);
+		return true;
+	}
+	return false;
+}
+
+static void finish(struct relay *r)
+{
+	char err[512];
+
+	if (r->have_rs) {
+		send_status(r, true);
+		/* Give the final status update a moment to leave the socket. */
+		for (int i = 0; i < 50 && repl_wants_write(&r->rs); i++) {
+			struct pollfd p = { .fd = repl_socket(&r->rs), .events = POLLOUT };
+			(void)poll(&p, 1, 20);
+			if (repl_flush(&r->rs, err, sizeof(err)) < 0)
+				break;
+		}
+		repl_close(&r->rs);
+		r->have_rs = false;
+	}
+	if (r->pub != NULL) {
+		r->tearing_down = true;
+		pub_free(r->pub);
+		r->pub = NULL;
+	}
+}
+
+int relay_run(const struct relay_config *cfg, int sigfd)
+{
+	struct relay *r = xcalloc(1, sizeof(*r));
+	struct rusage ru;
+	int code;
+
+	r->cfg = cfg;
+	r->spec = (struct w2j_spec){
+		.schema = cfg->outbox_schema,
+		.table = cfg->outbox_table,
+		.col_id = cfg->field_id,
+		.col_key = cfg->field_key,
+		.col_type = cfg->field_type,
+		.col_route = cfg->route_by_field,
+		.col_payload = cfg->field_payload,
+	};
+	lsn_init(&r->lt);
+	hist_reset(&r->lat);
+	r->state = ST_CONNECTING;
+	r->cur_xid = -1;
+	srandom((unsigned)(now_wall_us() ^ getpid()));
+	r->next_stats_us = now_mono_us() + cfg->stats_interval_ms * 1000;
+
+	for (;;) {
+		struct pollfd fds[3];
+		int nfds = 0, isig, ipub = -1, ipg = -1;
+		int64_t now = now_mono_us();
+
+		if (r->stopping && drained(r, now))
+			break;
+		if (!r->stopping && (r->state == ST_CONNECTING ||
+		                     ((r->state == ST_BACKOFF || r->state == ST_STANDBY) &&
+		                      now >= r->retry_at_us)))
+			try_connect(r);
+
+		isig = nfds;
+		fds[nfds++] = (struct pollfd){ .fd = sigfd, .events = POLLIN };
+		if (r->pub != NULL) {
+			ipub = nfds;
+			fds[nfds++] = (struct pollfd){ .fd = pub_event_fd(r->pub),
+				                           .events = POLLIN };
+		}
+		if (r->have_rs) {
+			ipg = nfds;
+			fds[nfds] = (struct pollfd){ .fd = repl_socket(&r->rs) };
+			if (reading_allowed(r))
+				fds[nfds].events |= POLLIN;
+			if (repl_wants_write(&r->rs))
+				fds[nfds].events |= POLLOUT;
+			nfds++;
+		}
+		if (poll(fds, (nfds_t)nfds, compute_timeout(r, now_mono_us())) < 0 &&
+		    errno != EINTR) {
+			log_error("poll: %s", strerror(errno));
+			begin_stop(r, RELAY_EXIT_SOFTWARE);
+		}
+		now = now_mono_us();
+
+		if (fds[isig].revents & POLLIN)
+			drain_signals(r, sigfd);
+
+		if (r->pub != NULL) {
+			if (ipub >= 0 && (fds[ipub].revents & POLLIN))
+				pub_event_fd_drain(r->pub);
+			pub_poll(r->pub, 0);
+			if (!r->restart_pending && pub_fatal(r->pub, r->err, sizeof(r->err))) {
+				log_error("kafka: %s", r->err);
+				r->restart_pending = true;
+				r->restart_kafka = true;
+			}
+		}
+
+		if (r->have_rs && ipg >= 0) {
+			if (fds[ipg].revents & (POLLIN | POLLERR | POLLHUP)) {
+				if (repl_consume(&r->rs, r->err, sizeof(r->err)) < 0) {
+					log_warn("%s", r->err);
+					r->restart_pending = true;
+				}
+			}
+			if (!r->restart_pending && (fds[ipg].revents & POLLOUT) &&
+			    repl_flush(&r->rs, r->err, sizeof(r->err)) < 0) {
+				log_warn("%s", r->err);
+				r->restart_pending = true;
+			}
+		}
+		if (r->have_rs && !r->restart_pending)
+			read_stream(r);
+
+		/* Status updates go out on time whatever else is happening,
+		 * also while Kafka is stalled and reads are paused. */
+		if (r->have_rs && !r->restart_pending &&
+		    (r->reply_now || now >= r->next_status_us)) {
+			send_status(r, false);
+			if (now - r->session_start_us > SESSION_STABLE_US)
+				r->attempt = 0;
+		}
+		if (r->cfg->stats_interval_ms > 0 && now >= r->next_stats_us) {
+			log_stats(r, "stats");
+			r->next_stats_us = now + r->cfg->stats_interval_ms * 1000;
+		}
+		if (r->restart_pending && !r->stopping)
+			restart(r);
+		else if (r->restart_pending && r->stopping)
+			break; /* stopping anyway: nothing more can be acked */
+	}
+
+	finish(r);
+	getrusage(RUSAGE_SELF, &ru);
+	log_stats(r, "summary");
+	log_info("summary: peak_rss_kb=%ld exit=%d", ru.ru_maxrss, r->exit_code);
+	code = r->exit_code;
+	lsn_free(&r->lt);
+	free(r);
+	return code;
+}

@@ -1,0 +1,541 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* repl.c -- logical replication over libpq: connect, check, stream, reply.
+ *
+ * Frame layouts follow the streaming replication protocol; each field is
+ * parsed with an explicit length check, as pg_recvlogical does. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <libpq-fe.h>
+
+#include "log.h"
+#include "repl.h"
+
+/* libpq's PGconn behind our opaque name. */
+#define PGC(rs) ((PGconn *)(rs)->conn)
+
+/* Microseconds between the Unix epoch and PostgreSQL's (2000-01-01). */
+#define PG_EPOCH_OFFSET_US INT64_C(946684800000000)
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+	RELAY_PRINTF(3, 4);
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+/* PQerrorMessage without its trailing newline. */
+static const char *pq_err(PGconn *conn)
+{
+	static char buf[1024];
+	const char *m = conn ? PQerrorMessage(conn) : "no connection";
+	size_t n = strlen(m);
+	if (n >= sizeof(buf))
+		n = sizeof(buf) - 1;
+	memcpy(buf, m, n);
+	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
+		n--;
+	buf[n] = '\0';
+	return buf;
+}
+
+static uint64_t be64(const char *p)
+{
+	uint64_t v = 0;
+	for (int i = 0; i < 8; i++)
+		v = (v << 8) | (unsigned char)p[i];
+	return v;
+}
+
+static void put_be64(char *p, uint64_t v)
+{
+	for (int i = 7; i >= 0; i--) {
+		p[i] = (char)(v & 0xff);
+		v >>= 8;
+	}
+}
+
+/* Classifies a server error by SQLSTATE. */
+static enum repl_err classify(const PGresult *res)
+{
+	const char *st = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+	if (st == NULL)
+		return REPL_ERR_TRANSIENT;
+	if (strcmp(st, "55006") == 0) /* object_in_use: slot active elsewhere */
+		return REPL_ERR_SLOT_BUSY;
+	if (strcmp(st, "42704") == 0 || /* undefined_object: no such slot */
+	    strcmp(st, "55000") == 0 || /* slot invalidated, wrong state */
+	    strcmp(st, "42501") == 0 || /* insufficient_privilege */
+	    strcmp(st, "28000") == 0 || /* invalid authorization */
+	    strcmp(st, "22023") == 0)   /* invalid parameter (plugin option) */
+		return REPL_ERR_FATAL;
+	return REPL_ERR_TRANSIENT;
+}
+
+static bool conninfo_has(PQconninfoOption *opts, const char *kw)
+{
+	for (PQconninfoOption *o = opts; o && o->keyword; o++)
+		if (strcmp(o->keyword, kw) == 0)
+			return o->val != NULL && o->val[0] != '\0';
+	return false;
+}
+
+/* Opens the replication=database connection. The user's conninfo wins for
+ * every setting except replication; the relay only fills in defaults. */
+static PGconn *open_conn(const char *conninfo, char *err, size_t errlen)
+{
+	const char *kw[16], *val[16];
+	PQconninfoOption *opts;
+	char *perr = NULL;
+	int n = 0;
+	PGconn *conn;
+
+	opts = PQconninfoParse(conninfo, &perr);
+	if (opts == NULL) {
+		/* perr may quote the string; never echo it. */
+		set_err(err, errlen, "pg.conninfo is not a valid connection string");
+		PQfreemem(perr);
+		return NULL;
+	}
+	kw[n] = "dbname", val[n++] = conninfo;
+	if (!conninfo_has(opts, "application_name"))
+		kw[n] = "application_name", val[n++] = "outbox-relay";
+	if (!conninfo_has(opts, "connect_timeout"))
+		kw[n] = "connect_timeout", val[n++] = "10";
+	/* A half-open TCP connection must not hang the relay forever. */
+	if (!conninfo_has(opts, "keepalives_idle"))
+		kw[n] = "keepalives_idle", val[n++] = "10";
+	if (!conninfo_has(opts, "keepalives_interval"))
+		kw[n] = "keepalives_interval", val[n++] = "5";
+	if (!conninfo_has(opts, "keepalives_count"))
+		kw[n] = "keepalives_count", val[n++] = "3";
+	if (!conninfo_has(opts, "tcp_user_timeout"))
+		kw[n] = "tcp_user_timeout", val[n++] = "30000";
+	kw[n] = "replication", val[n++] = "database";
+	kw[n] = NULL, val[n] = NULL;
+	PQconninfoFree(opts);
+
+	conn = PQconnectdbParams(kw, val, 1);
+	if (PQstatus(conn) != CONNECTION_OK) {
+		set_err(err, errlen, "could not connect to PostgreSQL: %s",
+		        pq_err(conn));
+		PQfinish(conn);
+		return NULL;
+	}
+	return conn;
+}
+
+static enum repl_err identify(struct repl_stream *rs, char *err, size_t errlen)
+{
+	PGresult *res = PQexec(PGC(rs), "IDENTIFY_SYSTEM");
+	enum repl_err rc = REPL_ERR_TRANSIENT;
+
+	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1 ||
+	    PQnfields(res) < 3) {
+		set_err(err, errlen, "IDENTIFY_SYSTEM failed: %s", pq_err(PGC(rs)));
+		rc = classify(res);
+		goto out;
+	}
+	snprintf(rs->system_id, sizeof(rs->system_id), "%s", PQgetvalue(res, 0, 0));
+	rs->timeline = atoi(PQgetvalue(res, 0, 1));
+	if (lsn_parse(PQgetvalue(res, 0, 2), strlen(PQgetvalue(res, 0, 2)),
+	              &rs->system_lsn) < 0) {
+		set_err(err, errlen, "IDENTIFY_SYSTEM returned a bad xlogpos");
+		goto out;
+	}
+	rc = REPL_OK;
+out:
+	PQclear(res);
+	return rc;
+}
+
+/* Reads the slot's row; refuses what the relay must never stream from. */
+static enum repl_err check_slot(struct repl_stream *rs, const char *slot,
+                                char *err, size_t errlen)
+{
+	char *lit = PQescapeLiteral(PGC(rs), slot, strlen(slot));
+	char sql[512];
+	PGresult *res;
+	enum repl_err rc = REPL_ERR_FATAL;
+
+	if (lit == NULL) {
+		set_err(err, errlen, "escaping slot name: %s", pq_err(PGC(rs)));
+		return REPL_ERR_TRANSIENT;
+	}
+	snprintf(sql, sizeof(sql),
+	         "SELECT plugin, slot_type, database = current_database(), active, "
+	         "coalesce(active_pid, 0), coalesce(wal_status, ''), "
+	         "coalesce(confirmed_flush_lsn::text, ''), "
+	         "coalesce(restart_lsn::text, '') "
+	         "FROM pg_catalog.pg_replication_slots WHERE slot_name = %s", lit);
+	PQfreemem(lit);
+	res = PQexec(PGC(rs), sql);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+		set_err(err, errlen, "reading pg_replication_slots: %s", pq_err(PGC(rs)));
+		rc = classify(res);
+		if (rc == REPL_ERR_SLOT_BUSY)
+			rc = REPL_ERR_TRANSIENT;
+		goto out;
+	}
+	if (PQntuples(res) == 0) {
+		set_err(err, errlen, "replication slot \"%s\" does not exist; the "
+		        "relay never creates one implicitly: create it with "
+		        "SELECT pg_create_logical_replication_slot('%s', 'wal2json')",
+		        slot, slot);
+		goto out;
+	}
+	if (strcmp(PQgetvalue(res, 0, 1), "logical") != 0 ||
+	    strcmp(PQgetvalue(res, 0, 0), "wal2json") != 0) {
+		set_err(err, errlen, "replication slot \"%s\" uses plugin \"%s\" "
+		        "(%s); the relay needs a logical wal2json slot", slot,
+		        PQgetvalue(res, 0, 0), PQgetvalue(res, 0, 1));
+		goto out;
+	}
+	if (strcmp(PQgetvalue(res, 0, 2), "t") != 0) {
+		set_err(err, errlen, "replication slot \"%s\" belongs to another "
+		        "database than the one in pg.conninfo", slot);
+		goto out;
+	}
+	snprintf(rs->slot.plugin, sizeof(rs->slot.plugin), "%s", PQgetvalue(res, 0, 0));
+	snprintf(rs->slot.wal_status, sizeof(rs->slot.wal_status), "%s",
+	         PQgetvalue(res, 0, 5));
+	rs->slot.active = strcmp(PQgetvalue(res, 0, 3), "t") == 0;
+	rs->slot.active_pid = atoi(PQgetvalue(res, 0, 4));
+	if (strcmp(rs->slot.wal_status, "lost") == 0 ||
+	    PQgetvalue(res, 0, 6)[0] == '\0' ||
+	    lsn_parse(PQgetvalue(res, 0, 6), strlen(PQgetvalue(res, 0, 6)),
+	              &rs->slot.confirmed_flush) < 0) {
+		set_err(err, errlen, "replication slot \"%s\" is invalidated "
+		        "(wal_status=%s): the WAL it needed is gone and events may "
+		        "be missing; the relay will not recreate it (see the "
+		        "runbook: slot lost)", slot,
+		        rs->slot.wal_status[0] ? rs->slot.wal_status : "unknown");
+		goto out;
+	}
+	if (lsn_parse(PQgetvalue(res, 0, 7), strlen(PQgetvalue(res, 0, 7)),
+	              &rs->slot.restart_lsn) < 0)
+		rs->slot.restart_lsn = 0;
+	if (rs->slot.active) {
+		set_err(err, errlen, "replication slot \"%s\" is active for PID %d",
+		        slot, rs->slot.active_pid);
+		rc = REPL_ERR_SLOT_BUSY;
+		goto out;
+	}
+	rc = REPL_OK;
+out:
+	PQclear(res);
+	return rc;
+}
+
+/* Checks that the outbox table and the configured columns exist, so a
+ * typo in the configuration fails at start instead of never matching. */
+static enum repl_err check_table(struct repl_stream *rs,
+                                 const struct w2j_spec *spec, char *err,
+                                 size_t errlen)
+{
+	const char *params[2] = { spec->schema, spec->table };
+	const char *cols[5] = { spec->col_id, spec->col_key, spec->col_type,
+		                    spec->col_route, spec->col_payload };
+	static const char *const keys[5] = {
+		"table.field.event.id", "table.field.event.key",
+		"table.field.event.type", "route.by.field", "table.field.event.payload"
+	};
+	PGresult *res;
+	enum repl_err rc = REPL_ERR_FATAL;
+
+	/* Replication connections only take the simple query protocol, so the
+	 * names are escaped as literals. */
+	char *s = PQescapeLiteral(PGC(rs), params[0], strlen(params[0]));
+	char *t = PQescapeLiteral(PGC(rs), params[1], strlen(params[1]));
+	char sql[1024];
+	if (s == NULL || t == NULL) {
+		PQfreemem(s);
+		PQfreemem(t);
+		set_err(err, errlen, "escaping table name: %s", pq_err(PGC(rs)));
+		return REPL_ERR_TRANSIENT;
+	}
+	snprintf(sql, sizeof(sql),
+	         "SELECT a.attname FROM pg_catalog.pg_attribute a "
+	         "JOIN pg_catalog.pg_class c ON c.oid = a.attrelid "
+	         "JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace "
+	         "WHERE n.nspname = %s AND c.relname = %s AND a.attnum > 0 "
+	         "AND NOT a.attisdropped", s, t);
+	PQfreemem(s);
+	PQfreemem(t);
+	res = PQexec(PGC(rs), sql);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+		set_err(err, errlen, "reading the outbox table's columns: %s",
+		        pq_err(PGC(rs)));
+		rc = REPL_ERR_TRANSIENT;
+		goto out;
+	}
+	if (PQntuples(res) == 0) {
+		set_err(err, errlen, "outbox.table: table %s.%s does not exist (names "
+		        "are case-sensitive and unquoted: a table created as "
+		        "\"Outbox\" is public.Outbox)", spec->schema, spec->table);
+		goto out;
+	}
+	for (int i = 0; i < 5; i++) {
+		bool found = false;
+		for (int r = 0; r < PQntuples(res) && !found; r++)
+			found = strcmp(PQgetvalue(res, r, 0), cols[i]) == 0;
+		if (!found) {
+			set_err(err, errlen, "%s: column \"%s\" does not exist in %s.%s",
+			        keys[i], cols[i], spec->schema, spec->table);
+			goto out;
+		}
+	}
+	rc = REPL_OK;
+out:
+	PQclear(res);
+	return rc;
+}
+
+/* Appends a single-quoted option value, doubling quotes. */
+static int put_quoted(char *out, size_t outlen, size_t *n, const char *v)
+{
+	if (*n + 1 >= outlen)
+		return -1;
+	out[(*n)++] = '\'';
+	for (; *v; v++) {
+		if (*n + 3 >= outlen)
+			return -1;
+		if (*v == '\'')
+			out[(*n)++] = '\'';
+		out[(*n)++] = *v;
+	}
+	out[(*n)++] = '\'';
+	out[*n] = '\0';
+	return 0;
+}
+
+int repl_start_command(const char *slot, const struct w2j_spec *spec,
+                       char *out, size_t outlen)
+{
+	char tables[512];
+	size_t n;
+	int m;
+
+	if (w2j_add_tables_value(spec->schema, spec->table, tables,
+	                         sizeof(tables)) < 0)
+		return -1;
+	m = snprintf(out, outlen,
+	             "START_REPLICATION SLOT \"%s\" LOGICAL 0/0 ("
+	             "\"format-version\" '2', \"include-lsn\" '1', "
+	             "\"include-xids\" '1', \"include-transaction\" '1', "
+	             "\"include-timestamp\" '1', \"actions\" 'insert', "
+	             "\"add-tables\" ", slot);
+	if (m < 0 || (size_t)m >= outlen)
+		return -1;
+	n = (size_t)m;
+	if (put_quoted(out, outlen, &n, tables) < 0 || n + 2 >= outlen)
+		return -1;
+	out[n++] = ')';
+	out[n] = '\0';
+	return (int)n;
+}
+
+enum repl_err repl_start(struct repl_stream *rs, const char *conninfo,
+                         const char *slot, const struct w2j_spec *spec,
+                         char *err, size_t errlen)
+{
+	char cmd[1024];
+	PGresult *res;
+	enum repl_err rc;
+
+	memset(rs, 0, sizeof(*rs));
+	rs->conn = (struct pg_conn *)open_conn(conninfo, err, errlen);
+	if (rs->conn == NULL)
+		return REPL_ERR_TRANSIENT;
+	if ((rc = identify(rs, err, errlen)) != REPL_OK)
+		goto fail;
+	if ((rc = check_slot(rs, slot, err, errlen)) != REPL_OK)
+		goto fail;
+	if ((rc = check_table(rs, spec, err, errlen)) != REPL_OK)
+		goto fail;
+	if (repl_start_command(slot, spec, cmd, sizeof(cmd)) < 0) {
+		set_err(err, errlen, "outbox.table name too long");
+		rc = REPL_ERR_FATAL;
+		goto fail;
+	}
+	res = PQexec(PGC(rs), cmd);
+	if (PQresultStatus(res) != PGRES_COPY_BOTH) {
+		set_err(err, errlen, "START_REPLICATION failed: %s", pq_err(PGC(rs)));
+		rc = classify(res);
+		PQclear(res);
+		goto fail;
+	}
+	PQclear(res);
+	if (PQsetnonblocking(PGC(rs), 1) != 0) {
+		set_err(err, errlen, "PQsetnonblocking: %s", pq_err(PGC(rs)));
+		rc = REPL_ERR_TRANSIENT;
+		goto fail;
+	}
+	rs->in_copy = true;
+	return REPL_OK;
+fail:
+	PQfinish(PGC(rs));
+	rs->conn = NULL;
+	return rc;
+}
+
+int repl_socket(const struct repl_stream *rs)
+{
+	return rs->conn ? PQsocket(PGC(rs)) : -1;
+}
+
+int repl_consume(struct repl_stream *rs, char *err, size_t errlen)
+{
+	if (PQconsumeInput(PGC(rs)) == 0) {
+		set_err(err, errlen, "replication connection lost: %s", pq_err(PGC(rs)));
+		rs->stream_err = REPL_ERR_TRANSIENT;
+		return -1;
+	}
+	return 0;
+}
+
+/* After the server ended COPY or the connection failed: fetch the error
+ * result so it can be classified and shown. */
+static void stream_error(struct repl_stream *rs, char *err, size_t errlen)
+{
+	PGresult *res;
+	bool got = false;
+
+	rs->stream_err = REPL_ERR_TRANSIENT;
+	rs->in_copy = false;
+	while ((res = PQgetResult(PGC(rs))) != NULL) {
+		if (!got && PQresultStatus(res) == PGRES_FATAL_ERROR) {
+			const char *m = PQresultErrorMessage(res);
+			size_t n = strlen(m);
+			while (n > 0 && m[n - 1] == '\n')
+				n--;
+			set_err(err, errlen, "replication stream ended: %.*s", (int)n, m);
+			rs->stream_err = classify(res);
+			got = true;
+		}
+		PQclear(res);
+		if (PQstatus(PGC(rs)) == CONNECTION_BAD)
+			break;
+	}
+	if (!got)
+		set_err(err, errlen, "replication stream ended: %s", pq_err(PGC(rs)));
+}
+
+int repl_read(struct repl_stream *rs, struct repl_msg *msg, char *err,
+              size_t errlen)
+{
+	size_t hdr;
+	int r;
+
+	if (rs->copybuf != NULL) {
+		PQfreemem(rs->copybuf);
+		rs->copybuf = NULL;
+	}
+	r = PQgetCopyData(PGC(rs), &rs->copybuf, 1);
+	if (r == 0)
+		return 0;
+	if (r < 0) {
+		stream_error(rs, err, errlen);
+		return -1;
+	}
+	memset(msg, 0, sizeof(*msg));
+	msg->type = rs->copybuf[0];
+	if (msg->type == 'w') {
+		hdr = 1;  /* msgtype 'w' */
+		hdr += 8; /* dataStart */
+		hdr += 8; /* walEnd */
+		hdr += 8; /* sendTime */
+		if ((size_t)r < hdr) {
+			set_err(err, errlen, "XLogData header too small: %d bytes", r);
+			rs->stream_err = REPL_ERR_TRANSIENT;
+			return -1;
+		}
+		msg->wal_start = be64(rs->copybuf + 1);
+		msg->wal_end = be64(rs->copybuf + 9);
+		msg->data = rs->copybuf + hdr;
+		msg->len = (size_t)r - hdr;
+		return 1;
+	}
+	if (msg->type == 'k') {
+		hdr = 1;  /* msgtype 'k' */
+		hdr += 8; /* walEnd */
+		hdr += 8; /* sendTime */
+		hdr += 1; /* replyRequested */
+		if ((size_t)r < hdr) {
+			set_err(err, errlen, "keepalive too small: %d bytes", r);
+			rs->stream_err = REPL_ERR_TRANSIENT;
+			return -1;
+		}
+		msg->wal_end = be64(rs->copybuf + 1);
+		msg->reply_requested = rs->copybuf[17] != 0;
+		return 1;
+	}
+	set_err(err, errlen, "unexpected CopyData message type 0x%02x",
+	        (unsigned char)msg->type);
+	rs->stream_err = REPL_ERR_TRANSIENT;
+	return -1;
+}
+
+int repl_send_status(struct repl_stream *rs, uint64_t received,
+                     uint64_t flush_lsn, bool reply_requested, char *err,
+                     size_t errlen)
+{
+	char buf[1 + 8 + 8 + 8 + 8 + 1];
+	size_t n = 0;
+
+	buf[n++] = 'r';
+	put_be64(buf + n, received);  /* write */
+	n += 8;
+	put_be64(buf + n, flush_lsn); /* flush: the only field that moves the slot */
+	n += 8;
+	put_be64(buf + n, flush_lsn); /* apply */
+	n += 8;
+	put_be64(buf + n, (uint64_t)(now_wall_us() - PG_EPOCH_OFFSET_US)); /* sendTime */
+	n += 8;
+	buf[n++] = reply_requested ? 1 : 0;
+	if (PQputCopyData(PGC(rs), buf, (int)n) <= 0 || PQflush(PGC(rs)) < 0) {
+		set_err(err, errlen, "could not send status update: %s", pq_err(PGC(rs)));
+		rs->stream_err = REPL_ERR_TRANSIENT;
+		return -1;
+	}
+	return 0;
+}
+
+bool repl_wants_write(struct repl_stream *rs)
+{
+	return rs->conn != NULL && PQflush(PGC(rs)) == 1;
+}
+
+int repl_flush(struct repl_stream *rs, char *err, size_t errlen)
+{
+	if (PQflush(PGC(rs)) < 0) {
+		set_err(err, errlen, "replication connection lost: %s", pq_err(PGC(rs)));
+		rs->stream_err = REPL_ERR_TRANSIENT;
+		return -1;
+	}
+	return 0;
+}
+
+void repl_close(struct repl_stream *rs)
+{
+	if (rs->copybuf != NULL)
+		PQfreemem(rs->copybuf);
+	rs->copybuf = NULL;
+	if (rs->conn == NULL)
+		return;
+	if (rs->in_copy && PQstatus(PGC(rs)) == CONNECTION_OK) {
+		/* CopyDone tells the walsender we are leaving on purpose; the
+		 * confirmed position was already sent. */
+		if (PQputCopyEnd(PGC(rs), NULL) == 1)
+			(void)PQflush(PGC(rs));
+	}
+	PQfinish(PGC(rs));
+	rs->conn = NULL;
+	rs->in_copy = false;
+}

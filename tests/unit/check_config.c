@@ -1,0 +1,260 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* check_config.c -- configuration parsing, precedence and safety rules. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config.h"
+
+static char tmp_path[64];
+
+/* Writes text to a fresh temp file; its path is in tmp_path. */
+static const char *write_tmp(const char *text)
+{
+	int fd;
+	FILE *f;
+
+	strcpy(tmp_path, "/tmp/relay-cfg-XXXXXX");
+	fd = mkstemp(tmp_path);
+	ck_assert_int_ge(fd, 0);
+	f = fdopen(fd, "w");
+	fputs(text, f);
+	fclose(f);
+	return tmp_path;
+}
+
+static void base_cfg(struct relay_config *cfg)
+{
+	char err[256];
+	cfg_init(cfg);
+	ck_assert_int_eq(cfg_set(cfg, "pg.conninfo", "dbname=x", CFG_SRC_FLAG,
+	                         "t", err, sizeof(err)), 0);
+	ck_assert_int_eq(cfg_set(cfg, "kafka.bootstrap.servers", "127.0.0.1:1",
+	                         CFG_SRC_FLAG, "t", err, sizeof(err)), 0);
+}
+
+START_TEST(test_defaults)
+{
+	struct relay_config cfg;
+	cfg_init(&cfg);
+	ck_assert_str_eq(cfg.slot_name, "outbox_relay");
+	ck_assert_str_eq(cfg.outbox_schema, "public");
+	ck_assert_str_eq(cfg.outbox_table, "outbox");
+	ck_assert_str_eq(cfg.field_id, "id");
+	ck_assert_str_eq(cfg.field_key, "aggregate_id");
+	ck_assert_str_eq(cfg.field_type, "event_type");
+	ck_assert_str_eq(cfg.field_payload, "payload");
+	ck_assert_str_eq(cfg.route_by_field, "aggregate_type");
+	ck_assert_str_eq(cfg.route_topic_replacement, "outbox.event.${routedByValue}");
+	ck_assert_int_eq(cfg.status_interval_ms, 10000);
+	ck_assert(!cfg.producer_allow_unsafe);
+	ck_assert_uint_eq(cfg.kafka_len, 0);
+	cfg_free(&cfg);
+}
+END_TEST
+
+START_TEST(test_file)
+{
+	struct relay_config cfg;
+	char err[512];
+	const char *p = write_tmp(
+		"# a comment\n"
+		"\n"
+		"  slot.name = my_slot  \n"
+		"pg.conninfo = \"host=127.0.0.1 dbname=app password=s3cret\"\n"
+		"outbox.table = public.\"Outbox\"\n"
+		"table.field.event.key=aggregateId\n"
+		"kafka.bootstrap.servers = 127.0.0.1:9092\n"
+		"kafka.linger.ms = 20\n"
+		"status.interval.ms = 500\n");
+	cfg_init(&cfg);
+	ck_assert_int_eq(cfg_load_file(&cfg, p, err, sizeof(err)), 0);
+	ck_assert_str_eq(cfg.slot_name, "my_slot");
+	ck_assert_str_eq(cfg.pg_conninfo, "host=127.0.0.1 dbname=app password=s3cret");
+	ck_assert_str_eq(cfg.outbox_schema, "public");
+	ck_assert_str_eq(cfg.outbox_table, "Outbox");
+	ck_assert_str_eq(cfg.field_key, "aggregateId");
+	ck_assert_int_eq(cfg.status_interval_ms, 500);
+	ck_assert_str_eq(cfg_kafka_get(&cfg, "bootstrap.servers"), "127.0.0.1:9092");
+	ck_assert_str_eq(cfg_kafka_get(&cfg, "linger.ms"), "20");
+	ck_assert_ptr_null(cfg_kafka_get(&cfg, "acks"));
+	cfg_free(&cfg);
+	unlink(p);
+}
+END_TEST
+
+START_TEST(test_file_errors_name_line)
+{
+	static const struct {
+		const char *text;
+		const char *want;
+	} cases[] = {
+		{ "slot.name = a\nno.such.key = 1\n", ":2: unknown key \"no.such.key\"" },
+		{ "\n\nstatus.interval.ms = ten\n", ":3: status.interval.ms: \"ten\" is not an integer" },
+		{ "status.interval.ms = 60000\n", ":1: status.interval.ms: 60000 is out of range" },
+		{ "just words\n", ":1: expected \"key = value\"" },
+		{ "producer.allow.unsafe = maybe\n", ":1: producer.allow.unsafe" },
+		{ "slot.name = Bad-Name\n", ":1: slot.name" },
+		{ "outbox.table = a.\"b\"c\n", ":1: outbox.table" },
+		{ "log.level = loud\n", ":1: log.level" },
+		{ "kafka. = x\n", ":1: empty kafka property" },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct relay_config cfg;
+		char err[512], want[600];
+		const char *p = write_tmp(cases[i].text);
+		cfg_init(&cfg);
+		ck_assert_int_eq(cfg_load_file(&cfg, p, err, sizeof(err)), -1);
+		snprintf(want, sizeof(want), "%s%s", p, cases[i].want);
+		ck_assert_msg(strncmp(err, want, strlen(want)) == 0,
+		              "case %zu: got \"%s\", want prefix \"%s\"", i, err, want);
+		cfg_free(&cfg);
+		unlink(p);
+	}
+}
+END_TEST
+
+START_TEST(test_missing_file)
+{
+	struct relay_config cfg;
+	char err[512];
+	cfg_init(&cfg);
+	ck_assert_int_eq(cfg_load_file(&cfg, "/nonexistent/relay.conf", err,
+	                               sizeof(err)), -1);
+	ck_assert_ptr_nonnull(strstr(err, "/nonexistent/relay.conf: cannot open"));
+	cfg_free(&cfg);
+}
+END_TEST
+
+START_TEST(test_precedence)
+{
+	struct relay_config cfg;
+	char err[512];
+	char *env[] = { "OUTBOX_RELAY_SLOT_NAME=from_env",
+		            "OUTBOX_RELAY_ROUTE_BY_FIELD=env_route",
+		            "OUTBOX_RELAY_KAFKA_LINGER_MS=7",
+		            "PATH=/usr/bin", NULL };
+	const char *p = write_tmp("slot.name = from_file\n"
+	                          "route.by.field = file_route\n"
+	                          "table.field.event.id = file_id\n"
+	                          "kafka.linger.ms = 3\n");
+	cfg_init(&cfg);
+	ck_assert_int_eq(cfg_load_file(&cfg, p, err, sizeof(err)), 0);
+	ck_assert_int_eq(cfg_load_env(&cfg, env, err, sizeof(err)), 0);
+	ck_assert_int_eq(cfg_set_flag(&cfg, "slot.name=from_flag", err, sizeof(err)), 0);
+	ck_assert_str_eq(cfg.slot_name, "from_flag");      /* flag > env > file */
+	ck_assert_str_eq(cfg.route_by_field, "env_route"); /* env > file */
+	ck_assert_str_eq(cfg.field_id, "file_id");         /* file > default */
+	ck_assert_str_eq(cfg.field_key, "aggregate_id");   /* default */
+	ck_assert_str_eq(cfg_kafka_get(&cfg, "linger.ms"), "7");
+	cfg_free(&cfg);
+	unlink(p);
+}
+END_TEST
+
+START_TEST(test_env_errors)
+{
+	struct relay_config cfg;
+	char err[512];
+	char *env1[] = { "OUTBOX_RELAY_SLOT_NAM=x", NULL };
+	char *env2[] = { "OUTBOX_RELAY_STATUS_INTERVAL_MS=abc", NULL };
+	cfg_init(&cfg);
+	ck_assert_int_eq(cfg_load_env(&cfg, env1, err, sizeof(err)), -1);
+	ck_assert_str_eq(err, "OUTBOX_RELAY_SLOT_NAM: unknown configuration variable");
+	ck_assert_int_eq(cfg_load_env(&cfg, env2, err, sizeof(err)), -1);
+	ck_assert_ptr_nonnull(strstr(err, "OUTBOX_RELAY_STATUS_INTERVAL_MS: status.interval.ms"));
+	ck_assert_int_eq(cfg_set_flag(&cfg, "novalue", err, sizeof(err)), -1);
+	ck_assert_int_eq(cfg_set_flag(&cfg, "bogus=1", err, sizeof(err)), -1);
+	ck_assert_str_eq(err, "--set: unknown key \"bogus\"");
+	cfg_free(&cfg);
+}
+END_TEST
+
+START_TEST(test_validate_safety)
+{
+	struct relay_config cfg;
+	char err[512];
+
+	base_cfg(&cfg);
+	ck_assert_int_eq(cfg_validate(&cfg, err, sizeof(err)), 0);
+	ck_assert_int_eq(cfg_set_flag(&cfg, "kafka.enable.idempotence=false", err,
+	                              sizeof(err)), 0);
+	ck_assert_int_eq(cfg_validate(&cfg, err, sizeof(err)), -1);
+	ck_assert_ptr_nonnull(strstr(err, "producer.allow.unsafe"));
+	ck_assert_int_eq(cfg_set_flag(&cfg, "producer.allow.unsafe=true", err,
+	                              sizeof(err)), 0);
+	ck_assert_int_eq(cfg_validate(&cfg, err, sizeof(err)), 0);
+	cfg_free(&cfg);
+
+	base_cfg(&cfg);
+	ck_assert_int_eq(cfg_set_flag(&cfg, "kafka.acks=1", err, sizeof(err)), 0);
+	ck_assert_int_eq(cfg_validate(&cfg, err, sizeof(err)), -1);
+	ck_assert_ptr_nonnull(strstr(err, "kafka.acks=1"));
+	cfg_free(&cfg);
+
+	/* librdkafka itself judges names and values. */
+	base_cfg(&cfg);
+	ck_assert_int_eq(cfg_set_flag(&cfg, "kafka.no.such.property=1", err,
+	                              sizeof(err)), 0);
+	ck_assert_int_eq(cfg_validate(&cfg, err, sizeof(err)), -1);
+	ck_assert_msg(strncmp(err, "kafka.no.such.property (from flag): ", 36) == 0,
+	              "%s", err);
+	cfg_free(&cfg);
+
+	base_cfg(&cfg);
+	ck_assert_int_eq(cfg_set_flag(&cfg, "kafka.linger.ms=-5", err, sizeof(err)), 0);
+	ck_assert_int_eq(cfg_validate(&cfg, err, sizeof(err)), -1);
+	cfg_free(&cfg);
+
+	cfg_init(&cfg);
+	ck_assert_int_eq(cfg_validate(&cfg, err, sizeof(err)), -1);
+	ck_assert_str_eq(err, "pg.conninfo is required");
+	ck_assert_int_eq(cfg_set_flag(&cfg, "pg.conninfo=dbname=x", err, sizeof(err)), 0);
+	ck_assert_int_eq(cfg_validate(&cfg, err, sizeof(err)), -1);
+	ck_assert_str_eq(err, "kafka.bootstrap.servers is required");
+	cfg_free(&cfg);
+}
+END_TEST
+
+START_TEST(test_print_redacts)
+{
+	struct relay_config cfg;
+	char err[512], *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	base_cfg(&cfg);
+	ck_assert_int_eq(cfg_set_flag(&cfg, "pg.conninfo=host=h password=hunter2",
+	                              err, sizeof(err)), 0);
+	ck_assert_int_eq(cfg_set_flag(&cfg, "kafka.sasl.password=hunter3", err,
+	                              sizeof(err)), 0);
+	cfg_print(&cfg, f);
+	fclose(f);
+	ck_assert_ptr_null(strstr(buf, "hunter2"));
+	ck_assert_ptr_null(strstr(buf, "hunter3"));
+	ck_assert_ptr_nonnull(strstr(buf, "pg.conninfo = <redacted> # flag"));
+	ck_assert_ptr_nonnull(strstr(buf, "kafka.sasl.password = <redacted> # flag"));
+	ck_assert_ptr_nonnull(strstr(buf, "slot.name = outbox_relay # default"));
+	ck_assert_ptr_nonnull(strstr(buf, "kafka.bootstrap.servers = 127.0.0.1:1 # flag"));
+	free(buf);
+	cfg_free(&cfg);
+}
+END_TEST
+
+Suite *config_suite(void)
+{
+	Suite *s = suite_create("config");
+	TCase *tc = tcase_create("core");
+	tcase_add_test(tc, test_defaults);
+	tcase_add_test(tc, test_file);
+	tcase_add_test(tc, test_file_errors_name_line);
+	tcase_add_test(tc, test_missing_file);
+	tcase_add_test(tc, test_precedence);
+	tcase_add_test(tc, test_env_errors);
+	tcase_add_test(tc, test_validate_safety);
+	tcase_add_test(tc, test_print_redacts);
+	suite_add_tcase(s, tc);
+	return s;
+}

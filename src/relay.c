@@ -52,6 +52,7 @@ struct relay {
 	int64_t next_status_us;
 	int64_t next_stats_us;
 	bool reply_now;
+	bool more_input;                /* read budget ran out: frames may wait in libpq */
 
 	/* The in-flight window, over every session: decremented by each
 	 * delivery report, whatever session it belongs to. */
@@ -362,6 +363,7 @@ static void read_stream(struct relay *r)
 	struct repl_msg m;
 	char err[1024];
 
+	r->more_input = false;
 	for (int i = 0; i < READ_BUDGET && reading_allowed(r); i++) {
 		if (r->have_pending) {
 			m = r->pending;
@@ -392,6 +394,9 @@ static void read_stream(struct relay *r)
 			return;
 		}
 	}
+	/* libpq may hold more complete frames than the socket shows: do not
+	 * let poll() sleep on a quiet socket while they wait. */
+	r->more_input = reading_allowed(r);
 }
 
 static int compute_timeout(const struct relay *r, int64_t now)
@@ -405,7 +410,8 @@ static int compute_timeout(const struct relay *r, int64_t now)
 		t = r->retry_at_us - now;
 	if (r->cfg->stats_interval_ms > 0 && r->next_stats_us - now < t)
 		t = r->next_stats_us - now;
-	if (r->reply_now || r->restart_pending || r->state == ST_CONNECTING)
+	if (r->reply_now || r->restart_pending || r->state == ST_CONNECTING ||
+	    r->more_input)
 		t = 0;
 	/* While librdkafka holds events, poll it often enough for reports
 	 * even if its fd is quiet. */

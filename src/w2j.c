@@ -1,0 +1,658 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* w2j.c -- decodes one wal2json format-version 2 record with jansson.
+ *
+ * wal2json writes one JSON object per record: B and C around each
+ * transaction, I/U/D/T per change, M per logical message. Only B, C and
+ * I on the outbox table matter to the relay; everything else is skipped.
+ * See tests/fixtures/README.md for real examples of every kind. */
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "w2j.h"
+
+/* The columns of an event, in struct w2j_spec order; the first four are
+ * also the slots of struct w2j_record.num_ for numeric values. */
+enum w2j_col {
+	W2J_COL_ID = 0,
+	W2J_COL_KEY,
+	W2J_COL_TYPE,
+	W2J_COL_ROUTE,
+	W2J_COL_PAYLOAD,
+	W2J_NCOLS
+};
+
+/* What is known about the record so far, for error messages. */
+struct w2j_ctx {
+	const struct w2j_record *rec;
+	bool have_lsn;
+	bool int_as_real;      /* parsed with JSON_DECODE_INT_AS_REAL */
+	const char *schema;    /* of an I record, once read */
+	const char *table;
+};
+
+/* Writes "<message> (LSN X/X, xid N)" into err, leaving out what the
+ * record did not reveal before the failure. */
+static void RELAY_PRINTF(4, 5)
+w2j_error(char *err, size_t errlen, const struct w2j_ctx *c,
+          const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+	size_t used;
+
+	if (err == NULL || errlen == 0)
+		return;
+	va_start(ap, fmt);
+	n = vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	if (n < 0) {
+		err[0] = '\0';
+		return;
+	}
+	used = (size_t)n < errlen ? (size_t)n : errlen - 1;
+	if (c == NULL || c->rec == NULL)
+		return;
+	if (c->table != NULL)
+		used += (size_t)snprintf(err + used, errlen - used,
+		                         " in %s.%s", c->schema ? c->schema : "?",
+		                         c->table);
+	if (used >= errlen)
+		return;
+	if (c->have_lsn && c->rec->xid >= 0)
+		snprintf(err + used, errlen - used, " (LSN " LSN_FMT ", xid %lld)",
+		         LSN_ARGS(c->rec->lsn), (long long)c->rec->xid);
+	else if (c->have_lsn)
+		snprintf(err + used, errlen - used, " (LSN " LSN_FMT ")",
+		         LSN_ARGS(c->rec->lsn));
+	else if (c->rec->xid >= 0)
+		snprintf(err + used, errlen - used, " (xid %lld)",
+		         (long long)c->rec->xid);
+}
+
+/* Reads an optional "X/X" member. Returns 1 when present, 0 when absent
+ * or null, -1 when it is not an LSN. */
+static int w2j_get_lsn(json_t *obj, const char *name, uint64_t *out)
+{
+	json_t *v = json_object_get(obj, name);
+
+	if (v == NULL || json_is_null(v))
+		return 0;
+	if (!json_is_string(v) ||
+	    lsn_parse(json_string_value(v), json_string_length(v), out) != 0)
+		return -1;
+	return 1;
+}
+
+/* A JSON number that is a whole value in [lo, hi]; reals are accepted
+ * only because the overflow retry in w2j_decode() turns every integer
+ * of the record into one. */
+static int w2j_get_whole(json_t *v, long long lo, long long hi,
+                         long long *out)
+{
+	if (json_is_integer(v)) {
+		json_int_t i = json_integer_value(v);
+		if (i < lo || i > hi)
+			return -1;
+		*out = (long long)i;
+		return 0;
+	}
+	if (json_is_real(v)) {
+		double d = json_real_value(v);
+		if (!(d >= (double)lo && d <= (double)hi) || d != (double)(long long)d)
+			return -1;
+		*out = (long long)d;
+		return 0;
+	}
+	return -1;
+}
+
+static int w2j_get_timestamp(json_t *obj, int64_t *out)
+{
+	json_t *v = json_object_get(obj, "timestamp");
+
+	*out = 0;
+	if (v == NULL || json_is_null(v))
+		return 0;
+	if (!json_is_string(v))
+		return -1;
+	return w2j_parse_timestamp(json_string_value(v), out);
+}
+
+/* Fills an id/key/type/route slot from a column value: a string is
+ * borrowed, an integer is printed into rec->num_[slot]. */
+static int w2j_text_value(struct w2j_record *rec, int slot,
+                          json_t *v, struct w2j_str *out, const char *col,
+                          const struct w2j_ctx *c, char *err, size_t errlen)
+{
+	if (json_is_string(v)) {
+		out->ptr = json_string_value(v);
+		out->len = json_string_length(v);
+		return 0;
+	}
+	if (json_is_integer(v)) {
+		int n = snprintf(rec->num_[slot], sizeof(rec->num_[slot]),
+		                 "%" JSON_INTEGER_FORMAT, json_integer_value(v));
+		out->ptr = rec->num_[slot];
+		out->len = (size_t)n;
+		return 0;
+	}
+	if (json_is_real(v) && c->int_as_real) {
+		w2j_error(err, errlen, c,
+		          "column \"%s\" is a number that cannot be printed "
+		          "exactly: another column of the row holds a number "
+		          "beyond 64 bits", col);
+		return -1;
+	}
+	w2j_error(err, errlen, c,
+	          "column \"%s\" must be a string or an integer, not %s", col,
+	          json_is_real(v) ? "a real number" :
+	          json_is_boolean(v) ? "a boolean" :
+	          json_is_array(v) ? "an array" : "an object");
+	return -1;
+}
+
+static bool w2j_is_json_type(json_t *type)
+{
+	const char *t = json_string_value(type);
+
+	/* include-typmod never decorates these two: json has no typmod. */
+	return t != NULL && (strcmp(t, "jsonb") == 0 || strcmp(t, "json") == 0);
+}
+
+static int w2j_payload(json_t *col, json_t *v, struct w2j_str *out,
+                       const char *name, const struct w2j_ctx *c, char *err,
+                       size_t errlen)
+{
+	json_t *type = json_object_get(col, "type");
+	json_t *parsed;
+	json_error_t jerr;
+
+	if (!json_is_string(v)) {
+		w2j_error(err, errlen, c,
+		          "column \"%s\" (type %s) is not a string but a JSON %s; "
+		          "store the payload as json, jsonb or text", name,
+		          json_is_string(type) ? json_string_value(type) : "unknown",
+		          json_is_number(v) ? "number" :
+		          json_is_boolean(v) ? "boolean" : "container");
+		return -1;
+	}
+	out->ptr = json_string_value(v);
+	out->len = json_string_length(v);
+	/* PostgreSQL only stores valid json/jsonb, so parsing it again would
+	 * cost time on every event and find nothing. */
+	if (w2j_is_json_type(type))
+		return 0;
+	/* Any other type is free text: check it before it reaches consumers.
+	 * INT_AS_REAL keeps long integers from failing a valid document. */
+	parsed = json_loadb(out->ptr, out->len,
+	                    JSON_DECODE_ANY | JSON_ALLOW_NUL |
+	                            JSON_DECODE_INT_AS_REAL,
+	                    &jerr);
+	if (parsed == NULL) {
+		w2j_error(err, errlen, c,
+		          "column \"%s\" (type %s): payload is not JSON: %s at "
+		          "byte %d", name,
+		          json_is_string(type) ? json_string_value(type) : "unknown",
+		          jerr.text, jerr.position);
+		return -1;
+	}
+	json_decref(parsed);
+	return 0;
+}
+
+/* The I record of an outbox row: pull the five columns out of "columns". */
+static int w2j_event(struct w2j_record *rec, json_t *root,
+                     const struct w2j_spec *spec, struct w2j_ctx *c,
+                     char *err, size_t errlen)
+{
+	const char *want[W2J_NCOLS] = { spec->col_id, spec->col_key,
+		                            spec->col_type, spec->col_route,
+		                            spec->col_payload };
+	struct w2j_str *dst[W2J_COL_PAYLOAD] = { &rec->id, &rec->key,
+		                                     &rec->type, &rec->route };
+	json_t *found[W2J_NCOLS] = { NULL };
+	json_t *cols = json_object_get(root, "columns");
+	json_t *col;
+	size_t i;
+	int k;
+
+	if (!json_is_array(cols)) {
+		w2j_error(err, errlen, c, "I record without a \"columns\" array");
+		return -1;
+	}
+	json_array_foreach(cols, i, col) {
+		const char *name = json_string_value(json_object_get(col, "name"));
+		if (name == NULL) {
+			w2j_error(err, errlen, c, "column %zu has no \"name\"", i);
+			return -1;
+		}
+		/* Exact names: the table's own spelling, case included. One
+		 * column may serve two roles, so every slot is checked. */
+		for (k = 0; k < W2J_NCOLS; k++)
+			if (found[k] == NULL && strcmp(name, want[k]) == 0)
+				found[k] = col;
+	}
+	for (k = 0; k < W2J_NCOLS; k++) {
+		json_t *v;
+		if (found[k] == NULL) {
+			w2j_error(err, errlen, c, "column \"%s\" is missing", want[k]);
+			return -1;
+		}
+		v = json_object_get(found[k], "value");
+		if (v == NULL) {
+			w2j_error(err, errlen, c, "column \"%s\" has no \"value\"",
+			          want[k]);
+			return -1;
+		}
+		if (json_is_null(v)) {
+			if (k == W2J_COL_TYPE) /* may be NULL: no header then */
+				continue;
+			w2j_error(err, errlen, c, "column \"%s\" is NULL", want[k]);
+			return -1;
+		}
+		if (k == W2J_COL_PAYLOAD) {
+			if (w2j_payload(found[k], v, &rec->payload, want[k], c, err,
+			                errlen) != 0)
+				return -1;
+		} else if (w2j_text_value(rec, k, v, dst[k], want[k], c, err,
+		                          errlen) != 0) {
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------ B/C path */
+
+/* Scans a JSON string body starting after its opening quote: printable
+ * ASCII only, no escapes. Returns its length and moves *p past the
+ * closing quote, or -1 for anything else (the full parser decides). */
+static long w2j_fast_str(const char **p, const char *end)
+{
+	const char *start = *p, *s = *p;
+
+	while (s < end && *s != '"') {
+		unsigned char ch = (unsigned char)*s;
+		if (ch < 0x20 || ch >= 0x7f || ch == '\\')
+			return -1;
+		s++;
+	}
+	if (s >= end)
+		return -1;
+	*p = s + 1;
+	return (long)(s - start);
+}
+
+/* Most records of a busy database are B/C pairs of transactions that
+ * touched no outbox row, so they get a scanner of their own instead of a
+ * jansson tree (about ten times faster). It accepts only the exact shape
+ * wal2json's C code prints:
+ *     {"action":"B","xid":731,"timestamp":"...","lsn":"0/1","nextlsn":"0/2"}
+ * with members optional, and returns 1 on anything else (whitespace,
+ * escapes, other members, duplicates, bad values, a C without nextlsn):
+ * w2j_decode() then parses the line with jansson, which gives the same
+ * result or the proper error message. Returns 0 with rec filled. */
+static int w2j_fast_bc(const char *line, size_t len, struct w2j_record *rec)
+{
+	const char *p = line, *end = line + len;
+	bool seen[4] = { false, false, false, false };
+	bool have_next = false;
+	char kind;
+
+	while (end > p && (end[-1] == '\n' || end[-1] == '\r'))
+		end--;
+	if (len < 14 || memcmp(p, "{\"action\":\"", 11) != 0)
+		return 1;
+	p += 11;
+	kind = *p;
+	if ((kind != 'B' && kind != 'C') || p[1] != '"')
+		return 1;
+	p += 2;
+
+	while (p < end && *p == ',') {
+		const char *key, *val;
+		long klen, vlen;
+		int which;
+
+		p++;
+		if (p >= end || *p != '"')
+			return 1;
+		key = ++p;
+		if ((klen = w2j_fast_str(&p, end)) < 0 || p >= end || *p++ != ':')
+			return 1;
+		if (klen == 3 && memcmp(key, "xid", 3) == 0)
+			which = 0;
+		else if (klen == 9 && memcmp(key, "timestamp", 9) == 0)
+			which = 1;
+		else if (klen == 3 && memcmp(key, "lsn", 3) == 0)
+			which = 2;
+		else if (klen == 7 && memcmp(key, "nextlsn", 7) == 0)
+			which = 3;
+		else
+			return 1;
+		if (seen[which])
+			return 1;
+		seen[which] = true;
+
+		if (end - p >= 4 && memcmp(p, "null", 4) == 0) {
+			p += 4;
+			continue; /* null: as if absent, like the full path */
+		}
+		if (which == 0) {
+			uint64_t xid = 0;
+			val = p;
+			while (p < end && *p >= '0' && *p <= '9' && p - val < 11)
+				xid = xid * 10 + (uint64_t)(*p++ - '0');
+			vlen = (long)(p - val);
+			/* JSON has no leading zeros; xids are 32 bits. */
+			if (vlen == 0 || vlen > 10 || (vlen > 1 && *val == '0') ||
+			    xid > UINT32_MAX)
+				return 1;
+			rec->xid = (int64_t)xid;
+			continue;
+		}
+		if (p >= end || *p != '"')
+			return 1;
+		val = ++p;
+		if ((vlen = w2j_fast_str(&p, end)) < 0)
+			return 1;
+		if (which == 1) {
+			/* w2j_parse_timestamp() wants a NUL-terminated string. */
+			char ts[64];
+			if ((size_t)vlen >= sizeof(ts))
+				return 1;
+			memcpy(ts, val, (size_t)vlen);
+			ts[vlen] = '\0';
+			if (w2j_parse_timestamp(ts, &rec->commit_ts_us) != 0)
+				return 1;
+		} else if (lsn_parse(val, (size_t)vlen,
+		                     which == 2 ? &rec->lsn : &rec->nextlsn) != 0) {
+			return 1;
+		} else if (which == 3) {
+			have_next = true;
+		}
+	}
+	if (p + 1 != end || *p != '}')
+		return 1;
+	if (kind == 'C' && !have_next)
+		return 1;
+	rec->kind = kind == 'B' ? W2J_BEGIN : W2J_COMMIT;
+	return 0;
+}
+
+int w2j_decode(const char *line, size_t len, const struct w2j_spec *spec,
+               struct w2j_record *rec, char *err, size_t errlen)
+{
+	struct w2j_ctx c = { .rec = rec };
+	json_error_t jerr;
+	json_t *root, *v;
+	const char *action;
+	long long xid = -1;
+	bool xid_bad;
+	int r;
+
+	memset(rec, 0, sizeof(*rec));
+	rec->xid = -1;
+	if (w2j_fast_bc(line, len, rec) == 0)
+		return 0;
+	/* Whatever the scanner filled in is redone from scratch. */
+	memset(rec, 0, sizeof(*rec));
+	rec->xid = -1;
+
+	root = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr);
+	if (root == NULL && json_error_code(&jerr) == json_error_numeric_overflow) {
+		/* A numeric column beyond 64 bits (wal2json prints it as a bare
+		 * number) must not stop the relay on a record it skips anyway;
+		 * read it again with every integer as a double. */
+		root = json_loadb(line, len,
+		                  JSON_REJECT_DUPLICATES | JSON_DECODE_INT_AS_REAL,
+		                  &jerr);
+		c.int_as_real = true;
+	}
+	if (root == NULL) {
+		w2j_error(err, errlen, NULL,
+		          "malformed JSON at line %d, column %d (byte %d): %s",
+		          jerr.line, jerr.column, jerr.position, jerr.text);
+		return -1;
+	}
+	if (!json_is_object(root)) {
+		w2j_error(err, errlen, NULL, "record is a JSON %s, not an object",
+		          json_is_array(root) ? "array" : "scalar");
+		goto fail;
+	}
+
+	/* lsn and xid first, so that later messages can name them; both
+	 * are read before either is reported, so each names the other. */
+	r = w2j_get_lsn(root, "lsn", &rec->lsn);
+	c.have_lsn = r > 0;
+	v = json_object_get(root, "xid");
+	xid_bad = v != NULL && !json_is_null(v) &&
+	          w2j_get_whole(v, 0, UINT32_MAX, &xid) != 0;
+	if (v != NULL && !json_is_null(v) && !xid_bad)
+		rec->xid = xid;
+	if (r < 0) {
+		w2j_error(err, errlen, &c, "\"lsn\" is not an LSN (X/X)");
+		goto fail;
+	}
+	if (xid_bad) {
+		w2j_error(err, errlen, &c, "\"xid\" is not a transaction id");
+		goto fail;
+	}
+
+	v = json_object_get(root, "action");
+	action = json_string_value(v);
+	if (action == NULL || json_string_length(v) != 1) {
+		w2j_error(err, errlen, &c,
+		          v == NULL ? "record has no \"action\""
+		                    : "\"action\" is not a one-letter string");
+		goto fail;
+	}
+
+	switch (action[0]) {
+	case 'B':
+	case 'C':
+		rec->kind = action[0] == 'B' ? W2J_BEGIN : W2J_COMMIT;
+		r = w2j_get_lsn(root, "nextlsn", &rec->nextlsn);
+		if (r < 0 || (r == 0 && rec->kind == W2J_COMMIT)) {
+			/* The commit end is what the relay confirms: without it
+			 * there is nothing safe to confirm, ever. */
+			w2j_error(err, errlen, &c,
+			          r < 0 ? "%c record: \"nextlsn\" is not an LSN (X/X)"
+			                : "%c record without \"nextlsn\" (include-lsn=1 "
+			                  "missing?)",
+			          action[0]);
+			goto fail;
+		}
+		if (w2j_get_timestamp(root, &rec->commit_ts_us) != 0) {
+			w2j_error(err, errlen, &c, "%c record: bad \"timestamp\"",
+			          action[0]);
+			goto fail;
+		}
+		/* Nothing borrowed: drop the tree now, the cheap path. */
+		json_decref(root);
+		return 0;
+	case 'I':
+		c.schema = json_string_value(json_object_get(root, "schema"));
+		c.table = json_string_value(json_object_get(root, "table"));
+		if (c.table == NULL) {
+			w2j_error(err, errlen, &c, "I record without \"table\"");
+			goto fail;
+		}
+		/* No "schema" means include-schemas=0: then the table name
+		 * alone cannot tell public.outbox from other.outbox, so such a
+		 * stream is refused rather than guessed at. */
+		if (c.schema == NULL) {
+			w2j_error(err, errlen, &c,
+			          "I record without \"schema\" (include-schemas=0?)");
+			goto fail;
+		}
+		if (strcmp(c.schema, spec->schema) != 0 ||
+		    strcmp(c.table, spec->table) != 0) {
+			rec->kind = W2J_SKIP;
+			json_decref(root);
+			return 0;
+		}
+		rec->kind = W2J_EVENT;
+		if (w2j_get_timestamp(root, &rec->commit_ts_us) != 0) {
+			w2j_error(err, errlen, &c, "bad \"timestamp\"");
+			goto fail;
+		}
+		if (w2j_event(rec, root, spec, &c, err, errlen) != 0)
+			goto fail;
+		rec->root_ = root;
+		return 0;
+	default:
+		/* U, D, T, M and whatever later versions add. */
+		rec->kind = W2J_SKIP;
+		json_decref(root);
+		return 0;
+	}
+
+fail:
+	json_decref(root);
+	memset(rec, 0, sizeof(*rec));
+	rec->xid = -1;
+	return -1;
+}
+
+void w2j_record_clear(struct w2j_record *rec)
+{
+	if (rec->root_ != NULL)
+		json_decref((json_t *)rec->root_);
+	memset(rec, 0, sizeof(*rec));
+	rec->xid = -1;
+}
+
+/* ------------------------------------------------------------ timestamps */
+
+/* Days from 1970-01-01 to y-m-d in the proleptic Gregorian calendar
+ * (Howard Hinnant's days_from_civil). Used instead of timegm() so the
+ * result never depends on the process time zone or its database. */
+static int64_t w2j_days_from_civil(int64_t y, unsigned m, unsigned d)
+{
+	int64_t era;
+	unsigned yoe, doy, doe;
+
+	y -= m <= 2;
+	era = (y >= 0 ? y : y - 399) / 400;
+	yoe = (unsigned)(y - era * 400);
+	doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+	doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+	return era * 146097 + (int64_t)doe - 719468;
+}
+
+static bool w2j_leap(int y)
+{
+	return (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+}
+
+/* Reads exactly n digits at *p into *out and advances *p. */
+static bool w2j_digits(const char **p, int n, int *out)
+{
+	int v = 0;
+
+	for (int i = 0; i < n; i++) {
+		char ch = (*p)[i];
+		if (ch < '0' || ch > '9')
+			return false;
+		v = v * 10 + (ch - '0');
+	}
+	*p += n;
+	*out = v;
+	return true;
+}
+
+int w2j_parse_timestamp(const char *s, int64_t *out_us)
+{
+	static const int mdays[12] = { 31, 28, 31, 30, 31, 30,
+		                           31, 31, 30, 31, 30, 31 };
+	const char *p = s;
+	int y, mo, d, h, mi, sec, oh, om = 0, os = 0, frac = 0, ndig = 0;
+	int sign;
+	int64_t t;
+
+	/* timestamptz_to_str() always writes ISO: "YYYY-MM-DD HH:MM:SS",
+	 * then up to six fraction digits with trailing zeros dropped, then
+	 * the session's UTC offset as +HH, +HH:MM or +HH:MM:SS. */
+	if (!w2j_digits(&p, 4, &y) || *p++ != '-' || !w2j_digits(&p, 2, &mo) ||
+	    *p++ != '-' || !w2j_digits(&p, 2, &d) || *p++ != ' ' ||
+	    !w2j_digits(&p, 2, &h) || *p++ != ':' || !w2j_digits(&p, 2, &mi) ||
+	    *p++ != ':' || !w2j_digits(&p, 2, &sec))
+		return -1;
+	if (mo < 1 || mo > 12 || d < 1 ||
+	    d > mdays[mo - 1] + (mo == 2 && w2j_leap(y)) || h > 23 || mi > 59 ||
+	    sec > 59)
+		return -1;
+	if (*p == '.') {
+		p++;
+		while (*p >= '0' && *p <= '9') {
+			if (++ndig > 6)
+				return -1;
+			frac = frac * 10 + (*p++ - '0');
+		}
+		if (ndig == 0)
+			return -1;
+		for (int i = ndig; i < 6; i++)
+			frac *= 10;
+	}
+	if (*p != '+' && *p != '-')
+		return -1;
+	sign = *p++ == '-' ? -1 : 1;
+	if (!w2j_digits(&p, 2, &oh))
+		return -1;
+	if (*p == ':') {
+		p++;
+		if (!w2j_digits(&p, 2, &om))
+			return -1;
+		if (*p == ':') {
+			p++;
+			if (!w2j_digits(&p, 2, &os))
+				return -1;
+		}
+	}
+	/* PostgreSQL limits UTC offsets to 15:59:59. */
+	if (*p != '\0' || oh > 15 || om > 59 || os > 59)
+		return -1;
+
+	t = w2j_days_from_civil(y, (unsigned)mo, (unsigned)d) * 86400 +
+	    h * 3600 + mi * 60 + sec;
+	t -= sign * (oh * 3600 + om * 60 + os);
+	*out_us = t * 1000000 + frac;
+	return 0;
+}
+
+/* ------------------------------------------------------------ add-tables */
+
+int w2j_add_tables_value(const char *schema, const char *table, char *out,
+                         size_t outlen)
+{
+	const char *parts[2] = { schema, table };
+	size_t n = 0;
+
+	for (int i = 0; i < 2; i++) {
+		if (i == 1) {
+			if (n + 1 >= outlen)
+				return -1;
+			out[n++] = '.';
+		}
+		for (const char *p = parts[i]; *p != '\0'; p++) {
+			/* wal2json splits the list at commas and whitespace and
+			 * the name at the first period; '*' alone means "all";
+			 * backslash escapes any character, itself included. The
+			 * double quote needs no escape, but one is harmless and
+			 * keeps the rule simple to state. */
+			bool esc = strchr(" \t\n\r\f\v'\",.*\\", *p) != NULL;
+			if (n + (esc ? 2 : 1) >= outlen)
+				return -1;
+			if (esc)
+				out[n++] = '\\';
+			out[n++] = *p;
+		}
+	}
+	out[n] = '\0';
+	return (int)n;
+}

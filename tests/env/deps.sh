@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# tests/env/deps.sh -- installs what building and testing outbox-relay needs,
+# and only what is missing: a fresh CI machine has none of it, a developer's
+# machine usually all of it (then this prints nothing). Run by `make deps`,
+# which `make check`, `make demo` and `make bench-smoke` depend on.
+#
+#   1. Debian packages: checked one by one with dpkg-query; if any is
+#      missing, one `apt-get update` and one `apt-get install` of those.
+#   2. The Kafka broker's jars (for the throwaway test broker), fetched with
+#      Maven from tests/kafka/pom.xml when absent.
+set -euo pipefail
+
+cd "$(dirname "$0")/../.."
+
+# Build: compiler, pkg-config and the client libraries' headers.
+# Tests: PostgreSQL 15 with the wal2json plugin, kcat, the Check framework.
+# libmicrohttpd/libcurl: the relay's health endpoint and its tests.
+packages=(
+	gcc
+	pkg-config
+	libpq-dev
+	librdkafka-dev
+	libjansson-dev
+	libmicrohttpd-dev
+	libcurl4-openssl-dev
+	check
+	postgresql-15
+	postgresql-15-wal2json
+	kcat
+)
+
+# Tools that may come from elsewhere than a Debian package (a JDK in /opt,
+# a Maven from a tarball): only installed when the command is not found.
+command -v java >/dev/null 2>&1 || packages+=(default-jre-headless)
+command -v mvn >/dev/null 2>&1 || packages+=(maven)
+command -v ps >/dev/null 2>&1 || packages+=(procps)
+command -v python3 >/dev/null 2>&1 || packages+=(python3)
+
+missing=()
+for p in "${packages[@]}"; do
+	status=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
+	[[ $status == installed ]] || missing+=("$p")
+done
+
+if ((${#missing[@]} > 0)); then
+	sudo=()
+	if [[ $EUID -ne 0 ]]; then
+		sudo=(sudo)
+	fi
+	echo "deps: installing ${missing[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	"${sudo[@]}" apt-get update -q
+	"${sudo[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+# The broker jars; the pom copies its dependencies into target/dependency.
+if ! compgen -G "tests/kafka/target/dependency/kafka_2.13-*.jar" >/dev/null; then
+	echo "deps: fetching the Kafka broker jars (tests/kafka/pom.xml)"
+	# Maven's output (ANSI resets even with -q) is shown only on failure.
+	mvn_log=$(mktemp)
+	if ! mvn -B -q -f tests/kafka/pom.xml dependency:copy-dependencies \
+		>"$mvn_log" 2>&1; then
+		cat "$mvn_log" >&2
+		rm -f "$mvn_log"
+		echo "deps: Maven could not fetch the Kafka jars" >&2
+		exit 1
+	fi
+	rm -f "$mvn_log"
+	if ! compgen -G "tests/kafka/target/dependency/kafka_2.13-*.jar" >/dev/null; then
+		echo "deps: Maven ran but tests/kafka/target/dependency has no kafka_2.13 jar" >&2
+		exit 1
+	fi
+fi

@@ -1,0 +1,401 @@
+# shellcheck shell=bash
+# tests/integration/lib.sh -- helpers for the integration tests t[0-9]*.sh.
+#
+# A test script looks like:
+#
+#   #!/usr/bin/env bash
+#   set -euo pipefail
+#   source "$(dirname "$0")/lib.sh"
+#   it_init                       # servers from run.sh, or its own if alone
+#   it_setup_db t100_basic        # database + outbox table + wal2json slot
+#   it_write_config "$IT_TEST_DIR/relay.conf" t100_basic
+#   it_start_relay "$IT_TEST_DIR/relay.conf" "$IT_TEST_DIR/relay.log"
+#   it_sql t100_basic "INSERT INTO outbox ..."
+#   if it_consume_wait outbox.event.order "$IT_TEST_DIR/out.json" 1; then
+#       ok "event arrived"
+#   else
+#       not_ok "event arrived" "$(it_show_log "$IT_TEST_DIR/relay.log")"
+#   fi
+#   rc=0; it_stop_relay || rc=$?
+#   it_check "relay exits 0 on SIGTERM" test "$rc" -eq 0
+#   it_summary
+#
+# run.sh runs every test as its own bash process with PGPORT, KAFKA_BROKERS
+# (127.0.0.1:PORT), IT_DIR (the run's temp dir) and IT_RESULTS exported.
+# Run alone (bash tests/integration/t100_x.sh), a test starts its own
+# servers. Checks must go through ok/not_ok/it_check so that they can fail
+# without aborting the script; a script that dies still counts as failed.
+#
+# Functions (PORT/DB/SLOT/TOPIC are plain words, files are paths):
+#   it_init                          traps, servers, IT_TEST_DIR
+#   it_servers_start / it_servers_stop
+#   it_conninfo DB                   libpq conninfo for the relay
+#   it_sql DB SQL                    psql -At, stops at the first error
+#   it_sql_file DB FILE
+#   it_setup_db NAME [SLOT]          fresh db NAME, sql/outbox.sql, slot (NAME)
+#   it_drop_db NAME                  drops the db and every slot in it
+#   it_write_config FILE DB [SLOT] [key=value...]   pg.conninfo,
+#                                    kafka.bootstrap.servers, slot.name
+#   it_start_relay CONFIG LOGFILE [ARGS...]   sets IT_RELAY_PID
+#   it_relay_alive [PID]
+#   it_stop_relay [PID]              SIGTERM, wait; returns the exit code
+#                                    (124: still running after the timeout,
+#                                    then killed)
+#   it_wait_slot_active DB SLOT [SECS]
+#   it_consume TOPIC OUTFILE         all records, one kcat JSON object a line
+#   it_consume_wait TOPIC OUTFILE N [SECS]  until at least N records
+#   it_count FILE                    records in an it_consume file
+#   it_fields FILE FIELD...          tab-separated fields, one record a line;
+#                                    FIELD: topic partition offset key payload
+#                                    or h:NAME (header value)
+#   it_slot_confirmed DB SLOT        confirmed_flush_lsn
+#   it_current_lsn DB                pg_current_wal_lsn()
+#   it_wait_confirmed DB SLOT LSN [SECS]
+#   lsn_ge A B                       true if LSN A >= LSN B
+#   ok DESC / not_ok DESC [DETAIL] / it_check DESC CMD... / it_diag MSG
+#   it_show_log FILE [N]             last N lines of FILE, for not_ok DETAIL
+#   it_summary                       "N passed, N failed"; exit 1 if failed
+#
+# Everything in tests/env/lib.sh is available too; fault tests use the
+# run's servers through IT_DIR: kafka_stop_hard "$IT_DIR", kafka_restart
+# "$IT_DIR", pg_restart "$IT_DIR" (a restart stays up after the test).
+# it_start_relay must run in the test's own shell (not inside $(...)) and
+# it_stop_relay's status is read as: rc=0; it_stop_relay || rc=$?
+#
+# Knobs: IT_PGPORT (55450), IT_KAFKA_PORT (19150, controller +1), RELAY_BIN
+# (build/outbox-relay), IT_CONSUME_TIMEOUT (30 s per kcat run),
+# IT_RELAY_STOP_TIMEOUT (30 s), ENV_KEEP_TMP=1 (keep the temp dir). Also
+# exported for tests: PGHOST=127.0.0.1 PGUSER=postgres.
+
+if [[ -n ${_IT_LIB_SOURCED:-} ]]; then
+	return 0
+fi
+_IT_LIB_SOURCED=1
+
+# shellcheck source=../env/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../env/lib.sh"
+
+IT_ROOT=$ENV_REPO_ROOT
+RELAY_BIN=${RELAY_BIN:-$IT_ROOT/build/outbox-relay}
+IT_CONSUME_TIMEOUT=${IT_CONSUME_TIMEOUT:-30}
+IT_RELAY_STOP_TIMEOUT=${IT_RELAY_STOP_TIMEOUT:-30}
+
+IT_PASS=0
+IT_FAIL=0
+IT_RELAY_PID=
+_IT_RELAY_PIDS=()
+
+# ---------------------------------------------------------------- results
+
+it_diag() {
+	local line
+	while IFS= read -r line; do
+		printf '# %s\n' "$line"
+	done <<<"$*"
+}
+
+ok() {
+	IT_PASS=$((IT_PASS + 1))
+	printf 'ok %d - %s\n' $((IT_PASS + IT_FAIL)) "$1"
+	[[ -z ${IT_RESULTS:-} ]] || echo "ok" >>"$IT_RESULTS"
+}
+
+not_ok() {
+	IT_FAIL=$((IT_FAIL + 1))
+	printf 'not ok %d - %s\n' $((IT_PASS + IT_FAIL)) "$1"
+	[[ -z ${2:-} ]] || it_diag "$2"
+	[[ -z ${IT_RESULTS:-} ]] || echo "not ok" >>"$IT_RESULTS"
+}
+
+# Runs CMD; ok if it succeeds, not_ok with its output otherwise.
+it_check() {
+	local desc=$1 out rc=0
+	shift
+	out=$("$@" 2>&1) || rc=$?
+	if ((rc == 0)); then
+		ok "$desc"
+	else
+		not_ok "$desc" "exit $rc: $*${out:+
+$out}"
+	fi
+}
+
+it_show_log() {
+	local f=$1 n=${2:-30}
+	if [[ -f $f ]]; then
+		echo "last $n lines of $f:"
+		tail -n "$n" "$f"
+	else
+		echo "(no $f)"
+	fi
+}
+
+it_summary() {
+	# Servers and relays go before the closing line, so it stays the last.
+	env_cleanup
+	echo "$IT_PASS passed, $IT_FAIL failed"
+	((IT_FAIL == 0)) || exit 1
+	exit 0
+}
+
+# ---------------------------------------------------------------- servers
+
+it_servers_start() {
+	local pgport=${IT_PGPORT:-55450} kport=${IT_KAFKA_PORT:-19150}
+	IT_DIR=$(env_mktemp outbox-relay-it)
+	env_register_tmpdir "$IT_DIR"
+	pg_start "$IT_DIR" "$pgport" || return 1
+	kafka_start "$IT_DIR" "$kport" || return 1
+	export IT_DIR
+	export PGPORT=$pgport PGHOST=127.0.0.1 PGUSER=postgres
+	export KAFKA_BROKERS=127.0.0.1:$kport
+}
+
+it_servers_stop() {
+	kafka_stop "$IT_DIR"
+	pg_stop "$IT_DIR"
+}
+
+_it_kill_relays() {
+	local pid
+	for pid in "${_IT_RELAY_PIDS[@]}"; do
+		if _env_pid_alive "$pid"; then
+			kill -TERM "$pid" 2>/dev/null || true
+			_env_wait_pid_gone "$pid" 10 || {
+				kill -9 "$pid" 2>/dev/null || true
+				_env_wait_pid_gone "$pid" 5 || true
+			}
+		fi
+	done
+}
+
+it_init() {
+	env_trap_cleanup
+	# Relays first: they must not see the servers go away under them.
+	env_on_cleanup _it_kill_relays
+	IT_TEST_NAME=$(basename "$0" .sh)
+	if [[ -z ${IT_DIR:-} ]]; then
+		# Run alone: own servers, stopped when this script exits.
+		it_servers_start || {
+			not_ok "start servers"
+			it_summary
+		}
+	elif [[ -z ${PGPORT:-} || -z ${KAFKA_BROKERS:-} ]]; then
+		echo "IT_DIR is set but PGPORT or KAFKA_BROKERS is not" >&2
+		exit 1
+	fi
+	IT_TEST_DIR=$IT_DIR/$IT_TEST_NAME
+	rm -rf "$IT_TEST_DIR"
+	mkdir -p "$IT_TEST_DIR"
+}
+
+# ---------------------------------------------------------------- postgres
+
+it_conninfo() {
+	echo "host=127.0.0.1 port=$PGPORT dbname=$1 user=postgres"
+}
+
+it_sql() { psql_q "$PGPORT" "$1" "$2"; }
+it_sql_file() { psql_f "$PGPORT" "$1" "$2"; }
+
+_it_check_name() {
+	if [[ ! $1 =~ ^[a-z_][a-z0-9_]*$ ]]; then
+		echo "name '$1' must match [a-z_][a-z0-9_]* (database and slot)" >&2
+		return 1
+	fi
+}
+
+it_drop_db() {
+	local db=$1
+	_it_check_name "$db" || return 1
+	# Logical slots pin their database: drop them first (inactive only).
+	it_sql postgres "SELECT pg_drop_replication_slot(slot_name)
+		FROM pg_replication_slots WHERE database = '$db'" >/dev/null || return 1
+	it_sql postgres "DROP DATABASE IF EXISTS \"$db\" WITH (FORCE)" || return 1
+}
+
+it_setup_db() {
+	local db=$1 slot=${2:-$1}
+	_it_check_name "$db" && _it_check_name "$slot" || return 1
+	it_drop_db "$db" || return 1
+	it_sql postgres "SELECT pg_drop_replication_slot(slot_name)
+		FROM pg_replication_slots WHERE slot_name = '$slot'" >/dev/null || return 1
+	it_sql postgres "CREATE DATABASE \"$db\"" || return 1
+	it_sql_file "$db" "$IT_ROOT/sql/outbox.sql" || return 1
+	it_sql "$db" "SELECT pg_create_logical_replication_slot('$slot', 'wal2json')" \
+		>/dev/null || return 1
+}
+
+it_current_lsn() { it_sql "$1" "SELECT pg_current_wal_lsn()"; }
+
+it_slot_confirmed() {
+	it_sql "$1" "SELECT confirmed_flush_lsn FROM pg_replication_slots
+		WHERE slot_name = '$2'"
+}
+
+it_wait_slot_active() {
+	local db=$1 slot=$2 secs=${3:-30} i
+	for ((i = 0; i < secs * 5; i++)); do
+		[[ $(it_sql "$db" "SELECT active FROM pg_replication_slots
+			WHERE slot_name = '$slot'") == t ]] && return 0
+		sleep 0.2
+	done
+	return 1
+}
+
+it_wait_confirmed() {
+	local db=$1 slot=$2 lsn=$3 secs=${4:-30} cur i
+	for ((i = 0; i < secs * 5; i++)); do
+		cur=$(it_slot_confirmed "$db" "$slot")
+		[[ -n $cur ]] && lsn_ge "$cur" "$lsn" && return 0
+		sleep 0.2
+	done
+	return 1
+}
+
+# LSNs are two 32-bit hex halves, "hi/lo"; compared as numbers in bash.
+lsn_ge() {
+	local re='^[0-9A-Fa-f]{1,8}/[0-9A-Fa-f]{1,8}$' ah al bh bl
+	if [[ ! $1 =~ $re || ! $2 =~ $re ]]; then
+		echo "lsn_ge: not an LSN: '$1' or '$2'" >&2
+		return 2
+	fi
+	ah=$((16#${1%/*})) al=$((16#${1#*/}))
+	bh=$((16#${2%/*})) bl=$((16#${2#*/}))
+	((ah > bh || (ah == bh && al >= bl)))
+}
+
+# ---------------------------------------------------------------- relay
+
+# key = value lines; extra "key=value" arguments are appended. SLOT may be
+# left out (default: DB) since a slot name never contains "=".
+it_write_config() {
+	local file=$1 db=$2 slot=$2 kv
+	shift 2
+	if (($# > 0)) && [[ $1 != *=* ]]; then
+		slot=$1
+		shift
+	fi
+	{
+		echo "# written by tests/integration/lib.sh for $IT_TEST_NAME"
+		echo "pg.conninfo = $(it_conninfo "$db")"
+		echo "kafka.bootstrap.servers = $KAFKA_BROKERS"
+		echo "slot.name = $slot"
+		for kv in "$@"; do
+			echo "${kv%%=*} = ${kv#*=}"
+		done
+	} >"$file"
+}
+
+# Must run in the test's own shell (not in $(...)): it_stop_relay reads the
+# exit status with `wait`, which only works for the shell's own children.
+it_start_relay() {
+	local cfg=$1 log=$2
+	shift 2
+	if [[ ! -x $RELAY_BIN ]]; then
+		echo "relay binary missing: $RELAY_BIN (run make)" >&2
+		return 1
+	fi
+	"$RELAY_BIN" --config "$cfg" "$@" </dev/null >>"$log" 2>&1 &
+	IT_RELAY_PID=$!
+	_IT_RELAY_PIDS+=("$IT_RELAY_PID")
+	echo "$IT_RELAY_PID" >"$log.pid"
+}
+
+it_relay_alive() { _env_pid_alive "${1:-$IT_RELAY_PID}"; }
+
+it_stop_relay() {
+	local pid=${1:-$IT_RELAY_PID} i rc=0
+	if [[ -z $pid ]]; then
+		echo "it_stop_relay: no relay started" >&2
+		return 125
+	fi
+	kill -TERM "$pid" 2>/dev/null || true
+	for ((i = 0; i < IT_RELAY_STOP_TIMEOUT * 10; i++)); do
+		_env_pid_alive "$pid" || break
+		sleep 0.1
+	done
+	if _env_pid_alive "$pid"; then
+		echo "it_stop_relay: relay $pid still running ${IT_RELAY_STOP_TIMEOUT}s after SIGTERM; killed" >&2
+		kill -9 "$pid" 2>/dev/null || true
+		wait "$pid" 2>/dev/null || true
+		rc=124
+	else
+		wait "$pid" 2>/dev/null || rc=$?
+	fi
+	[[ $pid != "$IT_RELAY_PID" ]] || IT_RELAY_PID=
+	return $rc
+}
+
+# ---------------------------------------------------------------- kafka
+
+# kcat's JSON output (-J) escapes tabs and newlines in keys, headers and
+# payloads, so one record is exactly one line. A topic that does not exist
+# yet is an empty result, not an error.
+it_consume() {
+	local topic=$1 out=$2 err rc=0
+	err=$(timeout "$IT_CONSUME_TIMEOUT" kcat -b "$KAFKA_BROKERS" -C -t "$topic" \
+		-o beginning -e -q -J 2>&1 >"$out") || rc=$?
+	if ((rc != 0)); then
+		if [[ $err == *"Unknown topic or partition"* ]]; then
+			: >"$out"
+			return 0
+		fi
+		echo "it_consume $topic: kcat exit $rc: $err" >&2
+		return "$rc"
+	fi
+}
+
+it_count() {
+	if [[ -s $1 ]]; then
+		grep -c . "$1"
+	else
+		echo 0
+	fi
+}
+
+it_consume_wait() {
+	local topic=$1 out=$2 n=$3 secs=${4:-30} deadline
+	deadline=$((SECONDS + secs))
+	while :; do
+		if it_consume "$topic" "$out" 2>/dev/null && (($(it_count "$out") >= n)); then
+			return 0
+		fi
+		((SECONDS < deadline)) || break
+		sleep 0.5
+	done
+	it_consume "$topic" "$out" || true
+	return 1
+}
+
+it_fields() {
+	local file=$1
+	shift
+	python3 - "$file" "$@" <<-'PY'
+	import json, sys
+	path, fields = sys.argv[1], sys.argv[2:]
+
+	def esc(v):
+	    if v is None:
+	        return "\\N"
+	    return (str(v).replace("\\", "\\\\").replace("\t", "\\t")
+	            .replace("\n", "\\n"))
+
+	with open(path) as f:
+	    for line in f:
+	        if not line.strip():
+	            continue
+	        rec = json.loads(line)
+	        hdrs = rec.get("headers") or []
+	        hmap = {}
+	        for i in range(0, len(hdrs) - 1, 2):
+	            hmap.setdefault(hdrs[i], hdrs[i + 1])
+	        out = []
+	        for fld in fields:
+	            if fld.startswith("h:"):
+	                out.append(esc(hmap.get(fld[2:])))
+	            else:
+	                out.append(esc(rec.get(fld)))
+	        print("\t".join(out))
+	PY
+}

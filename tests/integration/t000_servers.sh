@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# t000_servers -- the test environment itself: PostgreSQL accepts wal2json
+# slots (format-version 2 decodes an outbox insert) and the Kafka broker
+# round-trips a record with key and headers through kcat. If this fails,
+# every relay test after it would fail for reasons unrelated to the relay.
+set -euo pipefail
+# shellcheck source=lib.sh
+source "$(dirname "$0")/lib.sh"
+it_init
+
+db=t000_servers
+
+# -- PostgreSQL: wal2json slot in a fresh database
+if it_setup_db "$db" 2>"$IT_TEST_DIR/setup.err"; then
+	ok "database, outbox table and wal2json slot created"
+else
+	not_ok "database, outbox table and wal2json slot created" \
+		"$(cat "$IT_TEST_DIR/setup.err")"
+fi
+
+plugin=$(it_sql "$db" "SELECT plugin FROM pg_replication_slots
+	WHERE slot_name = '$db'" 2>&1 || true)
+it_check "slot uses wal2json" test "$plugin" = wal2json
+
+# Decode one insert without consuming it (peek) in the relay's format.
+# Two psql calls: one -c string is one transaction, and the peek must see
+# the insert committed. A failing call leaves its error in $changes.
+rc=0
+changes=$(it_sql "$db" "
+	INSERT INTO outbox (aggregate_type, aggregate_id, event_type, payload)
+	VALUES ('order', 'o-smoke', 'Smoke', '{\"n\": 1}')" 2>&1) || rc=$?
+if ((rc == 0)); then
+	changes=$(it_sql "$db" "SELECT data FROM pg_logical_slot_peek_changes(
+		'$db', NULL, NULL, 'format-version', '2', 'include-xids', '1')" 2>&1) || true
+fi
+if [[ $changes == *'"action":"I"'* && $changes == *'"table":"outbox"'* &&
+	$changes == *'o-smoke'* && $changes == *'"action":"C"'* ]]; then
+	ok "wal2json format-version 2 decodes an outbox insert"
+else
+	not_ok "wal2json format-version 2 decodes an outbox insert" "$changes"
+fi
+
+it_check "slot dropped" it_sql "$db" "SELECT pg_drop_replication_slot('$db')"
+it_check "database dropped" it_drop_db "$db"
+
+# -- Kafka: produce with key and headers, consume it back
+topic=it.t000.$$.$RANDOM
+if printf 'hello\tworld {"a":1}\n' | timeout 30 kcat -b "$KAFKA_BROKERS" -P \
+	-t "$topic" -k k-1 -H h1=v1 -H event_type=Smoke 2>"$IT_TEST_DIR/produce.err"; then
+	ok "kcat produced to $topic"
+else
+	not_ok "kcat produced to $topic" "$(cat "$IT_TEST_DIR/produce.err")"
+fi
+
+out=$IT_TEST_DIR/consumed.json
+if it_consume_wait "$topic" "$out" 1 30; then
+	ok "record consumed back"
+else
+	not_ok "record consumed back" "got $(it_count "$out") records"
+fi
+got=$(it_fields "$out" key h:h1 h:event_type payload 2>&1 || true)
+want=$(printf 'k-1\tv1\tSmoke\thello\\tworld {"a":1}')
+it_check "key, headers and payload round-trip" test "$got" = "$want"
+if [[ $got != "$want" ]]; then
+	it_diag "got:  $got"
+	it_diag "want: $want"
+fi
+
+it_summary

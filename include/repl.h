@@ -22,7 +22,8 @@ enum repl_err {
 	REPL_OK = 0,
 	REPL_ERR_TRANSIENT,   /* network, server restart: back off, retry */
 	REPL_ERR_SLOT_BUSY,   /* slot active for another process: standby */
-	REPL_ERR_FATAL,       /* slot missing/invalid, bad table: stop */
+	REPL_ERR_FATAL,       /* slot missing, foreign or invalidated: stop */
+	REPL_ERR_CONFIG,      /* outbox table or a column does not exist */
 };
 
 struct repl_slot_info {

@@ -128,6 +128,20 @@ static void on_dr(void *opaque, uint64_t token, bool ok, const char *errstr,
 	r->restart_kafka = true;
 }
 
+static bool reading_allowed(const struct relay *r);
+
+/* While reads are paused (window full, Kafka stalled) keepalives sit
+ * unread in the socket, so a reply request cannot be seen: answer on a
+ * short timer instead, whatever wal_sender_timeout is. */
+static int64_t status_period_us(const struct relay *r)
+{
+	int64_t us = r->cfg->status_interval_ms * 1000;
+
+	if (r->state == ST_STREAMING && !reading_allowed(r) && us > 1000000)
+		us = 1000000;
+	return us;
+}
+
 static void send_status(struct relay *r, bool force_log)
 {
 	uint64_t flush = lsn_confirmable(&r->lt);
@@ -145,7 +159,7 @@ static void send_status(struct relay *r, bool force_log)
 		log_debug("confirmed flush LSN " LSN_FMT, LSN_ARGS(flush));
 	lsn_mark_confirmed(&r->lt, flush);
 	r->reply_now = false;
-	r->next_status_us = now_mono_us() + r->cfg->status_interval_ms * 1000;
+	r->next_status_us = now_mono_us() + status_period_us(r);
 }
 
 static void log_stats(struct relay *r, const char *prefix)
@@ -225,7 +239,7 @@ static void try_connect(struct relay *r)
 		lsn_reset(&r->lt, r->rs.slot.confirmed_flush);
 		r->state = ST_STREAMING;
 		r->session_start_us = now_mono_us();
-		r->next_status_us = r->session_start_us + r->cfg->status_interval_ms * 1000;
+		r->next_status_us = r->session_start_us + status_period_us(r);
 		log_info("streaming from slot \"%s\" (system %s, timeline %d): "
 		         "confirmed_flush_lsn " LSN_FMT ", restart_lsn " LSN_FMT
 		         ", server WAL at " LSN_FMT, r->cfg->slot_name,
@@ -250,6 +264,10 @@ static void try_connect(struct relay *r)
 	case REPL_ERR_FATAL:
 		log_error("%s", err);
 		begin_stop(r, RELAY_EXIT_UNAVAILABLE);
+		return;
+	case REPL_ERR_CONFIG:
+		log_error("%s", err);
+		begin_stop(r, RELAY_EXIT_CONFIG);
 		return;
 	}
 }
@@ -373,7 +391,8 @@ static void read_stream(struct relay *r)
 			if (rc == 0)
 				return;
 			if (rc < 0) {
-				if (r->rs.stream_err == REPL_ERR_FATAL) {
+				if (r->rs.stream_err == REPL_ERR_FATAL ||
+				    r->rs.stream_err == REPL_ERR_CONFIG) {
 					log_error("%s", err);
 					begin_stop(r, RELAY_EXIT_UNAVAILABLE);
 				} else {

@@ -247,7 +247,7 @@ static enum repl_err check_table(struct repl_stream *rs,
 		"table.field.event.type", "route.by.field", "table.field.event.payload"
 	};
 	PGresult *res;
-	enum repl_err rc = REPL_ERR_FATAL;
+	enum repl_err rc = REPL_ERR_CONFIG;
 
 	/* Replication connections only take the simple query protocol, so the
 	 * names are escaped as literals. */

@@ -49,7 +49,7 @@ struct relay {
 	int64_t retry_at_us;
 	unsigned attempt;
 	int64_t session_start_us;
-	int64_t next_status_us;
+	int64_t last_status_us;         /* when the last status update went out */
 	int64_t next_stats_us;
 	bool reply_now;
 	bool more_input;                /* read budget ran out: frames may wait in libpq */
@@ -159,7 +159,7 @@ static void send_status(struct relay *r, bool force_log)
 		log_debug("confirmed flush LSN " LSN_FMT, LSN_ARGS(flush));
 	lsn_mark_confirmed(&r->lt, flush);
 	r->reply_now = false;
-	r->next_status_us = now_mono_us() + status_period_us(r);
+	r->last_status_us = now_mono_us();
 }
 
 static void log_stats(struct relay *r, const char *prefix)
@@ -239,7 +239,7 @@ static void try_connect(struct relay *r)
 		lsn_reset(&r->lt, r->rs.slot.confirmed_flush);
 		r->state = ST_STREAMING;
 		r->session_start_us = now_mono_us();
-		r->next_status_us = r->session_start_us + status_period_us(r);
+		r->last_status_us = r->session_start_us;
 		log_info("streaming from slot \"%s\" (system %s, timeline %d): "
 		         "confirmed_flush_lsn " LSN_FMT ", restart_lsn " LSN_FMT
 		         ", server WAL at " LSN_FMT, r->cfg->slot_name,
@@ -422,8 +422,8 @@ static int compute_timeout(const struct relay *r, int64_t now)
 {
 	int64_t t = 1000 * 1000; /* wake at least once a second */
 
-	if (r->have_rs && r->next_status_us - now < t)
-		t = r->next_status_us - now;
+	if (r->have_rs && r->last_status_us + status_period_us(r) - now < t)
+		t = r->last_status_us + status_period_us(r) - now;
 	if ((r->state == ST_BACKOFF || r->state == ST_STANDBY) &&
 	    r->retry_at_us - now < t)
 		t = r->retry_at_us - now;
@@ -582,7 +582,7 @@ int relay_run(const struct relay_config *cfg, int sigfd)
 		/* Status updates go out on time whatever else is happening,
 		 * also while Kafka is stalled and reads are paused. */
 		if (r->have_rs && !r->restart_pending &&
-		    (r->reply_now || now >= r->next_status_us)) {
+		    (r->reply_now || now - r->last_status_us >= status_period_us(r))) {
 			send_status(r, false);
 			if (now - r->session_start_us > SESSION_STABLE_US)
 				r->attempt = 0;

@@ -12,9 +12,9 @@
 Suite *w2j_suite(void);
 Suite *route_suite(void);
 Suite *lsn_tracker_suite(void);
-/* Weak until tests/unit/check_config.c exists: the runner links and
- * runs without it, and picks it up once it is written. */
-Suite *config_suite(void) __attribute__((weak));
+Suite *config_suite(void);
+Suite *repl_suite(void);
+Suite *hist_suite(void);
 
 int main(void)
 {
@@ -24,10 +24,9 @@ int main(void)
 	sr = srunner_create(w2j_suite());
 	srunner_add_suite(sr, route_suite());
 	srunner_add_suite(sr, lsn_tracker_suite());
-	if (config_suite != NULL)
-		srunner_add_suite(sr, config_suite());
-	else
-		fprintf(stderr, "check_main: no config_suite linked, skipped\n");
+	srunner_add_suite(sr, config_suite());
+	srunner_add_suite(sr, repl_suite());
+	srunner_add_suite(sr, hist_suite());
 
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);

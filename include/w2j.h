@@ -2,8 +2,10 @@
 /* w2j.h -- decoder for wal2json format-version 2 records.
  *
  * Pure: bytes in, a struct w2j_record out; no I/O, no globals. The
- * strings in a decoded record are borrowed from its JSON tree and stay
- * valid until w2j_record_clear(). */
+ * strings in a decoded record are owned by the record (a JSON tree, or one
+ * buffer of unescaped values when the fast scanner took the line) and stay
+ * valid until w2j_record_clear(). The input line is not referenced after
+ * w2j_decode() returns. */
 #ifndef RELAY_W2J_H
 #define RELAY_W2J_H
 

@@ -1244,6 +1244,859 @@ START_TEST(test_fast_path_agrees)
 }
 END_TEST
 
+/* ------------------------------------------- I scanner against jansson */
+
+/* Test hooks of src/w2j.c, deliberately not in w2j.h: the scanners
+ * alone (1 when they leave the line to jansson) and jansson alone. */
+int w2j_decode_fast(const char *line, size_t len,
+                    const struct w2j_spec *spec, struct w2j_record *rec);
+int w2j_decode_slow(const char *line, size_t len,
+                    const struct w2j_spec *spec, struct w2j_record *rec,
+                    char *err, size_t errlen);
+
+/* One column in two roles: the scanner must fill both slots. */
+static const struct w2j_spec shared_spec = {
+	.schema = "public", .table = "outbox", .col_id = "id",
+	.col_key = "aggregate_id", .col_type = "event_type",
+	.col_route = "aggregate_id", .col_payload = "payload",
+};
+
+/* Names that only match after unescaping, and unicode. */
+static const struct w2j_spec unicode_spec = {
+	.schema = "sch\xc3\xa9ma", .table = "t\xf0\x9f\x98\x80/\"x\"",
+	.col_id = "\xc3\xbc", .col_key = "k\ty", .col_type = "t\\y",
+	.col_route = "r/o", .col_payload = "p\xe2\x82\xac",
+};
+
+static const struct w2j_spec *const every_spec[] = {
+	&outbox_spec, &prisma_spec, &odd_spec,     &bigint_spec,
+	&text_spec,   &orders_spec, &shared_spec, &unicode_spec,
+};
+#define N_SPECS (sizeof(every_spec) / sizeof(every_spec[0]))
+
+/* How the comparisons went, for the assertions that the scanner really
+ * took lines (a scanner that always steps aside would agree too). */
+struct agree_stats {
+	size_t lines, fast, fast_events, fast_skips, errors;
+};
+
+static void assert_same_str(const struct w2j_str *a, const struct w2j_str *b,
+                            const char *what, const char *line, size_t len)
+{
+	if (b->ptr == NULL) {
+		ck_assert_msg(a->ptr == NULL && a->len == 0, "%s not NULL: %.*s",
+		              what, (int)len, line);
+		return;
+	}
+	ck_assert_msg(a->ptr != NULL, "%s is NULL: %.*s", what, (int)len, line);
+	ck_assert_msg(a->len == b->len && memcmp(a->ptr, b->ptr, b->len) == 0,
+	              "%s: '%.*s' (%zu) vs jansson '%.*s' (%zu) in %.*s", what,
+	              (int)a->len, a->ptr, a->len, (int)b->len, b->ptr, b->len,
+	              (int)len, line);
+	ck_assert_msg(a->ptr[a->len] == '\0', "%s: not NUL-terminated", what);
+}
+
+static void assert_same_record(const struct w2j_record *a,
+                               const struct w2j_record *b, const char *line,
+                               size_t len)
+{
+	ck_assert_msg(a->kind == b->kind, "kind %d vs %d: %.*s", a->kind,
+	              b->kind, (int)len, line);
+	ck_assert_uint_eq(a->lsn, b->lsn);
+	ck_assert_uint_eq(a->nextlsn, b->nextlsn);
+	ck_assert_int_eq(a->xid, b->xid);
+	ck_assert_int_eq(a->commit_ts_us, b->commit_ts_us);
+	assert_same_str(&a->id, &b->id, "id", line, len);
+	assert_same_str(&a->key, &b->key, "key", line, len);
+	assert_same_str(&a->type, &b->type, "type", line, len);
+	assert_same_str(&a->route, &b->route, "route", line, len);
+	assert_same_str(&a->payload, &b->payload, "payload", line, len);
+	/* Only events own something; the others are done with right away. */
+	ck_assert((a->root_ != NULL) == (a->kind == W2J_EVENT));
+}
+
+/* Decodes line with spec three ways, w2j_decode(), jansson alone and the
+ * scanners alone, and asserts that they agree: same return code, same
+ * record field by field and byte for byte, same error text. */
+static void paths_agree(const char *line, size_t len,
+                        const struct w2j_spec *spec, struct agree_stats *st)
+{
+	struct w2j_record a, b, f;
+	char ea[512] = "untouched", eb[512] = "untouched";
+	int ra, rb, rf;
+
+	ra = w2j_decode(line, len, spec, &a, ea, sizeof(ea));
+	rb = w2j_decode_slow(line, len, spec, &b, eb, sizeof(eb));
+	rf = w2j_decode_fast(line, len, spec, &f);
+	ck_assert_msg(ra == rb, "rc %d (%s) vs jansson %d (%s): %.*s", ra, ea,
+	              rb, eb, (int)len, line);
+	/* On success neither writes a message. */
+	ck_assert_msg(strcmp(ea, eb) == 0, "'%s' vs jansson '%s': %.*s", ea, eb,
+	              (int)len, line);
+	st->lines++;
+	if (ra == 0)
+		assert_same_record(&a, &b, line, len);
+	else
+		st->errors++;
+	if (rf == 0) {
+		ck_assert_msg(rb == 0, "scanner took a line jansson refuses (%s): "
+		              "%.*s", eb, (int)len, line);
+		assert_same_record(&f, &b, line, len);
+		st->fast++;
+		st->fast_events += f.kind == W2J_EVENT;
+		st->fast_skips += f.kind == W2J_SKIP;
+	} else {
+		ck_assert_int_eq(rf, 1);
+		ck_assert_ptr_null(f.root_); /* stepping aside leaves nothing */
+		ck_assert_int_eq(f.xid, -1);
+	}
+	if (ra == 0)
+		w2j_record_clear(&a);
+	if (rb == 0)
+		w2j_record_clear(&b);
+	if (rf == 0)
+		w2j_record_clear(&f);
+}
+
+static void paths_agree_all_specs(const char *line, size_t len,
+                                  struct agree_stats *st)
+{
+	for (size_t k = 0; k < N_SPECS; k++)
+		paths_agree(line, len, every_spec[k], st);
+}
+
+static bool is_insert(const char *line)
+{
+	return strncmp(line, "{\"action\":\"I\"", 13) == 0;
+}
+
+START_TEST(test_scanner_fixtures)
+{
+	static const char *const names[] = { "outbox.jsonl", "all_changes.jsonl",
+		                                 "prisma.jsonl", "odd_tables.jsonl" };
+	struct agree_stats st = { 0 };
+	size_t inserts = 0, fell_back = 0;
+	struct fx f;
+
+	for (size_t n = 0; n < sizeof(names) / sizeof(names[0]); n++) {
+		fx_load(&f, names[n]);
+		for (size_t i = 0; i < f.n; i++) {
+			for (size_t k = 0; k < N_SPECS; k++) {
+				struct agree_stats one = { 0 };
+
+				paths_agree(f.line[i], f.len[i], every_spec[k], &one);
+				st.lines += one.lines;
+				st.fast += one.fast;
+				st.fast_events += one.fast_events;
+				st.fast_skips += one.fast_skips;
+				st.errors += one.errors;
+				if (!is_insert(f.line[i]))
+					continue;
+				inserts++;
+				/* Every insert that decodes takes the scanner, except the
+				 * orders row with a numeric beyond 64 bits. */
+				if (one.errors == 0 && one.fast == 0) {
+					ck_assert_msg(strstr(f.line[i],
+					                     "123456789012345678901234567890}"),
+					              "scanner stepped aside: %s", f.line[i]);
+					fell_back++;
+				}
+			}
+		}
+		fx_free(&f);
+	}
+	/* outbox.jsonl: 35 events under outbox_spec and shared_spec alike;
+	 * all_changes.jsonl: the same plus 2 "Outbox", 1 odd, 3 bigint and
+	 * 1 text event; prisma.jsonl: 2; odd_tables.jsonl: 1 + 3 + 1. */
+	ck_assert_uint_eq(st.fast_events, 35 * 2 + (35 * 2 + 2 + 1 + 3 + 1) + 2 +
+	                                          (1 + 3 + 1));
+	ck_assert_uint_gt(st.fast_skips, 500);
+	ck_assert_uint_eq(fell_back, N_SPECS - 1); /* orders_spec: an error */
+	ck_assert_uint_gt(inserts, 100);
+}
+END_TEST
+
+/* An outbox insert the way wal2json prints it, with the given columns. */
+#define IROW_ST(schema, table, cols)                                        \
+	"{\"action\":\"I\",\"xid\":77,\"timestamp\":\"2026-11-29 "              \
+	"20:09:17.5376+00\",\"lsn\":\"0/AB\",\"schema\":\"" schema "\","        \
+	"\"table\":\"" table "\",\"columns\":[" cols "]}"
+#define IROW(cols) IROW_ST("public", "outbox", cols)
+#define GOOD5 GOOD_ID "," GOOD_ROUTE "," GOOD_KEY "," GOOD_TYPE "," GOOD_PAYLOAD
+#define CREATED COL("created_at", "timestamp with time zone",               \
+                    "\"2026-11-29 20:09:17.535415+00\"")
+
+/* Values of every kind, as they would stand after "value": -- valid and
+ * not, as strings, numbers and literals. */
+static const char *const edge_values[] = {
+	/* strings, escapes of every kind */
+	"\"\"", "\"plain\"", "\"q\\\"q\"", "\"b\\\\s\"", "\"s\\/l\"",
+	"\"\\b\\f\\n\\r\\t\"", "\"\\u0041\\u00e9\\u20AC\\uFFFF\\uffFe\"",
+	"\"\\ud83d\\ude00\"", "\"x\\uD83D\\uDE00x\"",
+	"\"\\ud800\\udc00\\udbff\\udfff\"", "\"\\u007f\\u0080\\u07ff\\u0800\"",
+	"\"\\u0001\\u001f\\u0020\"", "\"\\\\u0041\"", "\"\\\\\\\\\"",
+	"\"\\\"\\\"\\\"\"", "\"end\\\\\"",
+	/* escapes jansson refuses */
+	"\"\\u0000\"", "\"a\\u0000b\"", "\"\\ud83d\"", "\"\\ud83dx\"",
+	"\"\\ud83d\\u0041\"", "\"\\ud83d\\n\"", "\"\\ud83d\\ud83d\"",
+	"\"\\ude00\"", "\"\\ude00\\ud83d\"", "\"\\udc00\"", "\"\\udfff\"",
+	"\"\\udbff\"", "\"\\ud83d\\ue000\"", "\"\\ud83d\\udbff\"",
+	"\"\\ud83d\\ndc00\"", "\"\\ud83d\\\\udc00\"", "\"\\ud83d\\\"",
+	"\"\\u12\"", "\"\\u12G4\"",
+	"\"\\x\"", "\"\\'\"", "\"\\a\"", "\"\\U0041\"", "\"\\\"", "\"\\",
+	"\"\\u", "\"\\ud83d\\u", "\"abc",
+	"\"\\ud7ff\\ue000\"",
+	/* raw UTF-8, good and bad */
+	"\"\xc3\xbc\"", "\"\xe2\x82\xac\"", "\"\xf0\x9f\x98\x80\"",
+	"\"\xf4\x8f\xbf\xbf\"", "\"\xc2\x80\xdf\xbf\xe0\xa0\x80\xef\xbf\xbf\"",
+	"\"\x7f\"", "\"\xc0\x80\"", "\"\xc1\xbf\"", "\"\xe0\x80\x80\"",
+	"\"\xe0\x9f\xbf\"", "\"\xed\xa0\x80\"", "\"\xed\xbf\xbf\"",
+	"\"\xf0\x8f\xbf\xbf\"", "\"\xf4\x90\x80\x80\"", "\"\xf5\x80\x80\x80\"",
+	"\"\xf8\x88\x80\x80\x80\"", "\"\x80\"", "\"\xbf\"", "\"\xe2\x82\"",
+	"\"\xe2\x82x\"", "\"\xf0\x9f\x98\"", "\"\xff\"", "\"\xfe\"",
+	/* controls */
+	"\"a\x01b\"", "\"a\tb\"", "\"a\nb\"", "\"\x1f\"", "\"a\rb\"",
+	/* payload texts */
+	"\"{\\\"a\\\": 1}\"", "\"[1, 2]\"", "\"not json {\"",
+	"\"  {\\\"k\\\": \\\"v\\\"}  \"", "\"123456789012345678901234\"",
+	"\"1e999\"", "\"\\\"str\\\"\"", "\"{\\\"x\\\":\\\"\\\\u0000\\\"}\"",
+	"\"{\\\"a\\\":1} {}\"", "\"\\t[]\\n\"", "\"{\\\"a\\\":\\\"\\\\ud83d\\\"}\"",
+	"\"nan\"", "\"-\"", "\"{\\\"e\\\":\\\"\\u00e9\\\"}\"",
+	/* numbers */
+	"0", "-0", "1", "-1", "42", "9223372036854775807", "9223372036854775808",
+	"-9223372036854775808", "-9223372036854775809", "18446744073709551615",
+	"18446744073709551616", "123456789012345678901234567890", "1.0", "-1.5",
+	"0.0", "-0.0", "1e5", "1E+5", "1e-5", "-1.5e-3", "1e308", "1e309",
+	"9e307", "0.5e309", "1.7976931348623157e308", "1.8e308", "1e-400",
+	"1e999", "-1e999", "1e0000007", "2E-0007", "123456789e300", "01", "-01",
+	"00", "-", "1.", ".5", "1e", "1e+", "+1", "1.e5", "0x10", "1_0", "- 1",
+	"1 ", "Infinity", "NaN",
+	/* literals and containers */
+	"null", "true", "false", "nul", "nullx", "tru", "True", "NULL", "fals",
+	"falsey", "{}", "[]", "[1]", "{\"a\":1}", "", " 1",
+};
+
+START_TEST(test_scanner_edge_values)
+{
+	static const char *const types[] = { "jsonb", "text", "json", "int8" };
+	struct agree_stats st = { 0 };
+	char line[1024];
+
+	for (size_t v = 0; v < sizeof(edge_values) / sizeof(edge_values[0]);
+	     v++) {
+		const char *val = edge_values[v];
+
+		/* In each of the five roles, under each type. */
+		for (int slot = 0; slot < 5; slot++) {
+			for (size_t t = 0; t < sizeof(types) / sizeof(types[0]); t++) {
+				static const char *const names[] = { "id", "aggregate_id",
+					                                 "event_type",
+					                                 "aggregate_type",
+					                                 "payload" };
+				const char *vals[5] = { "\"u-1\"", "\"k-1\"", "\"T\"",
+					                    "\"R\"", "\"{}\"" };
+				int n;
+
+				vals[slot] = val;
+				n = snprintf(line, sizeof(line),
+				             "{\"action\":\"I\",\"xid\":77,\"timestamp\":"
+				             "\"2026-11-29 20:09:17.5376+00\",\"lsn\":\"0/AB\","
+				             "\"schema\":\"public\",\"table\":\"outbox\","
+				             "\"columns\":[");
+				for (int c = 0; c < 5; c++)
+					n += snprintf(line + n, sizeof(line) - (size_t)n,
+					              "{\"name\":\"%s\",\"type\":\"%s\","
+					              "\"value\":%s},",
+					              names[c],
+					              c == slot ? types[t]
+					                        : c == 4 ? "jsonb" : "text",
+					              vals[c]);
+				n += snprintf(line + n, sizeof(line) - (size_t)n,
+				              "%s]}", CREATED);
+				ck_assert_int_lt(n, (int)sizeof(line));
+				paths_agree_all_specs(line, (size_t)n, &st);
+			}
+		}
+		/* In a column nobody asked for, and in a row of another table. */
+		snprintf(line, sizeof(line),
+		         IROW(GOOD5 ",{\"name\":\"extra\",\"type\":\"x\","
+		                    "\"value\":%s}"),
+		         val);
+		paths_agree_all_specs(line, strlen(line), &st);
+		snprintf(line, sizeof(line),
+		         IROW_ST("public", "orders",
+		                 "{\"name\":\"amount\",\"type\":\"numeric\","
+		                 "\"value\":%s}"),
+		         val);
+		paths_agree_all_specs(line, strlen(line), &st);
+		/* As a name, a type, a schema and a table. */
+		if (val[0] == '"') {
+			snprintf(line, sizeof(line),
+			         IROW(GOOD5 ",{\"name\":%s,\"type\":\"x\",\"value\":1}"),
+			         val);
+			paths_agree_all_specs(line, strlen(line), &st);
+			snprintf(line, sizeof(line),
+			         IROW(GOOD_ID "," GOOD_ROUTE "," GOOD_KEY "," GOOD_TYPE
+			              ",{\"name\":\"payload\",\"type\":%s,\"value\":"
+			              "\"{}\"}"),
+			         val);
+			paths_agree_all_specs(line, strlen(line), &st);
+			snprintf(line, sizeof(line),
+			         "{\"action\":\"I\",\"xid\":77,\"timestamp\":\"2026-11-29 "
+			         "20:09:17+00\",\"lsn\":\"0/AB\",\"schema\":%s,\"table\":"
+			         "%s,\"columns\":[" GOOD5 "]}",
+			         val, val);
+			paths_agree_all_specs(line, strlen(line), &st);
+		}
+	}
+	/* The scanner took many of them, and jansson refused many. */
+	ck_assert_uint_gt(st.fast_events, 1000);
+	ck_assert_uint_gt(st.fast_skips, 1000);
+	ck_assert_uint_gt(st.errors, 1000);
+}
+END_TEST
+
+/* Lines of other shapes: the scanner must step aside, or agree. */
+static const char *const edge_lines[] = {
+	IROW(GOOD5),
+	IROW(GOOD5 "," CREATED),
+	IROW(CREATED "," GOOD_PAYLOAD "," GOOD_TYPE "," GOOD_KEY "," GOOD_ROUTE
+	     "," GOOD_ID),
+	/* keys in other orders */
+	"{\"action\":\"I\",\"timestamp\":\"2026-11-29 20:09:17+00\",\"xid\":77,"
+	"\"lsn\":\"0/AB\",\"schema\":\"public\",\"table\":\"outbox\","
+	"\"columns\":[" GOOD5 "]}",
+	"{\"xid\":77,\"action\":\"I\",\"timestamp\":\"2026-11-29 20:09:17+00\","
+	"\"lsn\":\"0/AB\",\"schema\":\"public\",\"table\":\"outbox\","
+	"\"columns\":[" GOOD5 "]}",
+	"{\"action\":\"I\",\"xid\":77,\"timestamp\":\"2026-11-29 20:09:17+00\","
+	"\"lsn\":\"0/AB\",\"table\":\"outbox\",\"schema\":\"public\","
+	"\"columns\":[" GOOD5 "]}",
+	"{\"action\":\"I\",\"xid\":77,\"timestamp\":\"2026-11-29 20:09:17+00\","
+	"\"lsn\":\"0/AB\",\"columns\":[" GOOD5 "],\"schema\":\"public\","
+	"\"table\":\"outbox\"}",
+	IROW(GOOD_ID "," GOOD_ROUTE "," GOOD_KEY "," GOOD_TYPE
+	     ",{\"type\":\"jsonb\",\"name\":\"payload\",\"value\":\"{}\"}"),
+	IROW(GOOD_ID "," GOOD_ROUTE "," GOOD_KEY "," GOOD_TYPE
+	     ",{\"value\":\"{}\",\"name\":\"payload\",\"type\":\"jsonb\"}"),
+	/* extra members: include-pk, include-type-oids, include-not-null */
+	"{\"action\":\"I\",\"xid\":77,\"timestamp\":\"2026-11-29 20:09:17+00\","
+	"\"lsn\":\"0/AB\",\"schema\":\"public\",\"table\":\"outbox\","
+	"\"columns\":[" GOOD5 "],\"pk\":[{\"name\":\"id\",\"type\":\"uuid\"}]}",
+	IROW(GOOD_ID "," GOOD_ROUTE "," GOOD_KEY "," GOOD_TYPE
+	     ",{\"name\":\"payload\",\"type\":\"jsonb\",\"typeoid\":3802,"
+	     "\"value\":\"{}\"}"),
+	IROW(GOOD_ID "," GOOD_ROUTE "," GOOD_KEY "," GOOD_TYPE
+	     ",{\"name\":\"payload\",\"type\":\"jsonb\",\"value\":\"{}\","
+	     "\"optional\":false}"),
+	"{\"action\":\"I\",\"origin\":1,\"xid\":77,\"timestamp\":\"2026-11-29 "
+	"20:09:17+00\",\"lsn\":\"0/AB\",\"schema\":\"public\",\"table\":"
+	"\"outbox\",\"columns\":[" GOOD5 "]}",
+	/* members missing or null */
+	"{\"action\":\"I\",\"xid\":77,\"lsn\":\"0/AB\",\"schema\":\"public\","
+	"\"table\":\"outbox\",\"columns\":[" GOOD5 "]}",
+	"{\"action\":\"I\",\"timestamp\":\"2026-11-29 20:09:17+00\",\"lsn\":"
+	"\"0/AB\",\"schema\":\"public\",\"table\":\"outbox\",\"columns\":["
+	GOOD5 "]}",
+	"{\"action\":\"I\",\"xid\":77,\"timestamp\":\"2026-11-29 20:09:17+00\","
+	"\"schema\":\"public\",\"table\":\"outbox\",\"columns\":[" GOOD5 "]}",
+	"{\"action\":\"I\",\"xid\":null,\"timestamp\":\"2026-11-29 20:09:17+00\","
+	"\"lsn\":\"0/AB\",\"schema\":\"public\",\"table\":\"outbox\","
+	"\"columns\":[" GOOD5 "]}",
+	"{\"action\":\"I\",\"xid\":77,\"timestamp\":null,\"lsn\":\"0/AB\","
+	"\"schema\":\"public\",\"table\":\"outbox\",\"columns\":[" GOOD5 "]}",
+	"{\"action\":\"I\",\"xid\":77,\"timestamp\":\"2026-11-29 20:09:17+00\","
+	"\"lsn\":null,\"schema\":\"public\",\"table\":\"outbox\",\"columns\":["
+	GOOD5 "]}",
+	"{\"action\":\"I\",\"xid\":77,\"timestamp\":\"2026-11-29 20:09:17+00\","
+	"\"lsn\":\"0/AB\",\"table\":\"outbox\",\"columns\":[" GOOD5 "]}",
+	"{\"action\":\"I\",\"xid\":77,\"timestamp\":\"2026-11-29 20:09:17+00\","
+	"\"lsn\":\"0/AB\",\"schema\":\"public\",\"columns\":[" GOOD5 "]}",
+	"{\"action\":\"I\",\"xid\":77,\"timestamp\":\"2026-11-29 20:09:17+00\","
+	"\"lsn\":\"0/AB\",\"schema\":\"public\",\"table\":\"outbox\"}",
+	"{\"action\":\"I\",\"xid\":77,\"timestamp\":\"2026-11-29 20:09:17+00\","
+	"\"lsn\":\"0/AB\",\"schema\":null,\"table\":\"outbox\",\"columns\":[]}",
+	"{\"action\":\"I\",\"xid\":77,\"timestamp\":\"2026-11-29 20:09:17+00\","
+	"\"lsn\":\"0/AB\",\"schema\":\"public\",\"table\":5,\"columns\":[]}",
+	"{\"action\":\"I\",\"xid\":77,\"timestamp\":\"2026-11-29 20:09:17+00\","
+	"\"lsn\":\"0/AB\",\"schema\":\"public\",\"table\":\"outbox\","
+	"\"columns\":{}}",
+	"{\"action\":\"I\",\"xid\":77,\"timestamp\":\"2026-11-29 20:09:17+00\","
+	"\"lsn\":\"0/AB\",\"schema\":\"public\",\"table\":\"outbox\","
+	"\"columns\":null}",
+	/* whitespace, which wal2json never writes but JSON allows */
+	" " IROW(GOOD5), IROW(GOOD5) " ", IROW(GOOD5) "\n", IROW(GOOD5) "\r\n",
+	IROW(GOOD5) "\n\n", IROW(GOOD5) "\t", "\n" IROW(GOOD5),
+	"{ \"action\":\"I\",\"xid\":77,\"timestamp\":\"2026-11-29 20:09:17+00\","
+	"\"lsn\":\"0/AB\",\"schema\":\"public\",\"table\":\"outbox\","
+	"\"columns\":[" GOOD5 "]}",
+	"{\"action\": \"I\", \"xid\": 77, \"timestamp\": \"2026-11-29 20:09:17+00\""
+	", \"lsn\": \"0/AB\", \"schema\": \"public\", \"table\": \"outbox\", "
+	"\"columns\": [" GOOD5 "]}",
+	IROW(GOOD_ID " , " GOOD_ROUTE "," GOOD_KEY "," GOOD_TYPE "," GOOD_PAYLOAD),
+	IROW(" " GOOD5), IROW(GOOD5 " "), IROW(" "), IROW("\n"),
+	IROW(GOOD_ID "," GOOD_ROUTE "," GOOD_KEY "," GOOD_TYPE
+	     ",{\"name\":\"payload\",\"type\":\"jsonb\",\"value\": \"{}\"}"),
+	IROW(GOOD_ID "," GOOD_ROUTE "," GOOD_KEY "," GOOD_TYPE
+	     ",{\"name\":\"payload\",\"type\":\"jsonb\",\"value\":\"{}\" }"),
+	/* duplicates: jansson refuses them; a repeated column name is fine,
+	 * its first column wins */
+	"{\"action\":\"I\",\"xid\":77,\"xid\":77,\"timestamp\":\"2026-11-29 "
+	"20:09:17+00\",\"lsn\":\"0/AB\",\"schema\":\"public\",\"table\":"
+	"\"outbox\",\"columns\":[" GOOD5 "]}",
+	IROW(GOOD_ID "," GOOD_ROUTE "," GOOD_KEY "," GOOD_TYPE
+	     ",{\"name\":\"payload\",\"name\":\"payload\",\"type\":\"jsonb\","
+	     "\"value\":\"{}\"}"),
+	IROW(GOOD5 "," COL("payload", "jsonb", "\"[2]\"") ","
+	     COL("id", "uuid", "\"u-2\"")),
+	IROW(GOOD5 "," COL("payload", "jsonb", "null")),
+	IROW(COL("payload", "jsonb", "null") "," GOOD5),
+	/* names that match only once unescaped, and ones that do not */
+	IROW(GOOD_ID "," GOOD_ROUTE "," GOOD_KEY "," GOOD_TYPE ","
+	     COL("pay\\u006coad", "jsonb", "\"[\\u0031]\"")),
+	IROW(GOOD_ID "," GOOD_ROUTE "," GOOD_KEY "," GOOD_TYPE ","
+	     COL("p\\u0061yload", "json\\u0062", "\"not json\"")),
+	IROW(GOOD_ID "," GOOD_ROUTE "," GOOD_KEY "," GOOD_TYPE ","
+	     COL("payload", "JSONB", "\"not json\"")),
+	IROW(GOOD_ID "," GOOD_ROUTE "," GOOD_KEY "," GOOD_TYPE ","
+	     COL("payload", "jsonb ", "\"not json\"")),
+	IROW(GOOD_ID "," GOOD_ROUTE "," GOOD_KEY "," GOOD_TYPE ","
+	     COL("payload", "jso", "\"{}\"")),
+	IROW(GOOD_ID "," GOOD_ROUTE "," GOOD_KEY "," GOOD_TYPE ","
+	     COL("payload", "", "\"{}\"")),
+	IROW(GOOD_ID "," GOOD_ROUTE "," GOOD_KEY "," GOOD_TYPE ","
+	     COL("Payload", "jsonb", "\"{}\"")),
+	IROW(GOOD_ID "," GOOD_ROUTE "," GOOD_KEY "," GOOD_TYPE ","
+	     COL("payload\\u0000", "jsonb", "\"{}\"")),
+	IROW(GOOD_ID "," GOOD_ROUTE "," GOOD_KEY "," GOOD_TYPE ","
+	     "{\"n\\u0061me\":\"payload\",\"type\":\"jsonb\",\"value\":\"{}\"}"),
+	IROW_ST("pub\\u006cic", "out\\u0062ox", GOOD5),
+	IROW_ST("public", "out\\/box", GOOD5),
+	IROW_ST("public", "Outbox", GOOD5),
+	IROW_ST("public", "outbox ", GOOD5),
+	IROW_ST("public", "outbo", GOOD5),
+	IROW_ST("publi", "outbox", GOOD5),
+	IROW_ST("", "", GOOD5),
+	IROW_ST("public", "we\\\"ird tbl,v.2",
+	        COL("ID", "uuid", "\"u\"") "," COL("agg\\\"id", "text", "\"k\"")
+	        "," COL("event.type", "text", "\"t\"") ","
+	        COL("Agg Type", "text", "\"r\"") ","
+	        COL("pay load", "json", "\"{}\"")),
+	IROW_ST("sch\\u00e9ma", "t\\ud83d\\ude00\\/\\\"x\\\"",
+	        COL("\\u00fc", "uuid", "\"u\"") "," COL("k\\ty", "text", "\"k\"")
+	        "," COL("t\\\\y", "text", "\"t\"") ","
+	        COL("r\\/o", "text", "\"r\"") ","
+	        COL("p\\u20ac", "jsonb", "\"{}\"")),
+	IROW_ST("sch\xc3\xa9ma", "t\xf0\x9f\x98\x80/\\\"x\\\"",
+	        COL("\xc3\xbc", "uuid", "\"u\"") "," COL("k\\ty", "text", "\"k\"")
+	        "," COL("t\\\\y", "text", "\"t\"") "," COL("r/o", "text", "\"r\"")
+	        "," COL("p\xe2\x82\xac", "text", "\"[]\"")),
+	/* columns arrays of odd shapes */
+	IROW(""), IROW_ST("public", "other", ""), IROW(GOOD5 ","),
+	IROW("," GOOD5), IROW(GOOD5 ",,"), IROW(GOOD5 ",1"), IROW(GOOD5 ",null"),
+	IROW(GOOD5 ",[]"), IROW(GOOD5 ",{}"), IROW_ST("public", "other", "{}"),
+	IROW_ST("public", "other", "1"), IROW_ST("public", "other", "[]"),
+	/* the end of the line */
+	IROW(GOOD5) "}", IROW(GOOD5) " x", IROW(GOOD5) ",", IROW(GOOD5) "\n{}",
+	IROW(GOOD5) "\r", IROW(GOOD5) "\n\r\n",
+	"{\"action\":\"I\",\"xid\":77,\"timestamp\":\"2026-11-29 20:09:17+00\","
+	"\"lsn\":\"0/AB\",\"schema\":\"public\",\"table\":\"outbox\","
+	"\"columns\":[" GOOD5 "]",
+	"{\"action\":\"I\",\"xid\":77,\"timestamp\":\"2026-11-29 20:09:17+00\","
+	"\"lsn\":\"0/AB\",\"schema\":\"public\",\"table\":\"outbox\","
+	"\"columns\":[" GOOD5 "}",
+	/* action */
+	"{\"action\":\"i\",\"xid\":77,\"timestamp\":\"2026-11-29 20:09:17+00\","
+	"\"lsn\":\"0/AB\",\"schema\":\"public\",\"table\":\"outbox\","
+	"\"columns\":[" GOOD5 "]}",
+	"{\"action\":\"\\u0049\",\"xid\":77,\"timestamp\":\"2026-11-29 "
+	"20:09:17+00\",\"lsn\":\"0/AB\",\"schema\":\"public\",\"table\":"
+	"\"outbox\",\"columns\":[" GOOD5 "]}",
+	"{\"action\":\"II\",\"xid\":77,\"timestamp\":\"2026-11-29 20:09:17+00\","
+	"\"lsn\":\"0/AB\",\"schema\":\"public\",\"table\":\"outbox\","
+	"\"columns\":[" GOOD5 "]}",
+	"{\"action\":\"U\",\"xid\":77,\"timestamp\":\"2026-11-29 20:09:17+00\","
+	"\"lsn\":\"0/AB\",\"schema\":\"public\",\"table\":\"outbox\","
+	"\"columns\":[" GOOD5 "],\"identity\":[" GOOD_ID "]}",
+	"{\"action\":\"I\"}", "{\"action\":\"I\",\"xid\":77}",
+	"{\"action\":\"I\",\"xid\":", "{\"action\":\"I", "{\"action\":\"",
+};
+
+/* The same line with xid, lsn and timestamp replaced. */
+static const char *const edge_heads[][3] = {
+	{ "0", "0/0", "2026-11-29 20:09:17+00" },
+	{ "4294967295", "FFFFFFFF/FFFFFFFF", "1970-01-01 00:00:00+00" },
+	{ "4294967296", "0/1", "2026-11-29 20:09:17+00" },
+	{ "01", "0/1", "2026-11-29 20:09:17+00" },
+	{ "-1", "0/1", "2026-11-29 20:09:17+00" },
+	{ "1.0", "0/1", "2026-11-29 20:09:17+00" },
+	{ "7e1", "0/1", "2026-11-29 20:09:17+00" },
+	{ "\"77\"", "0/1", "2026-11-29 20:09:17+00" },
+	{ "12345678901", "0/1", "2026-11-29 20:09:17+00" },
+	{ "77", "1/", "2026-11-29 20:09:17+00" },
+	{ "77", "0/ZZ", "2026-11-29 20:09:17+00" },
+	{ "77", "0\\/AB", "2026-11-29 20:09:17+00" },
+	{ "77", "123456789/0", "2026-11-29 20:09:17+00" },
+	{ "77", "", "2026-11-29 20:09:17+00" },
+	{ "77", "0/AB", "" },
+	{ "77", "0/AB", "bad" },
+	{ "77", "0/AB", "2026-11-29 20:09:17\\u002b00" },
+	{ "77", "0/AB", "2026-11-29 20:09:17.123456-03:30" },
+	{ "77", "0/AB", "2026-11-29 20:09:17.1234567+00" },
+	{ "77", "0/AB", "2026-11-29 20:09:17.123456+05:45:00" },
+	{ "77", "0/AB", "2026-11-29 20:09:17.123456+05:45:00 and then some "
+	                "more text to pass sixty-four bytes" },
+	{ "77", "0/AB", "2026-02-30 20:09:17+00" },
+};
+
+START_TEST(test_scanner_edge_lines)
+{
+	static const char body[] = ",\"schema\":\"public\",\"table\":\"outbox\","
+	                           "\"columns\":[" GOOD5 "]}";
+	static const char other[] = ",\"schema\":\"public\",\"table\":\"orders\","
+	                            "\"columns\":[" GOOD5 "]}";
+	struct agree_stats st = { 0 };
+	char line[1024];
+
+	for (size_t i = 0; i < sizeof(edge_lines) / sizeof(edge_lines[0]); i++)
+		paths_agree_all_specs(edge_lines[i], strlen(edge_lines[i]), &st);
+	/* The plain shape is the scanner's. */
+	ck_assert_uint_gt(st.fast_events, 10);
+	for (size_t i = 0; i < sizeof(edge_heads) / sizeof(edge_heads[0]); i++) {
+		for (int b = 0; b < 2; b++) {
+			int n = snprintf(line, sizeof(line),
+			                 "{\"action\":\"I\",\"xid\":%s,\"timestamp\":"
+			                 "\"%s\",\"lsn\":\"%s\"%s",
+			                 edge_heads[i][0], edge_heads[i][2],
+			                 edge_heads[i][1], b ? other : body);
+			paths_agree_all_specs(line, (size_t)n, &st);
+		}
+	}
+}
+END_TEST
+
+/* What wal2json really sends must take the scanner, or the relay is no
+ * faster: stepping aside is always correct, so the differential tests
+ * alone would not notice a scanner that refuses too much. */
+START_TEST(test_scanner_takes_wal2json_shapes)
+{
+	static const char *const lines[] = {
+		IROW(GOOD5),
+		IROW(GOOD5 "," CREATED) "\n",
+		IROW(GOOD5) "\r\n",
+		/* json/jsonb are trusted without a parse, as on the slow path */
+		IROW(GOOD_ID "," GOOD_KEY "," GOOD_TYPE "," GOOD_ROUTE ","
+		     COL("payload", "jsonb", "\"not json {\"")),
+		IROW(GOOD_ID "," GOOD_KEY "," GOOD_TYPE "," GOOD_ROUTE ","
+		     COL("payload", "json", "\"{ \\\"b\\\" : 1 }\"")),
+		IROW(GOOD_ID "," GOOD_KEY "," GOOD_TYPE "," GOOD_ROUTE ","
+		     COL("payload", "text", "\"  [1, 2.5e3, null]  \"")),
+		/* every escape, raw UTF-8 of each length */
+		IROW(GOOD_ID "," GOOD_TYPE "," GOOD_ROUTE ","
+		     COL("aggregate_id", "text",
+		         "\"\\\"\\\\\\/\\b\\f\\n\\r\\t\\u00e9\\u20ac\\ud83d\\ude00\"")
+		     "," COL("payload", "jsonb",
+		             "\"\xc3\xbc\xe2\x82\xac\xf0\x9f\x98\x80\x7f\"")),
+		/* integers, a NULL type, columns nobody asked for */
+		IROW(COL("id", "int8", "-9223372036854775808") ","
+		     COL("aggregate_id", "int8", "9223372036854775807") ","
+		     COL("event_type", "text", "null") ","
+		     COL("aggregate_type", "int4", "0") ","
+		     COL("amount", "numeric", "-12.5e-3") ","
+		     COL("flag", "boolean", "true") "," COL("off", "boolean", "false")
+		     "," COL("none", "text", "null") "," GOOD_PAYLOAD),
+		/* names that match only once unescaped */
+		IROW_ST("pub\\u006cic", "out\\u0062ox",
+		        GOOD_ID "," GOOD_KEY "," GOOD_TYPE "," GOOD_ROUTE ","
+		        COL("pay\\u006coad", "json\\u0062", "\"{\"")),
+		/* another table, numbers of every shape */
+		IROW_ST("public", "orders",
+		        COL("amount", "numeric", "9.99e307") ","
+		        COL("b", "numeric", "-0.0") "," COL("c", "int8", "-0") ","
+		        COL("d", "numeric", "1e-400")),
+		IROW_ST("public", "other", ""),
+	};
+
+	/* Unicode names, escaped or not, matched after unescaping. */
+	static const char *const unicode[] = {
+		IROW_ST("sch\\u00e9ma", "t\\ud83d\\ude00\\/\\\"x\\\"",
+		        COL("\\u00fc", "uuid", "\"u\"") ","
+		        COL("k\\ty", "text", "\"k\"") "," COL("t\\\\y", "text", "\"t\"")
+		        "," COL("r\\/o", "text", "\"r\"") ","
+		        COL("p\\u20ac", "jsonb", "\"{}\"")),
+		IROW_ST("sch\xc3\xa9ma", "t\xf0\x9f\x98\x80/\\\"x\\\"",
+		        COL("\xc3\xbc", "uuid", "\"u\"") "," COL("k\\ty", "text", "\"k\"")
+		        "," COL("t\\\\y", "text", "\"t\"") ","
+		        COL("r/o", "text", "\"r\"") ","
+		        COL("p\xe2\x82\xac", "text", "\"[]\"")),
+	};
+
+	for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++) {
+		struct agree_stats st = { 0 };
+
+		paths_agree(lines[i], strlen(lines[i]), &outbox_spec, &st);
+		ck_assert_msg(st.fast == 1, "scanner stepped aside: %s", lines[i]);
+	}
+	for (size_t i = 0; i < sizeof(unicode) / sizeof(unicode[0]); i++) {
+		struct agree_stats st = { 0 };
+
+		paths_agree(unicode[i], strlen(unicode[i]), &unicode_spec, &st);
+		ck_assert_msg(st.fast_events == 1, "not a fast event: %s",
+		              unicode[i]);
+	}
+}
+END_TEST
+
+/* Embedded NULs: the length, not a NUL, ends the line. */
+START_TEST(test_scanner_embedded_nul)
+{
+	static const char good[] = IROW(GOOD5);
+	struct agree_stats st = { 0 };
+	char line[sizeof(good) + 1];
+
+	for (size_t at = 0; at < sizeof(good) - 1; at++) {
+		/* over a byte, and inserted before it */
+		memcpy(line, good, sizeof(good));
+		line[at] = '\0';
+		paths_agree(line, sizeof(good) - 1, &outbox_spec, &st);
+		memcpy(line, good, at);
+		line[at] = '\0';
+		memcpy(line + at + 1, good + at, sizeof(good) - at);
+		paths_agree(line, sizeof(good), &outbox_spec, &st);
+	}
+	/* The scanner takes none. jansson refuses all but two: its lexer
+	 * drops a NUL right after a number or literal (it ungets the byte,
+	 * then takes it for the end of its look-ahead buffer), so it reads
+	 * "xid":7<NUL>, and "xid":77<NUL>, as xid 7 and 77. Both ways still
+	 * agree, since the scanner leaves such lines to jansson. */
+	ck_assert_uint_eq(st.fast, 0);
+	ck_assert_uint_eq(st.errors, st.lines - 2);
+	/* The whole line followed by a NUL and junk is refused too. */
+	memcpy(line, good, sizeof(good));
+	paths_agree(line, sizeof(good), &outbox_spec, &st);
+	ck_assert_uint_eq(st.fast, 0);
+}
+END_TEST
+
+/* Every real outbox insert of the fixtures and a bench-sized one, cut at
+ * every byte and with every single byte left out. */
+START_TEST(test_scanner_truncated)
+{
+	static const char *const names[] = { "outbox.jsonl", "odd_tables.jsonl" };
+	struct agree_stats st = { 0 };
+	struct fx f;
+	size_t cut = 0;
+
+	for (size_t n = 0; n < sizeof(names) / sizeof(names[0]); n++) {
+		fx_load(&f, names[n]);
+		for (size_t i = 0; i < f.n; i++) {
+			char *line;
+
+			/* The first three outbox inserts hold every escape kind. */
+			if (!is_insert(f.line[i]) || (n == 0 && cut >= 3))
+				continue;
+			cut++;
+			line = malloc(f.len[i]);
+			ck_assert_ptr_nonnull(line);
+			for (size_t at = 0; at < f.len[i]; at++) {
+				const struct w2j_spec *spec = n == 0 ? &outbox_spec
+				                                     : every_spec[at %
+				                                                  N_SPECS];
+				/* A copy exactly as long, so that reading past the
+				 * end shows under valgrind and ASan. */
+				memcpy(line, f.line[i], at);
+				paths_agree(line, at, spec, &st);
+				memcpy(line + at, f.line[i] + at + 1, f.len[i] - at - 1);
+				paths_agree(line, f.len[i] - 1, spec, &st);
+			}
+			free(line);
+		}
+		fx_free(&f);
+	}
+	ck_assert_uint_eq(cut, 3 + 6);
+	ck_assert_uint_gt(st.errors, 5000);
+}
+END_TEST
+
+/* Records own their strings: several may be alive at once. */
+START_TEST(test_scanner_records_independent)
+{
+	static const char l1[] = IROW(COL("id", "uuid", "\"a-1\"") ","
+	                              COL("aggregate_id", "text", "\"k\\u00e9\"")
+	                              "," GOOD_TYPE "," GOOD_ROUTE ","
+	                              COL("payload", "jsonb", "\"[1]\""));
+	static const char l2[] = IROW(COL("id", "int8", "-7") ","
+	                              COL("aggregate_id", "text", "\"k-2\"") ","
+	                              COL("event_type", "text", "null") ","
+	                              GOOD_ROUTE ","
+	                              COL("payload", "text", "\"[\\t2 ]\""));
+	struct w2j_record a, b, c;
+	char err[256];
+
+	ck_assert_int_eq(w2j_decode_fast(l1, strlen(l1), &outbox_spec, &a), 0);
+	ck_assert_int_eq(w2j_decode_fast(l2, strlen(l2), &outbox_spec, &b), 0);
+	ck_assert_int_eq(w2j_decode(l1, strlen(l1), &shared_spec, &c, err,
+	                            sizeof(err)),
+	                 0);
+	ck_assert_str_eq(a.id.ptr, "a-1");
+	ck_assert_str_eq(a.key.ptr, "k\xc3\xa9");
+	ck_assert_uint_eq(a.key.len, 3);
+	ck_assert_str_eq(a.type.ptr, "T");
+	ck_assert_str_eq(a.payload.ptr, "[1]");
+	ck_assert_int_eq(a.commit_ts_us, 1795982957537600LL);
+	ck_assert_str_eq(b.id.ptr, "-7");
+	ck_assert_ptr_null(b.type.ptr);
+	ck_assert_uint_eq(b.type.len, 0);
+	ck_assert_str_eq(b.payload.ptr, "[\t2 ]");
+	ck_assert_str_eq(c.route.ptr, "k\xc3\xa9");
+	ck_assert_str_eq(c.key.ptr, "k\xc3\xa9");
+	w2j_record_clear(&b);
+	ck_assert_ptr_null(b.root_);
+	ck_assert_str_eq(a.payload.ptr, "[1]");
+	w2j_record_clear(&a);
+	ck_assert_str_eq(c.id.ptr, "a-1");
+	w2j_record_clear(&c);
+	w2j_record_clear(&c);
+}
+END_TEST
+
+/* splitmix64: the same numbers on every platform and libc. */
+static uint64_t mut_next(uint64_t *s)
+{
+	uint64_t z = (*s += UINT64_C(0x9e3779b97f4a7c15));
+
+	z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+	z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
+	return z ^ (z >> 31);
+}
+
+/* Applies one random edit to buf (length *len, room for cap bytes). */
+static void mutate(char *buf, size_t *len, size_t cap, uint64_t *seed)
+{
+	/* Bytes that change the meaning of JSON, besides random ones. */
+	static const char pick[] = "\"\\{}[]:,0123456789-+.eEutnrfabl \t\n/"
+	                           "\x7f\x80\xbf\xc3\xed\xf0\xf4\xff\x01";
+	uint64_t r = mut_next(seed);
+	size_t at = *len ? (size_t)(mut_next(seed) % *len) : 0;
+	char ch = (r >> 8) % 3 ? pick[(r >> 16) % (sizeof(pick) - 1)]
+	                       : (char)(r >> 24);
+
+	switch (r % 6) {
+	case 0: /* overwrite */
+	case 1:
+		if (*len)
+			buf[at] = ch;
+		break;
+	case 2: /* insert */
+		if (*len < cap) {
+			memmove(buf + at + 1, buf + at, *len - at);
+			buf[at] = ch;
+			(*len)++;
+		}
+		break;
+	case 3: /* delete a run of 1 to 4 */
+		if (*len) {
+			size_t n = 1 + (r >> 32) % 4;
+			if (n > *len - at)
+				n = *len - at;
+			memmove(buf + at, buf + at + n, *len - at - n);
+			*len -= n;
+		}
+		break;
+	case 4: { /* copy a run from elsewhere over it: \u escapes, keys */
+		size_t from = (size_t)((r >> 32) % (*len ? *len : 1));
+		size_t n = 1 + (r >> 20) % 12;
+		if (from + n <= *len && at + n <= *len)
+			memmove(buf + at, buf + from, n);
+		break;
+	}
+	default: /* truncate */
+		*len = at;
+		break;
+	}
+}
+
+START_TEST(test_scanner_mutations)
+{
+	static const char *const names[] = { "outbox.jsonl", "all_changes.jsonl",
+		                                 "odd_tables.jsonl" };
+	static const char *const extra[] = {
+		IROW(COL("id", "int8", "-9223372036854775808") ","
+		     COL("aggregate_id", "text", "\"\\ud83d\\ude00\\u00e9\\n\"") ","
+		     COL("event_type", "text", "null") "," GOOD_ROUTE ","
+		     COL("payload", "text", "\"{\\\"a\\\":[1.5e3,-0,true]}\"") ","
+		     COL("amount", "numeric", "-12.5e-3") ","
+		     COL("flag", "boolean", "false")),
+	};
+	const char **corpus = NULL;
+	size_t *clen = NULL, ncorpus = 0;
+	struct agree_stats st = { 0 };
+	struct fx fxs[3];
+	char buf[2048];
+	uint64_t seed = 20261129;
+
+	for (size_t n = 0; n < 3; n++) {
+		fx_load(&fxs[n], names[n]);
+		for (size_t i = 0; i < fxs[n].n; i++) {
+			if (!is_insert(fxs[n].line[i]))
+				continue;
+			corpus = realloc(corpus, (ncorpus + 1) * sizeof(*corpus));
+			clen = realloc(clen, (ncorpus + 1) * sizeof(*clen));
+			ck_assert(corpus != NULL && clen != NULL);
+			corpus[ncorpus] = fxs[n].line[i];
+			clen[ncorpus++] = fxs[n].len[i];
+		}
+	}
+	for (size_t i = 0; i < sizeof(extra) / sizeof(extra[0]); i++) {
+		corpus = realloc(corpus, (ncorpus + 1) * sizeof(*corpus));
+		clen = realloc(clen, (ncorpus + 1) * sizeof(*clen));
+		ck_assert(corpus != NULL && clen != NULL);
+		corpus[ncorpus] = extra[i];
+		clen[ncorpus++] = strlen(extra[i]);
+	}
+
+	for (int iter = 0; iter < 50000; iter++) {
+		size_t pick = (size_t)(mut_next(&seed) % ncorpus), len;
+		uint64_t r = mut_next(&seed);
+		/* Mostly one edit: more survive as valid JSON. */
+		int edits = r % 2 ? 1 : 1 + (int)(r >> 8) % 4;
+		const struct w2j_spec *spec;
+		char *line;
+
+		len = clen[pick];
+		ck_assert_uint_le(len, sizeof(buf) / 2);
+		memcpy(buf, corpus[pick], len);
+		for (int e = 0; e < edits; e++)
+			mutate(buf, &len, sizeof(buf), &seed);
+		/* Mostly the spec of the line's own table, so that the column
+		 * code runs, not just the skip. */
+		spec = strstr(corpus[pick], "\"outbox\"") ? &outbox_spec
+		       : strstr(corpus[pick], "outbox_bigint") ? &bigint_spec
+		       : strstr(corpus[pick], "outbox_text") ? &text_spec
+		       : strstr(corpus[pick], "ird tbl") ? &odd_spec
+		       : strstr(corpus[pick], "\"Outbox\"") ? &prisma_spec
+		                                           : &orders_spec;
+		if (mut_next(&seed) % 8 == 0)
+			spec = every_spec[mut_next(&seed) % N_SPECS];
+		/* An exact copy, so that reading past the end shows under
+		 * valgrind and ASan. */
+		line = malloc(len ? len : 1);
+		ck_assert_ptr_nonnull(line);
+		memcpy(line, buf, len);
+		paths_agree(line, len, spec, &st);
+		free(line);
+	}
+	/* Both outcomes were exercised in earnest. */
+	ck_assert_uint_gt(st.fast_events, 5000);
+	ck_assert_uint_gt(st.fast_skips, 500);
+	ck_assert_uint_gt(st.errors, 20000);
+	free(corpus);
+	free(clen);
+	for (size_t n = 0; n < 3; n++)
+		fx_free(&fxs[n]);
+}
+END_TEST
+
 START_TEST(test_record_clear_zeroed)
 {
 	struct w2j_record rec;
@@ -1260,6 +2113,7 @@ Suite *w2j_suite(void)
 	Suite *s = suite_create("w2j");
 	TCase *golden = tcase_create("golden");
 	TCase *input = tcase_create("input");
+	TCase *scanner = tcase_create("scanner");
 	TCase *misc = tcase_create("misc");
 
 	tcase_add_test(golden, test_outbox_stream_shape);
@@ -1285,6 +2139,18 @@ Suite *w2j_suite(void)
 	tcase_add_test(input, test_payload_kinds);
 	tcase_add_test(input, test_fast_path_agrees);
 	suite_add_tcase(s, input);
+
+	/* The differential tests take about a second; valgrind, far more. */
+	tcase_set_timeout(scanner, 60);
+	tcase_add_test(scanner, test_scanner_fixtures);
+	tcase_add_test(scanner, test_scanner_edge_values);
+	tcase_add_test(scanner, test_scanner_edge_lines);
+	tcase_add_test(scanner, test_scanner_takes_wal2json_shapes);
+	tcase_add_test(scanner, test_scanner_embedded_nul);
+	tcase_add_test(scanner, test_scanner_truncated);
+	tcase_add_test(scanner, test_scanner_records_independent);
+	tcase_add_test(scanner, test_scanner_mutations);
+	suite_add_tcase(s, scanner);
 
 	tcase_add_test(misc, test_timestamp_values);
 	tcase_add_test(misc, test_timestamp_against_timegm);

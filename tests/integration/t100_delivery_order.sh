@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# t100_delivery_order -- no faults: concurrent writers (pgbench, 4 clients)
+# commit a few thousand events over 200 aggregates while the relay
+# streams; about 10% of the transactions roll back and a quarter of them
+# carry events of two aggregates. Every committed event must reach Kafka
+# exactly once (no fault, so no duplicate is excusable), in per-aggregate
+# commit order, none from a rolled-back transaction, with the outbox row's
+# id; the slot's confirmed_flush_lsn must reach the last outbox commit and
+# SIGTERM must end the relay with exit 0. The checker's self-test runs
+# first, so the checker is proven able to fail.
+set -euo pipefail
+# shellcheck source=lib.sh
+source "$(dirname "$0")/lib.sh"
+it_init
+
+CHECKER=$IT_ROOT/tests/integration/checker.py
+run=$(date +%s) # fresh topic even when run twice against the same broker
+db=t100_delivery_order
+type=t100_$run
+topic=outbox.event.$type
+aggs=200
+clients=4
+txns_per_client=900   # ~3,240 committed transactions, ~4,000 events
+rate=360              # transactions/s over all clients: ~10 s of load
+conf=$IT_TEST_DIR/relay.conf
+log=$IT_TEST_DIR/relay.log
+out=$IT_TEST_DIR/records.json
+
+# Consumes TOPIC into OUT and runs the checker (extra arguments passed on)
+# until no committed event is missing any more or SECS have passed. The
+# checker's report is left in OUT.check; returns the checker's status.
+wait_checked() {
+	local topic=$1 out=$2 secs=$3 deadline rc
+	shift 3
+	deadline=$((SECONDS + secs))
+	while :; do
+		rc=0
+		if it_consume "$topic" "$out" 2>"$out.err"; then
+			python3 "$CHECKER" check "$@" "$out" >"$out.check" 2>&1 || rc=$?
+		else
+			rc=3
+			cp "$out.err" "$out.check"
+		fi
+		if ((rc != 2 && rc != 3)) || ((SECONDS >= deadline)); then
+			return "$rc"
+		fi
+		sleep 1
+	done
+}
+
+# -- the checker can fail
+if out_st=$(python3 "$CHECKER" --self-test 2>&1); then
+	ok "checker self-test: reordered, missing, rolled-back, duplicate input all detected"
+else
+	not_ok "checker self-test: reordered, missing, rolled-back, duplicate input all detected" \
+		"$out_st"
+	it_summary
+fi
+
+# -- database, writer scheme, relay
+it_setup_db "$db"
+python3 "$CHECKER" setup-sql --type "$type" --aggs "$aggs" | it_sql_file "$db" -
+python3 "$CHECKER" pgbench-script --aggs "$aggs" --rollback-pct 10 --multi-pct 25 \
+	>"$IT_TEST_DIR/writer.pgbench"
+it_write_config "$conf" "$db" status.interval.ms=500 stats.interval.ms=2000
+it_start_relay "$conf" "$log"
+it_check "relay holds the slot" it_wait_slot_active "$db" "$db" 30
+
+# -- the load, with the relay streaming
+t0=$SECONDS
+rc=0
+"$PG_BIN/pgbench" -n -h 127.0.0.1 -p "$PGPORT" -U postgres \
+	-f "$IT_TEST_DIR/writer.pgbench" -c "$clients" -j 2 -t "$txns_per_client" \
+	-R "$rate" "$db" >"$IT_TEST_DIR/pgbench.log" 2>&1 || rc=$?
+it_check "pgbench ran $((clients * txns_per_client)) transactions" test "$rc" -eq 0
+((rc == 0)) || it_diag "$(tail -n 20 "$IT_TEST_DIR/pgbench.log")"
+it_diag "load took $((SECONDS - t0)) s"
+it_check "relay alive after the load" it_relay_alive
+
+it_sql "$db" "SELECT agg, n FROM agg_seq ORDER BY id" >"$IT_TEST_DIR/expected"
+it_sql "$db" "SELECT aggregate_id, payload->>'seq', id FROM outbox
+	WHERE aggregate_type = '$type'" >"$IT_TEST_DIR/ids"
+committed=$(it_sql "$db" "SELECT sum(n) FROM agg_seq")
+rows=$(grep -c . "$IT_TEST_DIR/ids" || true)
+it_diag "committed events: $committed (outbox rows: $rows)"
+it_check "writer committed several thousand events" test "$committed" -ge 3000
+
+# -- every event, once, in order
+rc=0
+wait_checked "$topic" "$out" 60 --expected "$IT_TEST_DIR/expected" \
+	--ids "$IT_TEST_DIR/ids" --topic "$topic" --no-dups || rc=$?
+summary=$(grep '^checker:' "$out.check" | head -n1 || true)
+if ((rc == 0)); then
+	ok "checker: all $committed events exactly once, in order, no rollback"
+else
+	not_ok "checker: all $committed events exactly once, in order, no rollback" \
+		"exit $rc: $(head -n 40 "$out.check")
+$(it_show_log "$log" 20)"
+fi
+it_diag "$summary"
+
+# -- confirmed_flush_lsn reaches the last outbox commit: the newest pg_lsn
+# header of the complete set is that commit's end LSN.
+max_lsn=$(sed -n 's/.* max_pg_lsn=\([0-9A-Fa-f]*\/[0-9A-Fa-f]*\).*/\1/p' <<<"$summary")
+if [[ -n $max_lsn ]] && it_wait_confirmed "$db" "$db" "$max_lsn" 30; then
+	ok "slot confirmed_flush_lsn reached the last outbox commit end ($max_lsn)"
+else
+	not_ok "slot confirmed_flush_lsn reached the last outbox commit end (${max_lsn:-none})" \
+		"confirmed_flush_lsn: $(it_slot_confirmed "$db" "$db")"
+fi
+
+# -- clean stop, and the relay's own count agrees
+rc=0
+it_stop_relay || rc=$?
+it_check "relay exits 0 on SIGTERM" test "$rc" -eq 0
+acked=$(sed -n 's/.*summary: .* acked=\([0-9]*\) .*/\1/p' "$log" | tail -n1)
+it_check "relay summary: acked=$acked equals the $committed committed events" \
+	test "${acked:-x}" = "$committed"
+((rc == 0)) || it_diag "$(it_show_log "$log" 20)"
+
+it_summary

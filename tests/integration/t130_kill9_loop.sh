@@ -1,0 +1,166 @@
+#!/usr/bin/env bash
+# t130_kill9_loop -- crash safety under load. A background writer (pgbench
+# bursts over 50 aggregates, ~10% rollbacks, some two-aggregate
+# transactions; bounded by a stop file and 60 s) runs while the relay is
+# started and killed with SIGKILL five times, each after a random 0.5-3 s;
+# then a last relay drains. Asserts:
+#  - after each kill, every event whose commit end is at or below the
+#    slot's confirmed_flush_lsn is already in Kafka (a Kafka snapshot taken
+#    right after the kill; checked once the events' LSNs are known);
+#  - confirmed_flush_lsn never goes backwards across the kills;
+#  - in the end every committed event is in Kafka, in per-aggregate order,
+#    none rolled back (checker; duplicates allowed and reported);
+#  - the draining relay confirms past the last commit and exits 0.
+set -euo pipefail
+# shellcheck source=lib.sh
+source "$(dirname "$0")/lib.sh"
+it_init
+
+CHECKER=$IT_ROOT/tests/integration/checker.py
+run=$(date +%s)
+db=t130_kill9_loop
+type=t130_$run
+topic=outbox.event.$type
+aggs=50
+rounds=5
+conf=$IT_TEST_DIR/relay.conf
+out=$IT_TEST_DIR/records.json
+stopfile=$IT_TEST_DIR/writer.stop
+
+wait_checked() {
+	local topic=$1 out=$2 secs=$3 deadline rc
+	shift 3
+	deadline=$((SECONDS + secs))
+	while :; do
+		rc=0
+		if it_consume "$topic" "$out" 2>"$out.err"; then
+			python3 "$CHECKER" check "$@" "$out" >"$out.check" 2>&1 || rc=$?
+		else
+			rc=3
+			cp "$out.err" "$out.check"
+		fi
+		if ((rc != 2 && rc != 3)) || ((SECONDS >= deadline)); then
+			return "$rc"
+		fi
+		sleep 1
+	done
+}
+
+# it_consume, retried: right after the first start the topic may be
+# between auto-creation and having a leader.
+snapshot() {
+	local topic=$1 out=$2 i
+	for ((i = 0; i < 5; i++)); do
+		it_consume "$topic" "$out" 2>"$out.err" && return 0
+		sleep 1
+	done
+	return 1
+}
+
+# pgbench bursts of 2 s until the stop file appears, 60 s at most; a burst
+# that fails is recorded (the test then fails: the writer must not err).
+writer() {
+	local deadline=$((SECONDS + 60)) n=0
+	while [[ ! -e $stopfile ]] && ((SECONDS < deadline)); do
+		n=$((n + 1))
+		"$PG_BIN/pgbench" -n -h 127.0.0.1 -p "$PGPORT" -U postgres \
+			-f "$IT_TEST_DIR/writer.pgbench" -c 3 -j 1 -T 2 -R 120 "$db" \
+			>>"$IT_TEST_DIR/pgbench.log" 2>&1 ||
+			echo "burst $n failed" >>"$IT_TEST_DIR/writer.err"
+	done
+	echo "$n bursts" >"$IT_TEST_DIR/writer.done"
+}
+stop_writer() {
+	[[ -n ${writer_pid:-} ]] || return 0
+	touch "$stopfile"
+	wait "$writer_pid" 2>/dev/null || true
+	writer_pid=
+}
+env_on_cleanup stop_writer
+
+it_setup_db "$db"
+python3 "$CHECKER" setup-sql --type "$type" --aggs "$aggs" | it_sql_file "$db" -
+python3 "$CHECKER" pgbench-script --aggs "$aggs" --rollback-pct 10 --multi-pct 25 \
+	>"$IT_TEST_DIR/writer.pgbench"
+it_write_config "$conf" "$db" status.interval.ms=500 stats.interval.ms=1000 \
+	standby.retry.ms=200 reconnect.backoff.ms=100
+
+writer &
+writer_pid=$!
+
+covered=()
+prev=
+monotonic=1
+for ((r = 1; r <= rounds; r++)); do
+	log=$IT_TEST_DIR/relay.$r.log
+	it_start_relay "$conf" "$log"
+	# 0.5 .. 3.0 s
+	nap=$(awk -v x="$RANDOM" 'BEGIN { printf "%.1f", 0.5 + (x % 26) / 10 }')
+	sleep "$nap"
+	kill -9 "$IT_RELAY_PID" 2>/dev/null || true
+	wait "$IT_RELAY_PID" 2>/dev/null || true
+	IT_RELAY_PID=
+	# The relay is gone: nothing moves the slot until the next one starts.
+	c=$(it_slot_confirmed "$db" "$db")
+	snap=$IT_TEST_DIR/snapshot.$r.json
+	if snapshot "$topic" "$snap"; then
+		covered+=(--covered "$c=$snap")
+	else
+		not_ok "round $r: Kafka snapshot after the kill" "$(cat "$snap.err")"
+	fi
+	if [[ -n $prev ]] && ! lsn_ge "$c" "$prev"; then
+		monotonic=
+		it_diag "round $r: confirmed_flush_lsn went back from $prev to $c"
+	fi
+	prev=$c
+	streamed=$(grep -c 'streaming from slot' "$log" || true)
+	acked=$(grep -o 'stats: .* acked=[0-9]*' "$log" | tail -n1 | sed 's/.*acked=//' || true)
+	it_diag "round $r: SIGKILL after ${nap}s (sessions $streamed, last stats acked=${acked:--}), confirmed $c, $(it_count "$snap") records in Kafka"
+done
+if [[ -n $monotonic ]]; then
+	ok "confirmed_flush_lsn never went backwards over $rounds kills"
+else
+	not_ok "confirmed_flush_lsn never went backwards over $rounds kills"
+fi
+
+# -- the last relay drains; the writer stops while it streams
+log=$IT_TEST_DIR/relay.final.log
+it_start_relay "$conf" "$log"
+sleep 2
+stop_writer
+it_check "writer ran without errors ($(cat "$IT_TEST_DIR/writer.done" 2>/dev/null || echo '?'))" \
+	test ! -e "$IT_TEST_DIR/writer.err"
+it_check "final relay alive" it_relay_alive
+
+it_sql "$db" "SELECT agg, n FROM agg_seq ORDER BY id" >"$IT_TEST_DIR/expected"
+it_sql "$db" "SELECT aggregate_id, payload->>'seq', id FROM outbox
+	WHERE aggregate_type = '$type'" >"$IT_TEST_DIR/ids"
+committed=$(it_sql "$db" "SELECT sum(n) FROM agg_seq")
+rc=0
+wait_checked "$topic" "$out" 90 --expected "$IT_TEST_DIR/expected" \
+	--ids "$IT_TEST_DIR/ids" --topic "$topic" "${covered[@]}" || rc=$?
+summary=$(grep '^checker:' "$out.check" | head -n1 || true)
+if ((rc == 0)); then
+	ok "checker: all $committed events after $rounds kills, in order, none rolled back, confirmed ones in Kafka at every kill"
+else
+	not_ok "checker: all $committed events after $rounds kills, in order, none rolled back, confirmed ones in Kafka at every kill" \
+		"exit $rc: $(head -n 40 "$out.check")
+$(it_show_log "$log" 20)"
+fi
+it_diag "$summary"
+dups=$(sed -n 's/.* duplicates=\([0-9]*\) .*/\1/p' <<<"$summary")
+it_diag "duplicates after $rounds x SIGKILL: ${dups:-?} (allowed: at-least-once)"
+
+max_lsn=$(sed -n 's/.* max_pg_lsn=\([0-9A-Fa-f]*\/[0-9A-Fa-f]*\).*/\1/p' <<<"$summary")
+if [[ -n $max_lsn ]] && it_wait_confirmed "$db" "$db" "$max_lsn" 30; then
+	ok "final relay confirmed past the last outbox commit ($max_lsn)"
+else
+	not_ok "final relay confirmed past the last outbox commit (${max_lsn:-none})" \
+		"confirmed_flush_lsn: $(it_slot_confirmed "$db" "$db")"
+fi
+rc=0
+it_stop_relay || rc=$?
+it_check "final relay exits 0 on SIGTERM" test "$rc" -eq 0
+((rc == 0)) || it_diag "$(it_show_log "$log" 20)"
+
+it_summary

@@ -1,0 +1,164 @@
+#!/usr/bin/env bash
+# t140_sigterm_load -- a clean stop in the middle of a load. A background
+# writer (pgbench bursts, bounded by a stop file and 60 s) runs; the relay
+# gets SIGTERM while events stream. Asserts:
+#  - exit code 0, with the "signal received" and summary lines;
+#  - the final status update reached PostgreSQL: the slot's
+#    confirmed_flush_lsn is at least the relay's last confirmed_lsn;
+#  - everything at or below that confirmed position was in Kafka when the
+#    relay had exited (snapshot, checked once the events' LSNs are known);
+#  - a second relay started on the running load drains it: every committed
+#    event arrives in per-aggregate order, none rolled back (checker);
+#  - duplicates are reported; since a drained stop confirms every complete
+#    transaction, at most the events of the one transaction cut by the
+#    stop (the writer puts at most 2 in a transaction) can come again.
+set -euo pipefail
+# shellcheck source=lib.sh
+source "$(dirname "$0")/lib.sh"
+it_init
+
+CHECKER=$IT_ROOT/tests/integration/checker.py
+run=$(date +%s)
+db=t140_sigterm_load
+type=t140_$run
+topic=outbox.event.$type
+aggs=50
+max_events_per_txn=2
+conf=$IT_TEST_DIR/relay.conf
+out=$IT_TEST_DIR/records.json
+stopfile=$IT_TEST_DIR/writer.stop
+
+wait_checked() {
+	local topic=$1 out=$2 secs=$3 deadline rc
+	shift 3
+	deadline=$((SECONDS + secs))
+	while :; do
+		rc=0
+		if it_consume "$topic" "$out" 2>"$out.err"; then
+			python3 "$CHECKER" check "$@" "$out" >"$out.check" 2>&1 || rc=$?
+		else
+			rc=3
+			cp "$out.err" "$out.check"
+		fi
+		if ((rc != 2 && rc != 3)) || ((SECONDS >= deadline)); then
+			return "$rc"
+		fi
+		sleep 1
+	done
+}
+
+writer() {
+	local deadline=$((SECONDS + 60)) n=0
+	while [[ ! -e $stopfile ]] && ((SECONDS < deadline)); do
+		n=$((n + 1))
+		"$PG_BIN/pgbench" -n -h 127.0.0.1 -p "$PGPORT" -U postgres \
+			-f "$IT_TEST_DIR/writer.pgbench" -c 3 -j 1 -T 2 -R 150 "$db" \
+			>>"$IT_TEST_DIR/pgbench.log" 2>&1 ||
+			echo "burst $n failed" >>"$IT_TEST_DIR/writer.err"
+	done
+	echo "$n bursts" >"$IT_TEST_DIR/writer.done"
+}
+stop_writer() {
+	[[ -n ${writer_pid:-} ]] || return 0
+	touch "$stopfile"
+	wait "$writer_pid" 2>/dev/null || true
+	writer_pid=
+}
+env_on_cleanup stop_writer
+
+it_setup_db "$db"
+python3 "$CHECKER" setup-sql --type "$type" --aggs "$aggs" | it_sql_file "$db" -
+python3 "$CHECKER" pgbench-script --aggs "$aggs" --rollback-pct 10 --multi-pct 25 \
+	>"$IT_TEST_DIR/writer.pgbench"
+# linger.ms: the producer holds events for 300 ms, so that SIGTERM finds
+# events in flight and the drain has something to wait for.
+it_write_config "$conf" "$db" status.interval.ms=500 stats.interval.ms=1000 \
+	standby.retry.ms=200 kafka.linger.ms=300
+
+# -- first relay, stopped mid-load
+log1=$IT_TEST_DIR/relay.1.log
+it_start_relay "$conf" "$log1"
+it_check "relay holds the slot" it_wait_slot_active "$db" "$db" 30
+writer &
+writer_pid=$!
+# Until the relay has acked a good part of the load, then 1 s more.
+for ((i = 0; i < 40; i++)); do
+	acked=$(grep -o 'stats: .* acked=[0-9]*' "$log1" | tail -n1 | sed 's/.*acked=//' || true)
+	((${acked:-0} >= 300)) && break
+	sleep 0.5
+done
+sleep 1
+it_check "relay streaming under load before SIGTERM (acked=${acked:-0})" \
+	test "${acked:-0}" -gt 0
+rc=0
+it_stop_relay || rc=$?
+it_check "relay exits 0 on SIGTERM under load" test "$rc" -eq 0
+# Nothing moves the slot now; the load goes on.
+c_stop=$(it_slot_confirmed "$db" "$db")
+snap=$IT_TEST_DIR/snapshot.json
+snap_ok=
+for ((i = 0; i < 5; i++)); do
+	it_consume "$topic" "$snap" 2>"$snap.err" && { snap_ok=1; break; }
+	sleep 1
+done
+it_check "Kafka snapshot after the stop" test -n "$snap_ok"
+sig=$(grep -o 'signal received: .*' "$log1" | head -n1 || true)
+it_diag "${sig:-no signal line}"
+inflight=$(sed -n 's/.*waiting up to [0-9]* ms for \([0-9]*\) in-flight.*/\1/p' <<<"$sig")
+it_check "SIGTERM found events in flight to drain (${inflight:-?})" \
+	test "${inflight:-0}" -gt 0
+it_check "log: signal received, then summary with exit=0" \
+	grep -q 'summary: peak_rss_kb=[0-9]* exit=0' "$log1"
+last=$(sed -n 's/.*summary: .* confirmed_lsn=\([0-9A-F]*\/[0-9A-F]*\) .*/\1/p' "$log1" | tail -n1)
+if [[ -n $last && -n $c_stop ]] && lsn_ge "$c_stop" "$last"; then
+	ok "final status update reached the slot (relay confirmed $last, slot $c_stop)"
+else
+	not_ok "final status update reached the slot" \
+		"relay's last confirmed_lsn '${last}', slot confirmed_flush_lsn '$c_stop'"
+fi
+
+# -- second relay on the running load, then drain
+sleep 1
+log2=$IT_TEST_DIR/relay.2.log
+it_start_relay "$conf" "$log2"
+sleep 3
+stop_writer
+it_check "writer ran without errors ($(cat "$IT_TEST_DIR/writer.done" 2>/dev/null || echo '?'))" \
+	test ! -e "$IT_TEST_DIR/writer.err"
+
+it_sql "$db" "SELECT agg, n FROM agg_seq ORDER BY id" >"$IT_TEST_DIR/expected"
+it_sql "$db" "SELECT aggregate_id, payload->>'seq', id FROM outbox
+	WHERE aggregate_type = '$type'" >"$IT_TEST_DIR/ids"
+committed=$(it_sql "$db" "SELECT sum(n) FROM agg_seq")
+covered=()
+[[ -z $snap_ok ]] || covered=(--covered "$c_stop=$snap")
+rc=0
+wait_checked "$topic" "$out" 90 --expected "$IT_TEST_DIR/expected" \
+	--ids "$IT_TEST_DIR/ids" --topic "$topic" "${covered[@]}" || rc=$?
+summary=$(grep '^checker:' "$out.check" | head -n1 || true)
+if ((rc == 0)); then
+	ok "checker: all $committed events, in order, none rolled back, confirmed ones in Kafka at the stop"
+else
+	not_ok "checker: all $committed events, in order, none rolled back, confirmed ones in Kafka at the stop" \
+		"exit $rc: $(head -n 40 "$out.check")
+$(it_show_log "$log2" 20)"
+fi
+it_diag "$summary"
+dups=$(sed -n 's/.* duplicates=\([0-9]*\) .*/\1/p' <<<"$summary")
+it_diag "duplicates after SIGTERM + restart: ${dups:-?}"
+it_check "duplicates (${dups:-?}) at most one cut transaction's events ($max_events_per_txn)" \
+	test "${dups:-999}" -le "$max_events_per_txn"
+
+max_lsn=$(sed -n 's/.* max_pg_lsn=\([0-9A-Fa-f]*\/[0-9A-Fa-f]*\).*/\1/p' <<<"$summary")
+if [[ -n $max_lsn ]] && it_wait_confirmed "$db" "$db" "$max_lsn" 30; then
+	ok "second relay confirmed past the last outbox commit ($max_lsn)"
+else
+	not_ok "second relay confirmed past the last outbox commit (${max_lsn:-none})" \
+		"confirmed_flush_lsn: $(it_slot_confirmed "$db" "$db")"
+fi
+rc=0
+it_stop_relay || rc=$?
+it_check "second relay exits 0 on SIGTERM" test "$rc" -eq 0
+((rc == 0)) || it_diag "$(it_show_log "$log2" 20)"
+
+it_summary

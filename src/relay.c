@@ -495,6 +495,7 @@ int relay_run(const struct relay_config *cfg, int sigfd)
 {
 	struct relay *r = xcalloc(1, sizeof(*r));
 	struct rusage ru;
+	uint64_t unacked;
 	int code;
 
 	r->cfg = cfg;
@@ -597,10 +598,12 @@ int relay_run(const struct relay_config *cfg, int sigfd)
 			break; /* stopping anyway: nothing more can be acked */
 	}
 
+	unacked = r->win_events; /* finish() purges what is left */
 	finish(r);
 	getrusage(RUSAGE_SELF, &ru);
 	log_stats(r, "summary");
-	log_info("summary: peak_rss_kb=%ld exit=%d", ru.ru_maxrss, r->exit_code);
+	log_info("summary: peak_rss_kb=%ld unacked_at_exit=%llu exit=%d",
+	         ru.ru_maxrss, (unsigned long long)unacked, r->exit_code);
 	code = r->exit_code;
 	lsn_free(&r->lt);
 	free(r);

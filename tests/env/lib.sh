@@ -375,11 +375,14 @@ _kafka_launch() {
 		return 1
 	fi
 	# HUP ignored so that an interactive servers.sh start survives closing
-	# the terminal; exec keeps $! equal to the java PID.
+	# the terminal; exec keeps $! equal to the java PID. setsid (no fork:
+	# the subshell is not a group leader) puts the broker in its own
+	# session, so a test killed by run.sh's timeout (which signals its
+	# whole process group) cannot take a restarted shared broker with it.
 	_kafka_java_cmd "$kdir"
 	(
 		trap '' HUP
-		exec "${_KAFKA_CMD[@]}" kafka.Kafka "$kdir/server.properties"
+		exec setsid "${_KAFKA_CMD[@]}" kafka.Kafka "$kdir/server.properties"
 	) </dev/null >>"$kdir/stdout.log" 2>&1 &
 	pid=$!
 	# Out of the job table: no "Killed" notice after kafka_stop_hard (the

@@ -108,7 +108,7 @@ inflight=$(sed -n 's/.*waiting up to [0-9]* ms for \([0-9]*\) in-flight.*/\1/p' 
 it_check "SIGTERM found events in flight to drain (${inflight:-?})" \
 	test "${inflight:-0}" -gt 0
 it_check "log: signal received, then summary with exit=0" \
-	grep -q 'summary: peak_rss_kb=[0-9]* exit=0' "$log1"
+	grep -Eq 'summary: peak_rss_kb=[0-9]+ unacked_at_exit=[0-9]+ exit=0' "$log1"
 last=$(sed -n 's/.*summary: .* confirmed_lsn=\([0-9A-F]*\/[0-9A-F]*\) .*/\1/p' "$log1" | tail -n1)
 if [[ -n $last && -n $c_stop ]] && lsn_ge "$c_stop" "$last"; then
 	ok "final status update reached the slot (relay confirmed $last, slot $c_stop)"

@@ -5,7 +5,7 @@
 #   make demo        install what is missing, run the relay end to end
 #   make bench-smoke 100,000 events through the real stack, print figures
 
-PKGS     := libpq rdkafka jansson
+PKGS     := libpq rdkafka jansson libmicrohttpd libcurl
 PREFIX   ?= /usr/local
 BUILD    := build
 
@@ -15,10 +15,11 @@ OPT      ?= -O2 -g
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 FINAL_CFLAGS = $(STD) $(WARN) $(OPT) -Iinclude -MMD -MP $(PKG_CFLAGS) $(CFLAGS)
-FINAL_LIBS   = $(PKG_LIBS) -lm $(LIBS)
+FINAL_LIBS   = $(PKG_LIBS) -lm -lpthread $(LIBS)
 
 LIB_SRCS := src/common.c src/log.c src/config.c src/w2j.c src/route.c \
             src/lsn_tracker.c src/repl.c src/publisher.c src/relay.c \
+            src/watchdog.c src/monitor.c src/health.c src/http.c src/alert.c \
             src/hist.c
 MAIN_SRC := src/main.c
 LIB_OBJS := $(LIB_SRCS:src/%.c=$(BUILD)/obj/%.o)

@@ -46,6 +46,25 @@ struct relay_config {
 	bool producer_allow_unsafe;
 	char *log_level;
 
+	/* Slot health (watchdog, endpoint, heartbeats, alerts). */
+	char *http_listen;          /* "" turns the endpoint off */
+	int64_t http_livez_timeout_ms;
+	int64_t watchdog_interval_ms;
+	int64_t watchdog_window_ms;
+	int64_t watchdog_wal_budget_bytes;
+	int64_t watchdog_retained_warn_bytes;
+	int64_t watchdog_retained_critical_bytes;
+	int64_t watchdog_lag_warn_bytes;
+	int64_t watchdog_lag_critical_bytes;
+	int64_t watchdog_outbox_lag_warn_ms;
+	int64_t watchdog_outbox_lag_critical_ms;
+	int64_t watchdog_eta_warn_ms;
+	int64_t watchdog_eta_critical_ms;
+	int64_t heartbeat_interval_ms;  /* 0: off */
+	char *heartbeat_prefix;
+	char *heartbeat_action_query;
+	char *alert_webhook_url;    /* secret: may carry a token */
+
 	struct cfg_kv *kafka;       /* librdkafka properties, in order set */
 	size_t kafka_len;
 
@@ -80,6 +99,11 @@ int cfg_set(struct relay_config *cfg, const char *key, const char *value,
  * producer safety rules. */
 int cfg_validate(struct relay_config *cfg, char *err,
                  size_t errlen) RELAY_MUSTCHECK;
+
+/* Splits "host:port" or "[v6]:port". host may be NULL (only checks).
+ * Returns 0, or -1 when malformed. */
+int cfg_listen_parse(const char *listen, char *host, size_t hostlen,
+                     int *port) RELAY_MUSTCHECK;
 
 /* Looks up a kafka.* property by librdkafka name; NULL when unset. */
 const char *cfg_kafka_get(const struct relay_config *cfg, const char *name);

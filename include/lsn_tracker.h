@@ -87,6 +87,10 @@ void lsn_received(struct lsn_tracker *lt, uint64_t lsn);
 /* The LSN to send as flush position now. Never decreases. */
 uint64_t lsn_confirmable(const struct lsn_tracker *lt);
 
+/* Commit time of the oldest transaction with an event not yet acked;
+ * 0 when nothing is pending. For the outbox-lag figure. */
+int64_t lsn_oldest_pending_ts(const struct lsn_tracker *lt);
+
 /* Records that flush_lsn was sent to the server. */
 void lsn_mark_confirmed(struct lsn_tracker *lt, uint64_t flush_lsn);
 

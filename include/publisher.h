@@ -19,9 +19,9 @@ struct publisher;
 
 /* Called once per produced message from pub_poll(): token as given to
  * pub_send(), ok=false when delivery failed (errstr says why), bytes as
- * counted by pub_send(). */
+ * counted by pub_send(), the topic (valid during the call). */
 typedef void (*pub_dr_fn)(void *opaque, uint64_t token, bool ok,
-                          const char *errstr, size_t bytes);
+                          const char *errstr, size_t bytes, const char *topic);
 
 /* Creates a producer from cfg's kafka.* properties plus the safety
  * defaults. Returns NULL with err filled. */
@@ -58,6 +58,15 @@ int pub_outq_len(const struct publisher *p);
 
 /* True when at least one broker connection is up. */
 bool pub_broker_up(const struct publisher *p);
+
+/* Figures from librdkafka's statistics (kafka.statistics.interval.ms):
+ * average broker round trip in µs and messages in the producer queues;
+ * -1 until the first statistics arrive. */
+void pub_stats(const struct publisher *p, int64_t *broker_rtt_us,
+               int64_t *queue_msgs);
+
+/* Errors reported by librdkafka's error callback so far. */
+uint64_t pub_error_count(const struct publisher *p);
 
 /* Drops everything queued (their reports come back failed) and destroys
  * the producer. */

@@ -61,7 +61,8 @@ struct repl_msg {
  * and a message in err; rs is left closed. */
 enum repl_err repl_start(struct repl_stream *rs, const char *conninfo,
                          const char *slot, const struct w2j_spec *spec,
-                         char *err, size_t errlen) RELAY_MUSTCHECK;
+                         const char *msg_prefixes, char *err,
+                         size_t errlen) RELAY_MUSTCHECK;
 
 /* The socket to poll(), or -1. */
 int repl_socket(const struct repl_stream *rs);
@@ -89,9 +90,12 @@ int repl_flush(struct repl_stream *rs, char *err, size_t errlen) RELAY_MUSTCHECK
 /* Ends the stream politely (CopyDone) and closes the connection. */
 void repl_close(struct repl_stream *rs);
 
-/* Builds the START_REPLICATION command into out. Returns its length or
- * -1 when out is too small. Exposed for tests. */
+/* Builds the START_REPLICATION command into out. msg_prefixes (NULL:
+ * none) becomes wal2json's add-msg-prefixes, so only the relay's own
+ * logical messages are decoded. Returns its length or -1 when out is too
+ * small. Exposed for tests. */
 int repl_start_command(const char *slot, const struct w2j_spec *spec,
-                       char *out, size_t outlen) RELAY_MUSTCHECK;
+                       const char *msg_prefixes, char *out,
+                       size_t outlen) RELAY_MUSTCHECK;
 
 #endif

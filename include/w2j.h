@@ -19,6 +19,7 @@ enum w2j_kind {
 	W2J_BEGIN,   /* "B": a transaction starts */
 	W2J_COMMIT,  /* "C": it ends; nextlsn is the position to confirm */
 	W2J_EVENT,   /* "I" on the outbox table: one event */
+	W2J_MESSAGE, /* "M": a logical decoding message (prefix, content) */
 	W2J_SKIP,    /* anything else the relay must step over */
 };
 
@@ -52,6 +53,11 @@ struct w2j_record {
 	struct w2j_str type;   /* ptr NULL when the column is SQL NULL */
 	struct w2j_str route;
 	struct w2j_str payload;
+
+	/* W2J_MESSAGE only. */
+	bool transactional;
+	struct w2j_str msg_prefix;
+	struct w2j_str msg_content;
 
 	void *root_;           /* owns the strings above; private */
 	char num_[4][32];      /* text of numeric id/key/type/route; private */

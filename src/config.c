@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <libpq-fe.h>
 #include <librdkafka/rdkafka.h>
 
 #include "config.h"
@@ -76,6 +77,46 @@ static const struct cfg_key cfg_keys[] = {
 	  0, 0, 0, "allow producer settings that can reorder or lose events" },
 	{ "log.level", CFG_STR, OFF(log_level), "info", 0, 0, CFG_F_REQUIRED,
 	  "error, warn, info or debug" },
+	{ "http.listen", CFG_STR, OFF(http_listen), "127.0.0.1:8080", 0, 0, 0,
+	  "health endpoint address host:port or [v6]:port; empty turns it off" },
+	{ "http.livez.timeout.ms", CFG_INT, OFF(http_livez_timeout_ms), "10000",
+	  1000, 600000, 0, "/livez fails when the loop has not turned for this long" },
+	{ "watchdog.interval.ms", CFG_INT, OFF(watchdog_interval_ms), "10000",
+	  500, 3600000, 0, "slot sampling period" },
+	{ "watchdog.window.ms", CFG_INT, OFF(watchdog_window_ms), "300000",
+	  10000, 86400000, 0, "window of the retained-WAL growth rate" },
+	{ "watchdog.wal.budget.bytes", CFG_INT, OFF(watchdog_wal_budget_bytes),
+	  "0", 0, INT64_MAX, 0,
+	  "retained WAL allowed when max_slot_wal_keep_size is unlimited (ETA); 0 off" },
+	{ "watchdog.retained.warn.bytes", CFG_INT,
+	  OFF(watchdog_retained_warn_bytes), "1073741824", 0, INT64_MAX, 0,
+	  "retained WAL (current - restart_lsn) for warn; 0 off" },
+	{ "watchdog.retained.critical.bytes", CFG_INT,
+	  OFF(watchdog_retained_critical_bytes), "4294967296", 0, INT64_MAX, 0,
+	  "retained WAL for critical; 0 off" },
+	{ "watchdog.lag.warn.bytes", CFG_INT, OFF(watchdog_lag_warn_bytes),
+	  "268435456", 0, INT64_MAX, 0,
+	  "confirmed lag (current - confirmed_flush_lsn) for warn; 0 off" },
+	{ "watchdog.lag.critical.bytes", CFG_INT, OFF(watchdog_lag_critical_bytes),
+	  "1073741824", 0, INT64_MAX, 0, "confirmed lag for critical; 0 off" },
+	{ "watchdog.outbox.lag.warn.ms", CFG_INT, OFF(watchdog_outbox_lag_warn_ms),
+	  "60000", 0, INT64_MAX, 0, "age of the oldest unacked event for warn; 0 off" },
+	{ "watchdog.outbox.lag.critical.ms", CFG_INT,
+	  OFF(watchdog_outbox_lag_critical_ms), "300000", 0, INT64_MAX, 0,
+	  "age of the oldest unacked event for critical; 0 off" },
+	{ "watchdog.eta.warn.ms", CFG_INT, OFF(watchdog_eta_warn_ms), "21600000",
+	  0, INT64_MAX, 0, "estimated time to slot loss (or budget) for warn; 0 off" },
+	{ "watchdog.eta.critical.ms", CFG_INT, OFF(watchdog_eta_critical_ms),
+	  "3600000", 0, INT64_MAX, 0, "estimated time to slot loss for critical; 0 off" },
+	{ "heartbeat.interval.ms", CFG_INT, OFF(heartbeat_interval_ms), "0", 0,
+	  86400000, 0, "pg_logical_emit_message heartbeat period; 0 off (10000 suggested)" },
+	{ "heartbeat.prefix", CFG_STR, OFF(heartbeat_prefix),
+	  "outbox-relay-heartbeat", 0, 0, CFG_F_REQUIRED,
+	  "logical message prefix of the heartbeats" },
+	{ "heartbeat.action.query", CFG_STR, OFF(heartbeat_action_query), "", 0,
+	  0, 0, "extra SQL run with each heartbeat" },
+	{ "alert.webhook.url", CFG_STR, OFF(alert_webhook_url), "", 0, 0,
+	  CFG_F_SECRET, "JSON POST on every health state change; empty off" },
 };
 
 #define CFG_NKEYS (sizeof(cfg_keys) / sizeof(cfg_keys[0]))
@@ -424,6 +465,43 @@ int cfg_set_flag(struct relay_config *cfg, const char *kv, char *err,
 	return cfg_set(cfg, key, eq + 1, CFG_SRC_FLAG, "--set", err, errlen);
 }
 
+int cfg_listen_parse(const char *listen, char *host, size_t hostlen,
+                     int *port)
+{
+	const char *colon, *h = listen;
+	size_t hlen;
+	char *end;
+	long p;
+
+	if (listen[0] == '[') {
+		const char *rb = strchr(listen, ']');
+		if (rb == NULL || rb[1] != ':')
+			return -1;
+		h = listen + 1;
+		hlen = (size_t)(rb - h);
+		colon = rb + 1;
+	} else {
+		colon = strrchr(listen, ':');
+		if (colon == NULL || memchr(listen, ':', (size_t)(colon - listen)))
+			return -1;
+		hlen = (size_t)(colon - listen);
+	}
+	if (hlen == 0 || colon[1] == '\0')
+		return -1;
+	p = strtol(colon + 1, &end, 10);
+	if (*end != '\0' || p < 0 || p > 65535)
+		return -1;
+	if (host != NULL) {
+		if (hlen >= hostlen)
+			return -1;
+		memcpy(host, h, hlen);
+		host[hlen] = '\0';
+	}
+	if (port != NULL)
+		*port = (int)p;
+	return 0;
+}
+
 const char *cfg_kafka_get(const struct relay_config *cfg, const char *name)
 {
 	for (size_t i = 0; i < cfg->kafka_len; i++)
@@ -466,6 +544,33 @@ int cfg_validate(struct relay_config *cfg, char *err, size_t errlen)
 			return -1;
 		}
 	}
+	if (cfg->http_listen[0] != '\0' && cfg_listen_parse(cfg->http_listen,
+	                                                   NULL, 0, NULL) < 0) {
+		set_err(err, errlen, "http.listen: \"%s\" is not host:port or "
+		        "[v6]:port", cfg->http_listen);
+		return -1;
+	}
+	if (cfg->alert_webhook_url[0] != '\0' &&
+	    strncmp(cfg->alert_webhook_url, "http://", 7) != 0 &&
+	    strncmp(cfg->alert_webhook_url, "https://", 8) != 0) {
+		set_err(err, errlen, "alert.webhook.url must start with http:// "
+		        "or https://");
+		return -1;
+	}
+	{
+		/* libpq's message may quote the string, password included:
+		 * only say that it does not parse. */
+		char *perr = NULL;
+		PQconninfoOption *o = PQconninfoParse(cfg->pg_conninfo, &perr);
+		PQfreemem(perr);
+		if (o == NULL) {
+			set_err(err, errlen, "pg.conninfo (from %s) is not a valid "
+			        "connection string or URI",
+			        source_names[cfg->sources[find_key("pg.conninfo") - cfg_keys]]);
+			return -1;
+		}
+		PQconninfoFree(o);
+	}
 	if (cfg->reconnect_backoff_max_ms < cfg->reconnect_backoff_ms) {
 		set_err(err, errlen, "reconnect.backoff.max.ms (%lld) is below "
 		        "reconnect.backoff.ms (%lld)",
@@ -507,8 +612,11 @@ int cfg_validate(struct relay_config *cfg, char *err, size_t errlen)
 	for (size_t i = 0; i < cfg->kafka_len; i++) {
 		if (rd_kafka_conf_set(kc, cfg->kafka[i].name, cfg->kafka[i].value,
 		                      kerr, sizeof(kerr)) != RD_KAFKA_CONF_OK) {
+			/* librdkafka quotes the value; a secret's stays out. */
 			set_err(err, errlen, "kafka.%s (from %s): %s", cfg->kafka[i].name,
-			        source_names[cfg->kafka[i].source], kerr);
+			        source_names[cfg->kafka[i].source],
+			        cfg_kafka_is_secret(cfg->kafka[i].name)
+			            ? "invalid value (not shown: secret)" : kerr);
 			rd_kafka_conf_destroy(kc);
 			return -1;
 		}

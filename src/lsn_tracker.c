@@ -197,6 +197,16 @@ uint64_t lsn_confirmable(const struct lsn_tracker *lt)
 	return max_u64(lt->confirmable, lt->confirmed);
 }
 
+int64_t lsn_oldest_pending_ts(const struct lsn_tracker *lt)
+{
+	for (size_t i = 0; i < lt->len; i++) {
+		const struct lsn_txn *t = &lt->ring[(lt->head + i) & (lt->cap - 1)];
+		if (t->pending > 0)
+			return t->commit_ts_us;
+	}
+	return 0;
+}
+
 void lsn_mark_confirmed(struct lsn_tracker *lt, uint64_t flush_lsn)
 {
 	lt->confirmed = max_u64(lt->confirmed, flush_lsn);

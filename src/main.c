@@ -12,6 +12,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <jansson.h>
 #include <librdkafka/rdkafka.h>
 #include <libpq-fe.h>
 
@@ -31,7 +32,7 @@ static void on_signal(int signo)
 	int saved = errno;
 	char b = (char)signo;
 
-	if (++sig_count >= 2) {
+	if (signo != SIGUSR1 && ++sig_count >= 2) {
 		ssize_t w = write(STDERR_FILENO, msg, sizeof(msg) - 1);
 		(void)w;
 		_exit(RELAY_EXIT_FAILURE);
@@ -73,10 +74,15 @@ static void usage(FILE *out)
 	        "  route.topic.replacement     [outbox.event.${routedByValue}]\n"
 	        "  kafka.<property>            passed to librdkafka, e.g.\n"
 	        "                              kafka.bootstrap.servers=127.0.0.1:9092\n"
+	        "  http.listen                 health endpoint; empty: off [127.0.0.1:8080]\n"
+	        "  heartbeat.interval.ms       logical-message heartbeats; 0: off [0]\n"
+	        "  watchdog.*                  slot sampling and thresholds (docs/monitoring.md)\n"
+	        "  alert.webhook.url           JSON POST on health state changes\n"
 	        "\n"
 	        "Exit codes: 0 stopped by signal after draining; 1 second signal;\n"
-	        "64 usage; 65 fail-stop on a poison event; 69 slot missing or\n"
-	        "invalidated; 70 internal error; 78 configuration error.\n");
+	        "64 usage; 65 fail-stop on a poison event; 69 slot missing, lost or\n"
+	        "invalidated, or the endpoint cannot bind; 70 internal error;\n"
+	        "78 configuration error (also a missing outbox table or column).\n");
 }
 
 int main(int argc, char **argv)
@@ -99,6 +105,9 @@ int main(int argc, char **argv)
 	struct rlimit nocore = { 0, 0 };
 	enum log_level lvl;
 
+	/* jansson seeds its hash function lazily; do it before any thread
+	 * (HTTP, watchdog, librdkafka statistics) can race to it. */
+	json_object_seed(0);
 	sets = calloc((size_t)argc, sizeof(*sets));
 	while ((c = getopt_long(argc, argv, "c:s:Vh", opts, NULL)) != -1) {
 		switch (c) {
@@ -175,6 +184,8 @@ int main(int argc, char **argv)
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
+	if (getenv("RELAY_TEST_STALL_MS") != NULL)
+		sigaction(SIGUSR1, &sa, NULL); /* test hook, see relay.c */
 	signal(SIGPIPE, SIG_IGN);
 
 	log_info("outbox-relay %s starting: slot \"%s\", table %s.%s", RELAY_VERSION,

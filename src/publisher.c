@@ -15,10 +15,14 @@
 
 #include <librdkafka/rdkafka.h>
 
+#include <jansson.h>
+
 #include "log.h"
 #include "publisher.h"
 
 struct publisher {
+	char **secrets;         /* names and values of secret properties */
+	size_t nsecrets;
 	rd_kafka_t *rk;
 	rd_kafka_queue_t *mainq;
 	int evfd[2];            /* librdkafka writes to [1] when reports wait */
@@ -26,6 +30,9 @@ struct publisher {
 	void *opaque;
 	volatile int fatal;     /* set from error_cb (may run on any thread) */
 	volatile int brokers_down;
+	uint64_t errors;        /* error_cb calls */
+	int64_t stat_rtt_us;    /* from stats_cb, on the polling thread */
+	int64_t stat_queue_msgs;
 };
 
 static void set_err(char *err, size_t errlen, const char *fmt, ...)
@@ -37,6 +44,29 @@ static void set_err(char *err, size_t errlen, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(err, errlen, fmt, ap);
 	va_end(ap);
+}
+
+/* librdkafka's own texts can quote a property's value (for example the
+ * tail of a malformed sasl.oauthbearer.config). Anything after the name
+ * of a secret property is cut, and any secret value is masked, before a
+ * text reaches the log. */
+static void redact(const struct publisher *p, const char *in, char *out,
+                   size_t outlen)
+{
+	snprintf(out, outlen, "%s", in);
+	for (size_t i = 0; i < p->nsecrets; i += 2) {
+		char *at = strstr(out, p->secrets[i]);
+		if (at != NULL) {
+			size_t keep = (size_t)(at - out) + strlen(p->secrets[i]);
+			snprintf(out + keep, outlen - keep, " <redacted>");
+		}
+		if (p->secrets[i + 1][0] != '\0') {
+			while ((at = strstr(out, p->secrets[i + 1])) != NULL) {
+				size_t vlen = strlen(p->secrets[i + 1]);
+				memset(at, '*', vlen);
+			}
+		}
+	}
 }
 
 /* Runs on the thread that calls rd_kafka_poll(): the relay's loop. */
@@ -64,25 +94,30 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m,
 		p->brokers_down = 0;
 	}
 	p->dr(p->opaque, (uint64_t)(uintptr_t)m->_private, ok, ok ? NULL : why,
-	      m->len + m->key_len);
+	      m->len + m->key_len, rd_kafka_topic_name(m->rkt));
 }
 
 static void on_error(rd_kafka_t *rk, int err, const char *reason, void *opaque)
 {
 	struct publisher *p = opaque;
 
+	__atomic_add_fetch(&p->errors, 1, __ATOMIC_RELAXED);
+	char safe[1024];
+
 	if (err == RD_KAFKA_RESP_ERR__FATAL) {
 		char buf[512];
 		rd_kafka_resp_err_t ferr = rd_kafka_fatal_error(rk, buf, sizeof(buf));
+		redact(p, buf, safe, sizeof(safe));
 		log_error("kafka: fatal producer error: %s: %s",
-		          rd_kafka_err2name(ferr), buf);
+		          rd_kafka_err2name(ferr), safe);
 		p->fatal = 1;
 		return;
 	}
 	if (err == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN)
 		p->brokers_down = 1;
+	redact(p, reason, safe, sizeof(safe));
 	log_warn("kafka: %s: %s", rd_kafka_err2name((rd_kafka_resp_err_t)err),
-	         reason);
+	         safe);
 }
 
 /* librdkafka's own log lines, through the relay's logger. */
@@ -93,8 +128,48 @@ static void on_log(const rd_kafka_t *rk, int level, const char *fac,
 	                     : level == 4 ? LOG_LVL_WARN
 	                     : level <= 6 ? LOG_LVL_INFO
 	                                  : LOG_LVL_DEBUG;
+	const struct publisher *p = rd_kafka_opaque(rk);
+	char safe[1024];
+
+	if (p == NULL) {
+		log_msg(lvl, "kafka: %s: (message withheld: no redaction context)", fac);
+		return;
+	}
+	redact(p, buf, safe, sizeof(safe));
+	log_msg(lvl, "kafka: %s: %s", fac, safe);
+}
+
+/* librdkafka's statistics JSON (runs inside rd_kafka_poll(), on the
+ * loop thread): keep the producer queue depth and the mean round trip of
+ * the brokers that are up. Returns 0: librdkafka frees the JSON. */
+static int on_stats(rd_kafka_t *rk, char *json, size_t len, void *opaque)
+{
+	struct publisher *p = opaque;
+	json_t *root = json_loadb(json, len, 0, NULL);
+	json_t *brokers, *b;
+	const char *name;
+	int64_t sum = 0, n = 0;
+
 	(void)rk;
-	log_msg(lvl, "kafka: %s: %s", fac, buf);
+	if (root == NULL)
+		return 0;
+	if (json_is_integer(json_object_get(root, "msg_cnt")))
+		p->stat_queue_msgs = json_integer_value(json_object_get(root, "msg_cnt"));
+	brokers = json_object_get(root, "brokers");
+	json_object_foreach(brokers, name, b) {
+		json_t *rtt = json_object_get(json_object_get(b, "rtt"), "avg");
+		const char *state = json_string_value(json_object_get(b, "state"));
+		if (state != NULL && strcmp(state, "UP") == 0 &&
+		    json_integer_value(json_object_get(b, "nodeid")) >= 0 &&
+		    json_is_integer(rtt) && json_integer_value(rtt) > 0) {
+			sum += json_integer_value(rtt);
+			n++;
+		}
+	}
+	if (n > 0)
+		p->stat_rtt_us = sum / n;
+	json_decref(root);
+	return 0;
 }
 
 static int conf_set(rd_kafka_conf_t *kc, const char *name, const char *value,
@@ -103,7 +178,9 @@ static int conf_set(rd_kafka_conf_t *kc, const char *name, const char *value,
 	char kerr[512];
 	if (rd_kafka_conf_set(kc, name, value, kerr, sizeof(kerr)) !=
 	    RD_KAFKA_CONF_OK) {
-		set_err(err, errlen, "kafka.%s: %s", name, kerr);
+		set_err(err, errlen, "kafka.%s: %s", name,
+		        cfg_kafka_is_secret(name) ? "invalid value (not shown: secret)"
+		                                  : kerr);
 		return -1;
 	}
 	return 0;
@@ -124,6 +201,14 @@ struct publisher *pub_new(const struct relay_config *cfg, pub_dr_fn dr,
 	char kerr[512], num[32];
 
 	p->evfd[0] = p->evfd[1] = -1;
+	p->stat_rtt_us = p->stat_queue_msgs = -1;
+	for (size_t i = 0; i < cfg->kafka_len; i++) {
+		if (!cfg_kafka_is_secret(cfg->kafka[i].name))
+			continue;
+		p->secrets = xrealloc(p->secrets, (p->nsecrets + 2) * sizeof(char *));
+		p->secrets[p->nsecrets++] = xstrdup(cfg->kafka[i].name);
+		p->secrets[p->nsecrets++] = xstrdup(cfg->kafka[i].value);
+	}
 	p->dr = dr;
 	p->opaque = opaque;
 	for (size_t i = 0; i < sizeof(safe) / sizeof(safe[0]); i++)
@@ -145,6 +230,7 @@ struct publisher *pub_new(const struct relay_config *cfg, pub_dr_fn dr,
 	rd_kafka_conf_set_dr_msg_cb(kc, on_delivery);
 	rd_kafka_conf_set_error_cb(kc, on_error);
 	rd_kafka_conf_set_log_cb(kc, on_log);
+	rd_kafka_conf_set_stats_cb(kc, on_stats);
 	rd_kafka_conf_set_opaque(kc, p);
 
 	/* rd_kafka_new() takes ownership of kc on success only. */
@@ -247,6 +333,18 @@ bool pub_broker_up(const struct publisher *p)
 	return !p->brokers_down;
 }
 
+void pub_stats(const struct publisher *p, int64_t *broker_rtt_us,
+               int64_t *queue_msgs)
+{
+	*broker_rtt_us = p ? p->stat_rtt_us : -1;
+	*queue_msgs = p ? p->stat_queue_msgs : -1;
+}
+
+uint64_t pub_error_count(const struct publisher *p)
+{
+	return p ? __atomic_load_n(&p->errors, __ATOMIC_RELAXED) : 0;
+}
+
 void pub_free(struct publisher *p)
 {
 	if (p == NULL)
@@ -260,6 +358,12 @@ void pub_free(struct publisher *p)
 			rd_kafka_queue_destroy(p->mainq);
 		rd_kafka_destroy(p->rk);
 	}
+	for (size_t i = 0; i < p->nsecrets; i++) {
+		/* Wipe our copies: a later core or heap dump must not show them. */
+		explicit_bzero(p->secrets[i], strlen(p->secrets[i]));
+		free(p->secrets[i]);
+	}
+	free(p->secrets);
 	if (p->evfd[0] >= 0)
 		close(p->evfd[0]);
 	if (p->evfd[1] >= 0)

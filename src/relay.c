@@ -11,12 +11,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
 #include "hist.h"
 #include "log.h"
 #include "lsn_tracker.h"
+#include "monitor.h"
 #include "publisher.h"
 #include "relay.h"
 #include "repl.h"
@@ -82,6 +84,19 @@ struct relay {
 
 	char topic[256];
 	char err[2048];
+
+	/* Health figures (see monitor.h). */
+	struct monitor *mon;            /* owned */
+	char reason[256];               /* why not streaming; no server text */
+	int64_t last_ack_wall_us;
+	int64_t last_confirm_wall_us;
+	int64_t hb_rtt_us;
+	uint64_t hb_seen;
+	uint64_t kafka_restarts;
+	char topics[16][128];           /* low-cardinality metric labels */
+	uint64_t topic_events[16];
+	size_t ntopics;
+	int64_t stall_ms;               /* test hook: SIGUSR1 blocks the loop */
 };
 
 static int64_t backoff_us(struct relay *r)
@@ -99,8 +114,24 @@ static int64_t backoff_us(struct relay *r)
 }
 
 /* Delivery report: runs inside pub_poll() on the loop thread. */
+static void count_topic(struct relay *r, const char *topic)
+{
+	size_t i;
+
+	for (i = 0; i < r->ntopics; i++)
+		if (strcmp(r->topics[i], topic) == 0)
+			break;
+	if (i == r->ntopics) {
+		if (r->ntopics == 16)
+			return; /* labels stay bounded; the totals still count */
+		snprintf(r->topics[i], sizeof(r->topics[i]), "%s", topic);
+		r->ntopics++;
+	}
+	r->topic_events[i]++;
+}
+
 static void on_dr(void *opaque, uint64_t token, bool ok, const char *errstr,
-                  size_t bytes)
+                  size_t bytes, const char *topic)
 {
 	struct relay *r = opaque;
 	int64_t ts = 0;
@@ -117,8 +148,10 @@ static void on_dr(void *opaque, uint64_t token, bool ok, const char *errstr,
 	if (ok) {
 		r->n_acked++;
 		r->bytes_acked += bytes;
+		r->last_ack_wall_us = now_wall_us();
 		if (ts > 0)
-			hist_record(&r->lat, now_wall_us() - ts);
+			hist_record(&r->lat, r->last_ack_wall_us - ts);
+		count_topic(r, topic);
 		return;
 	}
 	r->n_failed++;
@@ -155,8 +188,10 @@ static void send_status(struct relay *r, bool force_log)
 		r->restart_pending = true;
 		return;
 	}
-	if (flush != r->lt.confirmed || force_log)
+	if (flush != r->lt.confirmed || force_log) {
 		log_debug("confirmed flush LSN " LSN_FMT, LSN_ARGS(flush));
+		r->last_confirm_wall_us = now_wall_us();
+	}
 	lsn_mark_confirmed(&r->lt, flush);
 	r->reply_now = false;
 	r->last_status_us = now_mono_us();
@@ -190,6 +225,7 @@ static void restart(struct relay *r)
 		r->have_rs = false;
 	}
 	if (r->restart_kafka && r->pub != NULL) {
+		r->kafka_restarts++;
 		r->tearing_down = true;
 		pub_free(r->pub); /* purges: reports come back and are dropped */
 		r->tearing_down = false;
@@ -205,6 +241,8 @@ static void restart(struct relay *r)
 	d = backoff_us(r);
 	r->state = ST_BACKOFF;
 	r->retry_at_us = now_mono_us() + d;
+	snprintf(r->reason, sizeof(r->reason), "session ended; replaying from "
+	         "the slot after a backoff");
 	log_warn("replaying from slot \"%s\" in %lld ms (confirmed " LSN_FMT ")",
 	         r->cfg->slot_name, (long long)(d / 1000), LSN_ARGS(r->lt.confirmed));
 }
@@ -232,10 +270,11 @@ static void try_connect(struct relay *r)
 		}
 	}
 	rc = repl_start(&r->rs, r->cfg->pg_conninfo, r->cfg->slot_name, &r->spec,
-	                err, sizeof(err));
+	                r->cfg->heartbeat_prefix, err, sizeof(err));
 	switch (rc) {
 	case REPL_OK:
 		r->have_rs = true;
+		r->reason[0] = '\0';
 		lsn_reset(&r->lt, r->rs.slot.confirmed_flush);
 		r->state = ST_STREAMING;
 		r->session_start_us = now_mono_us();
@@ -252,12 +291,16 @@ static void try_connect(struct relay *r)
 			log_warn("standby: %s; retrying every %lld ms", err,
 			         (long long)r->cfg->standby_retry_ms);
 		r->state = ST_STANDBY;
+		snprintf(r->reason, sizeof(r->reason), "slot active for PID %d "
+		         "(standby)", r->rs.slot.active_pid);
 		r->retry_at_us = now_mono_us() + r->cfg->standby_retry_ms * 1000;
 		return;
 	case REPL_ERR_TRANSIENT: {
 		int64_t d = backoff_us(r);
 		log_warn("%s; retrying in %lld ms", err, (long long)(d / 1000));
 		r->state = ST_BACKOFF;
+		snprintf(r->reason, sizeof(r->reason), "cannot stream from "
+		         "PostgreSQL (see the log); retrying");
 		r->retry_at_us = now_mono_us() + d;
 		return;
 	}
@@ -282,6 +325,8 @@ static enum handled fail_stop(struct relay *r, const struct repl_msg *m,
 	          "Fix the cause or skip the transaction deliberately (see the "
 	          "runbook: poison event)", LSN_ARGS(m->wal_start),
 	          (long long)r->cur_xid, what);
+	snprintf(r->reason, sizeof(r->reason), "poison event at LSN " LSN_FMT
+	         " (xid %lld)", LSN_ARGS(m->wal_start), (long long)r->cur_xid);
 	begin_stop(r, RELAY_EXIT_DATAERR);
 	return H_STOP;
 }
@@ -360,6 +405,19 @@ static enum handled handle_msg(struct relay *r, const struct repl_msg *m)
 			break;
 		}
 		h = handle_event(r, m, &rec);
+		break;
+	case W2J_MESSAGE:
+		if (!rec.transactional &&
+		    strcmp(rec.msg_prefix.ptr, r->cfg->heartbeat_prefix) == 0) {
+			/* Our heartbeat: its content is the wall clock when the
+			 * watchdog wrote it. Everything before it was sent, so with
+			 * nothing open or in flight its LSN is safe to confirm. */
+			int64_t sent = strtoll(rec.msg_content.ptr, NULL, 10);
+			if (sent > 0)
+				r->hb_rtt_us = now_wall_us() - sent;
+			r->hb_seen++;
+			lsn_idle(&r->lt, rec.lsn);
+		}
 		break;
 	case W2J_SKIP:
 		break;
@@ -445,8 +503,20 @@ static void drain_signals(struct relay *r, int sigfd)
 {
 	char buf[16];
 	ssize_t n = read(sigfd, buf, sizeof(buf));
+	bool stop = false;
 
-	if (n > 0 && !r->stopping) {
+	for (ssize_t i = 0; i < n; i++) {
+		if (buf[i] == (char)SIGUSR1 && r->stall_ms > 0) {
+			/* Test hook (RELAY_TEST_STALL_MS): a stuck loop, for
+			 * /livez. Never installed otherwise. */
+			log_warn("test hook: blocking the loop for %lld ms",
+			         (long long)r->stall_ms);
+			usleep((useconds_t)(r->stall_ms * 1000));
+		} else {
+			stop = true;
+		}
+	}
+	if (stop && !r->stopping) {
 		log_info("signal received: stopping reads, waiting up to %lld ms for "
 		         "%llu in-flight events", (long long)r->cfg->shutdown_timeout_ms,
 		         (unsigned long long)r->win_events);
@@ -491,6 +561,58 @@ static void finish(struct relay *r)
 	}
 }
 
+static void fill_figures(struct relay *r, struct relay_figures *f)
+{
+	memset(f, 0, sizeof(*f));
+	if (r->stopping)
+		snprintf(f->state, sizeof(f->state), "%s",
+		         r->exit_code == RELAY_EXIT_DATAERR ? "fail-stopped"
+		                                            : "stopping");
+	else
+		snprintf(f->state, sizeof(f->state), "%s", state_names[r->state]);
+	snprintf(f->reason, sizeof(f->reason), "%s", r->reason);
+	f->kafka_up = r->pub != NULL && pub_broker_up(r->pub);
+	f->received_lsn = r->lt.received_lsn;
+	f->confirmable_lsn = lsn_confirmable(&r->lt);
+	f->confirmed_lsn = r->lt.confirmed;
+	f->events_received = r->n_received;
+	f->events_published = r->n_acked;
+	f->events_failed = r->n_failed;
+	f->bytes_published = r->bytes_acked;
+	f->inflight_events = r->win_events;
+	f->inflight_bytes = r->win_bytes;
+	f->last_ack_us = r->last_ack_wall_us;
+	f->last_confirm_us = r->last_confirm_wall_us;
+	f->oldest_pending_commit_us = lsn_oldest_pending_ts(&r->lt);
+	f->reconnects = r->n_reconnects;
+	f->producer_errors = r->kafka_restarts + pub_error_count(r->pub);
+	f->heartbeat_rtt_us = r->hb_seen > 0 ? r->hb_rtt_us : -1;
+	f->heartbeats_seen = r->hb_seen;
+	pub_stats(r->pub, &f->broker_rtt_us, &f->kafka_queue_msgs);
+	f->latency = r->lat;
+}
+
+/* A few times a second: health figures out to the endpoint, state
+ * changes to the log and the webhook, and a lost slot stops the relay. */
+static void monitor_turn(struct relay *r, int64_t now)
+{
+	struct relay_figures f;
+	char why[512];
+	bool fatal;
+
+	mon_tick(r->mon, now);
+	if (!mon_due(r->mon, now))
+		return;
+	fill_figures(r, &f);
+	(void)mon_update(r->mon, &f, (const char (*)[128])r->topics,
+	                 r->topic_events, r->ntopics, now, &fatal, why, sizeof(why));
+	if (fatal && !r->stopping) {
+		log_error("%s", why);
+		snprintf(r->reason, sizeof(r->reason), "slot lost or missing");
+		begin_stop(r, RELAY_EXIT_UNAVAILABLE);
+	}
+}
+
 int relay_run(const struct relay_config *cfg, int sigfd)
 {
 	struct relay *r = xcalloc(1, sizeof(*r));
@@ -512,6 +634,16 @@ int relay_run(const struct relay_config *cfg, int sigfd)
 	hist_reset(&r->lat);
 	r->state = ST_CONNECTING;
 	r->cur_xid = -1;
+	r->hb_rtt_us = -1;
+	if (getenv("RELAY_TEST_STALL_MS") != NULL)
+		r->stall_ms = strtoll(getenv("RELAY_TEST_STALL_MS"), NULL, 10);
+	r->mon = mon_start(cfg, r->err, sizeof(r->err));
+	if (r->mon == NULL) {
+		log_error("%s", r->err);
+		lsn_free(&r->lt);
+		free(r);
+		return RELAY_EXIT_UNAVAILABLE;
+	}
 	srandom((unsigned)(now_wall_us() ^ getpid()));
 	r->next_stats_us = now_mono_us() + cfg->stats_interval_ms * 1000;
 
@@ -520,6 +652,7 @@ int relay_run(const struct relay_config *cfg, int sigfd)
 		int nfds = 0, isig, ipub = -1, ipg = -1;
 		int64_t now = now_mono_us();
 
+		monitor_turn(r, now);
 		if (r->stopping && drained(r, now))
 			break;
 		if (!r->stopping && (r->state == ST_CONNECTING ||
@@ -600,6 +733,7 @@ int relay_run(const struct relay_config *cfg, int sigfd)
 
 	unacked = r->win_events; /* finish() purges what is left */
 	finish(r);
+	mon_stop(r->mon);
 	getrusage(RUSAGE_SELF, &ru);
 	log_stats(r, "summary");
 	log_info("summary: peak_rss_kb=%ld unacked_at_exit=%llu exit=%d",

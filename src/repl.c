@@ -316,7 +316,7 @@ static int put_quoted(char *out, size_t outlen, size_t *n, const char *v)
 }
 
 int repl_start_command(const char *slot, const struct w2j_spec *spec,
-                       char *out, size_t outlen)
+                       const char *msg_prefixes, char *out, size_t outlen)
 {
 	char tables[512];
 	size_t n;
@@ -334,7 +334,18 @@ int repl_start_command(const char *slot, const struct w2j_spec *spec,
 	if (m < 0 || (size_t)m >= outlen)
 		return -1;
 	n = (size_t)m;
-	if (put_quoted(out, outlen, &n, tables) < 0 || n + 2 >= outlen)
+	if (put_quoted(out, outlen, &n, tables) < 0)
+		return -1;
+	if (msg_prefixes != NULL && msg_prefixes[0] != '\0') {
+		static const char opt[] = ", \"add-msg-prefixes\" ";
+		if (n + sizeof(opt) >= outlen)
+			return -1;
+		memcpy(out + n, opt, sizeof(opt) - 1);
+		n += sizeof(opt) - 1;
+		if (put_quoted(out, outlen, &n, msg_prefixes) < 0)
+			return -1;
+	}
+	if (n + 2 >= outlen)
 		return -1;
 	out[n++] = ')';
 	out[n] = '\0';
@@ -343,7 +354,7 @@ int repl_start_command(const char *slot, const struct w2j_spec *spec,
 
 enum repl_err repl_start(struct repl_stream *rs, const char *conninfo,
                          const char *slot, const struct w2j_spec *spec,
-                         char *err, size_t errlen)
+                         const char *msg_prefixes, char *err, size_t errlen)
 {
 	char cmd[1024];
 	PGresult *res;
@@ -359,7 +370,7 @@ enum repl_err repl_start(struct repl_stream *rs, const char *conninfo,
 		goto fail;
 	if ((rc = check_table(rs, spec, err, errlen)) != REPL_OK)
 		goto fail;
-	if (repl_start_command(slot, spec, cmd, sizeof(cmd)) < 0) {
+	if (repl_start_command(slot, spec, msg_prefixes, cmd, sizeof(cmd)) < 0) {
 		set_err(err, errlen, "outbox.table name too long");
 		rc = REPL_ERR_FATAL;
 		goto fail;

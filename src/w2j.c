@@ -46,6 +46,7 @@ struct w2j_ctx {
 	bool int_as_real;      /* parsed with JSON_DECODE_INT_AS_REAL */
 	const char *schema;    /* of an I record, once read */
 	const char *table;
+	const char *event_id;  /* the outbox row's id, once read */
 };
 
 /* Writes "<message> (LSN X/X, xid N)" into err, leaving out what the
@@ -76,15 +77,23 @@ w2j_error(char *err, size_t errlen, const struct w2j_ctx *c,
 		                         c->table);
 	if (used >= errlen)
 		return;
-	if (c->have_lsn && c->rec->xid >= 0)
-		snprintf(err + used, errlen - used, " (LSN " LSN_FMT ", xid %lld)",
-		         LSN_ARGS(c->rec->lsn), (long long)c->rec->xid);
-	else if (c->have_lsn)
-		snprintf(err + used, errlen - used, " (LSN " LSN_FMT ")",
-		         LSN_ARGS(c->rec->lsn));
-	else if (c->rec->xid >= 0)
-		snprintf(err + used, errlen - used, " (xid %lld)",
-		         (long long)c->rec->xid);
+	{
+		/* "(event id ..., LSN X/X, xid N)": whatever is known. The id
+		 * is row data, so it is cut short. */
+		char tail[160];
+		size_t t = 0;
+		if (c->event_id != NULL)
+			t += (size_t)snprintf(tail + t, sizeof(tail) - t,
+			                      ", event id %.64s", c->event_id);
+		if (c->have_lsn && t < sizeof(tail))
+			t += (size_t)snprintf(tail + t, sizeof(tail) - t,
+			                      ", LSN " LSN_FMT, LSN_ARGS(c->rec->lsn));
+		if (c->rec->xid >= 0 && t < sizeof(tail))
+			t += (size_t)snprintf(tail + t, sizeof(tail) - t, ", xid %lld",
+			                      (long long)c->rec->xid);
+		if (t > 0)
+			snprintf(err + used, errlen - used, " (%s)", tail + 2);
+	}
 }
 
 /* Reads an optional "X/X" member. Returns 1 when present, 0 when absent
@@ -283,6 +292,8 @@ static int w2j_event(struct w2j_record *rec, json_t *root,
 		                          errlen) != 0) {
 			return -1;
 		}
+		if (k == W2J_COL_ID)
+			c->event_id = rec->id.ptr; /* later errors can name it */
 	}
 	return 0;
 }
@@ -1065,8 +1076,29 @@ int w2j_decode_slow(const char *line, size_t len,
 			goto fail;
 		rec->root_ = root;
 		return 0;
+	case 'M':
+		/* Logical decoding messages: the relay's heartbeats. The
+		 * strings stay in the tree, which the record now owns. */
+		v = json_object_get(root, "prefix");
+		if (!json_is_string(v)) {
+			w2j_error(err, errlen, &c, "M record without \"prefix\"");
+			goto fail;
+		}
+		rec->msg_prefix.ptr = json_string_value(v);
+		rec->msg_prefix.len = json_string_length(v);
+		v = json_object_get(root, "content");
+		if (!json_is_string(v)) {
+			w2j_error(err, errlen, &c, "M record without \"content\"");
+			goto fail;
+		}
+		rec->msg_content.ptr = json_string_value(v);
+		rec->msg_content.len = json_string_length(v);
+		rec->transactional = json_is_true(json_object_get(root, "transactional"));
+		rec->kind = W2J_MESSAGE;
+		rec->root_ = root;
+		return 0;
 	default:
-		/* U, D, T, M and whatever later versions add. */
+		/* U, D, T and whatever later versions add. */
 		rec->kind = W2J_SKIP;
 		json_decref(root);
 		return 0;

@@ -54,6 +54,7 @@ write_conf() {
 pg.conninfo = host=127.0.0.1 port=$PGPORT_B dbname=bench user=postgres
 kafka.bootstrap.servers = $BROKERS
 slot.name = bench_relay
+http.listen = 127.0.0.1:0
 status.interval.ms = 1000
 stats.interval.ms = 250
 CONF

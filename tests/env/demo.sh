@@ -27,6 +27,7 @@ source tests/env/lib.sh
 
 pgport=${DEMO_PGPORT:-55440}
 kport=${DEMO_KAFKA_PORT:-19140}
+httpport=${DEMO_HTTP_PORT:-18140}
 wait_secs=${DEMO_WAIT:-30}
 relay_bin=${RELAY_BIN:-build/outbox-relay}
 db=outbox
@@ -80,6 +81,10 @@ cat >"$cfg" <<EOF
 pg.conninfo = host=127.0.0.1 port=$pgport dbname=$db user=postgres
 kafka.bootstrap.servers = $brokers
 slot.name = $slot
+status.interval.ms = 1000
+http.listen = 127.0.0.1:$httpport
+heartbeat.interval.ms = 5000
+watchdog.interval.ms = 2000
 EOF
 
 step "Starting $relay_bin --config $cfg (log: $relay_log)"
@@ -252,6 +257,26 @@ else
 fi
 
 # ------------------------------------------------------------ stop
+step "Slot health from the relay's endpoint (http://127.0.0.1:$httpport)"
+sleep 2 # one watchdog sample after the last write
+for path in readyz metrics; do
+	code=$(curl -s -o "$dir/$path.out" -w '%{http_code}' "http://127.0.0.1:$httpport/$path" || true)
+	echo "    GET /$path -> $code"
+done
+sed 's/^/    /' "$dir/readyz.out"
+grep -E '^outbox_relay_(events_published_total|slot_retained_wal_bytes|slot_confirmed_lag_bytes|health_state|heartbeats_total) ' \
+	"$dir/metrics.out" | sed 's/^/    /' || true
+curl -s "http://127.0.0.1:$httpport/slot?pretty=1" >"$dir/slot.json" || true
+python3 - "$dir/slot.json" <<'PY' || true
+import json, sys
+s = json.load(open(sys.argv[1]))
+srv, rel = s.get("server") or {}, s["relay"]
+print(f"    /slot: state={s['state']} wal_status={srv.get('wal_status')} "
+      f"retained={srv.get('retained_wal_bytes')} B confirmed_lag={srv.get('confirmed_lag_bytes')} B "
+      f"published={rel['events_published']} confirmed={rel['confirmed_lsn']} "
+      f"heartbeat_rtt={rel.get('heartbeat_rtt_seconds')} s")
+PY
+
 step "Stopping the relay with SIGTERM"
 kill -TERM "$relay_pid" 2>/dev/null || true
 for ((i = 0; i < 30 * 10; i++)); do

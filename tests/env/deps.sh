@@ -27,6 +27,7 @@ packages=(
 	postgresql-15
 	postgresql-15-wal2json
 	kcat
+	curl
 )
 
 # Tools that may come from elsewhere than a Debian package (a JDK in /opt,

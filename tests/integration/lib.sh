@@ -281,6 +281,8 @@ it_write_config() {
 		echo "pg.conninfo = $(it_conninfo "$db")"
 		echo "kafka.bootstrap.servers = $KAFKA_BROKERS"
 		echo "slot.name = $slot"
+		# Several relays run at once in some tests: a free port each.
+		echo "http.listen = 127.0.0.1:0"
 		for kv in "$@"; do
 			echo "${kv%%=*} = ${kv#*=}"
 		done

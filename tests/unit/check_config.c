@@ -208,6 +208,19 @@ START_TEST(test_validate_safety)
 	ck_assert_int_eq(cfg_validate(&cfg, err, sizeof(err)), -1);
 	cfg_free(&cfg);
 
+	base_cfg(&cfg);
+	ck_assert_int_eq(cfg_set_flag(&cfg, "http.listen=localhost", err, sizeof(err)), 0);
+	ck_assert_int_eq(cfg_validate(&cfg, err, sizeof(err)), -1);
+	ck_assert_ptr_nonnull(strstr(err, "http.listen"));
+	ck_assert_int_eq(cfg_set_flag(&cfg, "http.listen=[::1]:0", err, sizeof(err)), 0);
+	ck_assert_int_eq(cfg_validate(&cfg, err, sizeof(err)), 0);
+	ck_assert_int_eq(cfg_set_flag(&cfg, "http.listen=", err, sizeof(err)), 0);
+	ck_assert_int_eq(cfg_validate(&cfg, err, sizeof(err)), 0);
+	ck_assert_int_eq(cfg_set_flag(&cfg, "alert.webhook.url=ftp://x", err, sizeof(err)), 0);
+	ck_assert_int_eq(cfg_validate(&cfg, err, sizeof(err)), -1);
+	ck_assert_ptr_nonnull(strstr(err, "alert.webhook.url"));
+	cfg_free(&cfg);
+
 	cfg_init(&cfg);
 	ck_assert_int_eq(cfg_validate(&cfg, err, sizeof(err)), -1);
 	ck_assert_str_eq(err, "pg.conninfo is required");
@@ -230,16 +243,40 @@ START_TEST(test_print_redacts)
 	                              err, sizeof(err)), 0);
 	ck_assert_int_eq(cfg_set_flag(&cfg, "kafka.sasl.password=hunter3", err,
 	                              sizeof(err)), 0);
+	ck_assert_int_eq(cfg_set_flag(&cfg, "alert.webhook.url=https://hooks/T0k3n",
+	                              err, sizeof(err)), 0);
 	cfg_print(&cfg, f);
 	fclose(f);
 	ck_assert_ptr_null(strstr(buf, "hunter2"));
 	ck_assert_ptr_null(strstr(buf, "hunter3"));
+	ck_assert_ptr_null(strstr(buf, "T0k3n"));
 	ck_assert_ptr_nonnull(strstr(buf, "pg.conninfo = <redacted> # flag"));
 	ck_assert_ptr_nonnull(strstr(buf, "kafka.sasl.password = <redacted> # flag"));
 	ck_assert_ptr_nonnull(strstr(buf, "slot.name = outbox_relay # default"));
 	ck_assert_ptr_nonnull(strstr(buf, "kafka.bootstrap.servers = 127.0.0.1:1 # flag"));
 	free(buf);
 	cfg_free(&cfg);
+}
+END_TEST
+
+START_TEST(test_listen_parse)
+{
+	char host[64];
+	int port = -1;
+
+	ck_assert_int_eq(cfg_listen_parse("127.0.0.1:8080", host, sizeof(host), &port), 0);
+	ck_assert_str_eq(host, "127.0.0.1");
+	ck_assert_int_eq(port, 8080);
+	ck_assert_int_eq(cfg_listen_parse("[::1]:0", host, sizeof(host), &port), 0);
+	ck_assert_str_eq(host, "::1");
+	ck_assert_int_eq(port, 0);
+	ck_assert_int_eq(cfg_listen_parse("::1:80", NULL, 0, NULL), -1);
+	ck_assert_int_eq(cfg_listen_parse("127.0.0.1", NULL, 0, NULL), -1);
+	ck_assert_int_eq(cfg_listen_parse("127.0.0.1:", NULL, 0, NULL), -1);
+	ck_assert_int_eq(cfg_listen_parse(":80", NULL, 0, NULL), -1);
+	ck_assert_int_eq(cfg_listen_parse("h:65536", NULL, 0, NULL), -1);
+	ck_assert_int_eq(cfg_listen_parse("h:8x", NULL, 0, NULL), -1);
+	ck_assert_int_eq(cfg_listen_parse("[::1]80", NULL, 0, NULL), -1);
 }
 END_TEST
 
@@ -255,6 +292,7 @@ Suite *config_suite(void)
 	tcase_add_test(tc, test_env_errors);
 	tcase_add_test(tc, test_validate_safety);
 	tcase_add_test(tc, test_print_redacts);
+	tcase_add_test(tc, test_listen_parse);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -15,6 +15,9 @@ Suite *lsn_tracker_suite(void);
 Suite *config_suite(void);
 Suite *repl_suite(void);
 Suite *hist_suite(void);
+Suite *health_suite(void);
+Suite *http_suite(void);
+Suite *alert_suite(void);
 
 int main(void)
 {
@@ -27,6 +30,9 @@ int main(void)
 	srunner_add_suite(sr, config_suite());
 	srunner_add_suite(sr, repl_suite());
 	srunner_add_suite(sr, hist_suite());
+	srunner_add_suite(sr, health_suite());
+	srunner_add_suite(sr, http_suite());
+	srunner_add_suite(sr, alert_suite());
 
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);

@@ -14,7 +14,7 @@ static const struct w2j_spec spec_default = {
 START_TEST(test_command_default)
 {
 	char cmd[1024];
-	int n = repl_start_command("outbox_relay", &spec_default, cmd, sizeof(cmd));
+	int n = repl_start_command("outbox_relay", &spec_default, NULL, cmd, sizeof(cmd));
 
 	ck_assert_int_eq(n, (int)strlen(cmd));
 	/* Always from the slot's own position: 0/0 means "where the slot is". */
@@ -35,19 +35,36 @@ START_TEST(test_command_escapes_table)
 	/* wal2json wants the name unquoted with backslash escapes; the SQL
 	 * literal around it doubles single quotes. */
 	spec.table = "O'ut box";
-	ck_assert_int_gt(repl_start_command("s", &spec, cmd, sizeof(cmd)), 0);
+	ck_assert_int_gt(repl_start_command("s", &spec, NULL, cmd, sizeof(cmd)), 0);
 	ck_assert_ptr_nonnull(strstr(cmd, "\"add-tables\" 'public.O\\''ut\\ box')"));
 	spec.table = "Outbox";
-	ck_assert_int_gt(repl_start_command("s", &spec, cmd, sizeof(cmd)), 0);
+	ck_assert_int_gt(repl_start_command("s", &spec, NULL, cmd, sizeof(cmd)), 0);
 	ck_assert_ptr_nonnull(strstr(cmd, "\"add-tables\" 'public.Outbox')"));
+}
+END_TEST
+
+START_TEST(test_command_msg_prefixes)
+{
+	char cmd[1024];
+
+	/* Heartbeats on: only the relay's own messages are decoded. */
+	ck_assert_int_gt(repl_start_command("s", &spec_default,
+	                                    "outbox-relay-heartbeat", cmd,
+	                                    sizeof(cmd)), 0);
+	ck_assert_ptr_nonnull(strstr(cmd, "\"add-tables\" 'public.outbox', "
+	                                  "\"add-msg-prefixes\" "
+	                                  "'outbox-relay-heartbeat')"));
+	ck_assert_int_gt(repl_start_command("s", &spec_default, "", cmd,
+	                                    sizeof(cmd)), 0);
+	ck_assert_ptr_null(strstr(cmd, "add-msg-prefixes"));
 }
 END_TEST
 
 START_TEST(test_command_too_small)
 {
 	char cmd[64];
-	ck_assert_int_eq(repl_start_command("outbox_relay", &spec_default, cmd,
-	                                    sizeof(cmd)), -1);
+	ck_assert_int_eq(repl_start_command("outbox_relay", &spec_default, NULL,
+	                                    cmd, sizeof(cmd)), -1);
 }
 END_TEST
 
@@ -57,6 +74,7 @@ Suite *repl_suite(void)
 	TCase *tc = tcase_create("command");
 	tcase_add_test(tc, test_command_default);
 	tcase_add_test(tc, test_command_escapes_table);
+	tcase_add_test(tc, test_command_msg_prefixes);
 	tcase_add_test(tc, test_command_too_small);
 	suite_add_tcase(s, tc);
 	return s;

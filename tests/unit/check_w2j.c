@@ -182,8 +182,13 @@ static void fx_decode(struct fx *f, const struct w2j_spec *spec)
 			r->route = dup_str(&rec.route);
 			r->payload = dup_str(&rec.payload);
 			r->payload_len = rec.payload.len;
+		} else if (rec.kind == W2J_MESSAGE) {
+			/* Messages keep their tree for prefix and content. */
+			ck_assert_ptr_nonnull(rec.root_);
+			ck_assert_ptr_nonnull(rec.msg_prefix.ptr);
+			ck_assert_ptr_nonnull(rec.msg_content.ptr);
 		} else {
-			/* Only events keep the JSON tree. */
+			/* Only events and messages keep the JSON tree. */
 			ck_assert_ptr_null(rec.root_);
 		}
 		w2j_record_clear(&rec);
@@ -304,6 +309,9 @@ static struct shape check_pairs(const struct fx *f)
 			ck_assert_int_eq(r->ts, b->ts);
 			s.events++;
 			break;
+		case W2J_MESSAGE:
+			ck_assert_int_eq(r->action, 'M');
+			/* fall through: for these counts a message is a skip */
 		case W2J_SKIP:
 			ck_assert_int_ne(r->action, 'B');
 			ck_assert_int_ne(r->action, 'C');
@@ -461,6 +469,9 @@ START_TEST(test_outbox_null_columns)
 		assert_error_names_position(e);
 		ck_assert_msg(strstr(e->err, "public.outbox") != NULL, "%s",
 		              e->err);
+		/* The id is read first, so the message can name the event. */
+		ck_assert_msg(strstr(e->err, "(event id 00000000-0000-4000-8000-") !=
+		                      NULL, "%s", e->err);
 		if (nerr == 0)
 			ck_assert_msg(strstr(e->err, "column \"payload\" is NULL") !=
 			                      NULL, "%s", e->err);
@@ -496,8 +507,10 @@ START_TEST(test_all_changes_skips)
 	assert_outbox_events(&f);
 	for (size_t i = 0; i < f.n; i++) {
 		const struct res *r = &f.res[i];
-		if (r->rc != 0 || r->kind != W2J_SKIP)
+		if (r->rc != 0 || (r->kind != W2J_SKIP && r->kind != W2J_MESSAGE))
 			continue;
+		/* Messages are their own kind; every other action is a skip. */
+		ck_assert_int_eq(r->kind == W2J_MESSAGE, r->action == 'M');
 		switch (r->action) {
 		case 'U': u++; break;
 		case 'D': d++; break;
@@ -841,7 +854,41 @@ START_TEST(test_bad_action)
 	expect_kind("{\"action\":\"M\",\"xid\":null,\"timestamp\":null,"
 	            "\"lsn\":\"0/1\",\"transactional\":false,\"prefix\":\"p\","
 	            "\"content\":\"c\"}",
-	            W2J_SKIP);
+	            W2J_MESSAGE);
+}
+END_TEST
+
+/* Logical decoding messages carry the relay's heartbeats: prefix and
+ * content come back unescaped, and the transactional flag is kept. */
+START_TEST(test_message_records)
+{
+	struct w2j_record rec;
+	char err[512] = "";
+
+	ck_assert_int_eq(dec("{\"action\":\"M\",\"xid\":null,\"timestamp\":null,"
+	                     "\"lsn\":\"0/CCC4E48\",\"transactional\":false,"
+	                     "\"prefix\":\"outbox-relay-heartbeat\","
+	                     "\"content\":\"17\\u00fc\"}", &rec, err, sizeof(err)), 0);
+	ck_assert_int_eq(rec.kind, W2J_MESSAGE);
+	ck_assert(!rec.transactional);
+	ck_assert_uint_eq(rec.lsn, 0xCCC4E48);
+	ck_assert_int_eq(rec.xid, -1);
+	ck_assert_str_eq(rec.msg_prefix.ptr, "outbox-relay-heartbeat");
+	ck_assert_str_eq(rec.msg_content.ptr, "17\xc3\xbc");
+	ck_assert_uint_eq(rec.msg_content.len, 4);
+	w2j_record_clear(&rec);
+
+	ck_assert_int_eq(dec("{\"action\":\"M\",\"xid\":4745,\"lsn\":\"0/1\","
+	                     "\"transactional\":true,\"prefix\":\"outbox\","
+	                     "\"content\":\"{}\"}", &rec, err, sizeof(err)), 0);
+	ck_assert(rec.transactional);
+	ck_assert_int_eq(rec.xid, 4745);
+	w2j_record_clear(&rec);
+
+	expect_error("{\"action\":\"M\",\"lsn\":\"0/1\",\"content\":\"c\"}",
+	             "M record without \"prefix\"");
+	expect_error("{\"action\":\"M\",\"lsn\":\"0/1\",\"prefix\":\"p\"}",
+	             "M record without \"content\"");
 }
 END_TEST
 
@@ -927,8 +974,8 @@ START_TEST(test_event_columns)
 	char err[512];
 
 	expect_error(ROW(GOOD_ID "," GOOD_KEY "," GOOD_TYPE "," GOOD_ROUTE),
-	             "column \"payload\" is missing in public.outbox (LSN 0/AB, "
-	             "xid 77)");
+	             "column \"payload\" is missing in public.outbox (event id "
+	             "u-1, LSN 0/AB, xid 77)");
 	expect_error(ROW(GOOD_KEY "," GOOD_TYPE "," GOOD_ROUTE "," GOOD_PAYLOAD),
 	             "column \"id\" is missing");
 	/* The type column may be NULL but must exist. */
@@ -1311,8 +1358,13 @@ static void assert_same_record(const struct w2j_record *a,
 	assert_same_str(&a->type, &b->type, "type", line, len);
 	assert_same_str(&a->route, &b->route, "route", line, len);
 	assert_same_str(&a->payload, &b->payload, "payload", line, len);
-	/* Only events own something; the others are done with right away. */
-	ck_assert((a->root_ != NULL) == (a->kind == W2J_EVENT));
+	assert_same_str(&a->msg_prefix, &b->msg_prefix, "msg_prefix", line, len);
+	assert_same_str(&a->msg_content, &b->msg_content, "msg_content", line, len);
+	ck_assert_int_eq(a->transactional, b->transactional);
+	/* Only events and messages own something; the others are done with
+	 * right away. */
+	ck_assert((a->root_ != NULL) ==
+	          (a->kind == W2J_EVENT || a->kind == W2J_MESSAGE));
 }
 
 /* Decodes line with spec three ways, w2j_decode(), jansson alone and the
@@ -2120,6 +2172,7 @@ Suite *w2j_suite(void)
 	tcase_add_test(golden, test_outbox_unicode_and_escapes);
 	tcase_add_test(golden, test_outbox_null_columns);
 	tcase_add_test(golden, test_all_changes_skips);
+	tcase_add_test(golden, test_message_records);
 	tcase_add_test(golden, test_timestamps_agree_across_time_zones);
 	tcase_add_test(golden, test_orders_numeric_payload_refused);
 	tcase_add_test(golden, test_prisma_case_sensitive);

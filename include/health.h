@@ -1,0 +1,143 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* health.h -- slot health: the figures, the thresholds, the states, and
+ * their renderings for the HTTP endpoint (/slot JSON, /metrics text).
+ *
+ * Pure: every function here works on values passed in; nothing does I/O.
+ * The relay loop fills a struct health_snapshot, the HTTP thread renders
+ * a copy of it. */
+#ifndef RELAY_HEALTH_H
+#define RELAY_HEALTH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common.h"
+#include "hist.h"
+
+enum health_state { HEALTH_OK = 0, HEALTH_WARN, HEALTH_CRITICAL, HEALTH_FATAL };
+
+/* "ok", "warn", "critical", "fatal". */
+const char *health_state_name(enum health_state s);
+
+/* One watchdog sample of the slot and the server (non-replication
+ * connection). Byte counts are -1 when unknown (SQL NULL). */
+struct slot_figures {
+	bool valid;                 /* at least one sample was taken */
+	bool slot_exists;
+	int64_t sampled_at_us;      /* wall clock of the sample */
+	bool active;
+	int active_pid;
+	uint64_t restart_lsn;
+	uint64_t confirmed_flush_lsn;
+	uint64_t current_lsn;       /* pg_current_wal_lsn() */
+	char wal_status[16];        /* reserved, extended, unreserved, lost or "" */
+	int64_t safe_wal_size;      /* bytes; -1 when NULL */
+	int64_t max_slot_wal_keep_size; /* bytes; -1 when unlimited */
+	int64_t retained_bytes;     /* current - restart_lsn */
+	int64_t confirmed_lag_bytes;/* current - confirmed_flush_lsn */
+	/* pg_stat_replication_slots */
+	int64_t spill_txns, spill_count, spill_bytes;
+	int64_t stream_txns, stream_count, stream_bytes;
+	int64_t total_txns, total_bytes;
+	/* Oldest transaction with an xid (pins restart_lsn); pid 0 if none. */
+	int oldest_xact_pid;
+	int64_t oldest_xact_age;    /* age(backend_xid), in transactions */
+	double oldest_xact_seconds; /* now() - xact_start */
+};
+
+/* What the relay loop knows about itself. */
+struct relay_figures {
+	char state[24];             /* connecting, backoff, standby, streaming,
+	                             * stopping, fail-stopped */
+	char reason[256];           /* why not streaming; "" when streaming */
+	bool kafka_up;
+	uint64_t received_lsn;
+	uint64_t confirmable_lsn;   /* watermark: acked prefix */
+	uint64_t confirmed_lsn;     /* last flush LSN sent */
+	uint64_t events_received;
+	uint64_t events_published;  /* acked by Kafka */
+	uint64_t events_failed;
+	uint64_t bytes_published;
+	uint64_t inflight_events;
+	uint64_t inflight_bytes;
+	int64_t last_ack_us;        /* wall clock; 0 never */
+	int64_t last_confirm_us;    /* wall clock of the last confirm that moved */
+	int64_t oldest_pending_commit_us; /* commit time of the oldest event
+	                             * received and not acked; 0 when none */
+	uint64_t reconnects;
+	uint64_t producer_errors;
+	int64_t heartbeat_rtt_us;   /* last heartbeat round trip; -1 none */
+	uint64_t heartbeats_seen;
+	int64_t broker_rtt_us;      /* librdkafka statistics; -1 unknown */
+	int64_t kafka_queue_msgs;   /* librdkafka statistics; -1 unknown */
+	struct hist latency;        /* commit -> ack, µs */
+};
+
+struct health_thresholds {
+	int64_t retained_warn_bytes;
+	int64_t retained_critical_bytes;
+	int64_t lag_warn_bytes;
+	int64_t lag_critical_bytes;
+	int64_t outbox_lag_warn_s;
+	int64_t outbox_lag_critical_s;
+	int64_t eta_warn_s;
+	int64_t eta_critical_s;
+	int64_t wal_budget_bytes;   /* used for the ETA when max_slot_wal_keep_size
+	                             * is unlimited; 0 = no budget */
+};
+
+/* Retained-WAL growth over a sliding window of samples. */
+#define HEALTH_WINDOW_MAX 64
+struct health_window {
+	int64_t t_us[HEALTH_WINDOW_MAX];
+	int64_t bytes[HEALTH_WINDOW_MAX];
+	size_t head, len;
+	int64_t span_us;            /* samples older than this are dropped */
+};
+
+void health_window_init(struct health_window *w, int64_t span_us);
+void health_window_add(struct health_window *w, int64_t t_us, int64_t bytes);
+/* Bytes per second from the oldest to the newest sample; 0 with fewer
+ * than two samples or a shrinking slot. */
+double health_window_rate(const struct health_window *w);
+
+struct health_eval {
+	enum health_state state;
+	char reasons[512];          /* "; "-separated, "" when ok */
+	double growth_bytes_per_s;
+	double eta_seconds;         /* until the slot is lost or the budget is
+	                             * used up; -1 when not growing or unknown */
+	double outbox_lag_seconds;  /* age of the oldest unacked event */
+	double since_confirm_seconds; /* while events are pending; else 0 */
+};
+
+/* Computes state and reasons. now_us is wall clock. */
+void health_evaluate(const struct slot_figures *sf,
+                     const struct relay_figures *rf,
+                     const struct health_thresholds *th,
+                     double growth_bytes_per_s, int64_t now_us,
+                     struct health_eval *out);
+
+/* Everything the endpoint shows; the HTTP thread renders a copy. */
+struct health_snapshot {
+	char slot_name[64];
+	struct slot_figures slot;
+	struct relay_figures relay;
+	struct health_thresholds thresholds;
+	struct health_eval eval;
+	int64_t now_us;             /* wall clock when the snapshot was made */
+	/* Metric label values, low cardinality: the topics seen so far. */
+	char topics[16][128];
+	uint64_t topic_events[16];
+	size_t ntopics;
+};
+
+/* /slot body. Returns a malloc'd NUL-terminated string (caller frees). */
+char *health_render_slot_json(const struct health_snapshot *s, bool pretty);
+
+/* /metrics body, Prometheus text format 0.0.4, prefix outbox_relay_.
+ * Returns a malloc'd string (caller frees). */
+char *health_render_metrics(const struct health_snapshot *s);
+
+#endif

@@ -1,0 +1,312 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* watchdog.c -- slot sampling and heartbeats on a thread of their own.
+ *
+ * One ordinary (non-replication) connection, one query per sample that
+ * returns every figure in a single row, and optional heartbeats written
+ * with pg_logical_emit_message() so that an idle database on a busy
+ * cluster still gives the slot something to move past. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <libpq-fe.h>
+
+#include "log.h"
+#include "watchdog.h"
+
+#define WD_CONNECT_TIMEOUT "5"
+#define WD_STATEMENT_TIMEOUT_MS 5000
+
+const char wd_sample_sql[] =
+	"SELECT s.slot_name IS NOT NULL, coalesce(s.active, false), "
+	"coalesce(s.active_pid, 0), coalesce(s.restart_lsn::text, ''), "
+	"coalesce(s.confirmed_flush_lsn::text, ''), coalesce(s.wal_status, ''), "
+	"coalesce(s.safe_wal_size, -1), pg_current_wal_lsn()::text, "
+	"coalesce(pg_wal_lsn_diff(pg_current_wal_lsn(), s.restart_lsn)::bigint, -1), "
+	"coalesce(pg_wal_lsn_diff(pg_current_wal_lsn(), s.confirmed_flush_lsn)::bigint, -1), "
+	"(SELECT CASE WHEN setting::bigint < 0 THEN -1 "
+	"        ELSE setting::bigint * 1024 * 1024 END "
+	"   FROM pg_catalog.pg_settings WHERE name = 'max_slot_wal_keep_size'), "
+	"coalesce(st.spill_txns, 0), coalesce(st.spill_count, 0), "
+	"coalesce(st.spill_bytes, 0), coalesce(st.stream_txns, 0), "
+	"coalesce(st.stream_count, 0), coalesce(st.stream_bytes, 0), "
+	"coalesce(st.total_txns, 0), coalesce(st.total_bytes, 0), "
+	"coalesce(x.pid, 0), coalesce(x.xage, 0), coalesce(x.secs, 0) "
+	"FROM (SELECT 1) AS one "
+	"LEFT JOIN pg_catalog.pg_replication_slots s ON s.slot_name = $1 "
+	"LEFT JOIN pg_catalog.pg_stat_replication_slots st "
+	"       ON st.slot_name = s.slot_name "
+	"LEFT JOIN LATERAL (SELECT a.pid, age(a.backend_xid) AS xage, "
+	"       extract(epoch FROM now() - a.xact_start)::float8 AS secs "
+	"     FROM pg_catalog.pg_stat_activity a WHERE a.backend_xid IS NOT NULL "
+	"     ORDER BY age(a.backend_xid) DESC LIMIT 1) x ON true";
+
+struct watchdog {
+	struct wd_options opt;      /* strings copied */
+	pthread_t thread;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool stop;                  /* under mu */
+	uint64_t seq;               /* under mu */
+	struct slot_figures figs;   /* under mu */
+	char last_err[512];         /* under mu */
+	PGconn *conn;               /* thread only */
+};
+
+static void set_last_error(struct watchdog *w, const char *fmt, ...)
+	RELAY_PRINTF(2, 3);
+
+static void set_last_error(struct watchdog *w, const char *fmt, ...)
+{
+	char buf[512];
+	va_list ap;
+	size_t n;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	n = strlen(buf);
+	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
+		buf[--n] = '\0';
+	pthread_mutex_lock(&w->mu);
+	if (strcmp(buf, w->last_err) != 0 && buf[0] != '\0')
+		log_warn("watchdog: %s", buf); /* once per distinct error */
+	snprintf(w->last_err, sizeof(w->last_err), "%s", buf);
+	pthread_mutex_unlock(&w->mu);
+}
+
+static bool wd_connect(struct watchdog *w)
+{
+	const char *kw[] = { "dbname", "application_name", "connect_timeout",
+		                 "options", NULL };
+	const char *val[] = { w->opt.conninfo, "outbox-relay-watchdog",
+		                  WD_CONNECT_TIMEOUT,
+		                  "-c statement_timeout=5000 -c lock_timeout=1000", NULL };
+
+	w->conn = PQconnectdbParams(kw, val, 1);
+	if (PQstatus(w->conn) != CONNECTION_OK) {
+		set_last_error(w, "could not connect: %s", PQerrorMessage(w->conn));
+		PQfinish(w->conn);
+		w->conn = NULL;
+		return false;
+	}
+	return true;
+}
+
+static int64_t col_i64(PGresult *res, int c)
+{
+	return strtoll(PQgetvalue(res, 0, c), NULL, 10);
+}
+
+static uint64_t col_lsn(PGresult *res, int c)
+{
+	const char *v = PQgetvalue(res, 0, c);
+	uint64_t lsn = 0;
+	if (lsn_parse(v, strlen(v), &lsn) < 0)
+		return 0;
+	return lsn;
+}
+
+static void sample(struct watchdog *w)
+{
+	const char *params[1] = { w->opt.slot };
+	struct slot_figures f;
+	PGresult *res;
+
+	res = PQexecParams(w->conn, wd_sample_sql, 1, NULL, params, NULL, NULL, 0);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1 ||
+	    PQnfields(res) != 22) {
+		set_last_error(w, "sample query failed: %s", PQerrorMessage(w->conn));
+		PQclear(res);
+		if (PQstatus(w->conn) != CONNECTION_OK) {
+			PQfinish(w->conn);
+			w->conn = NULL;
+		}
+		return;
+	}
+	memset(&f, 0, sizeof(f));
+	f.valid = true;
+	f.sampled_at_us = now_wall_us();
+	f.slot_exists = strcmp(PQgetvalue(res, 0, 0), "t") == 0;
+	f.active = strcmp(PQgetvalue(res, 0, 1), "t") == 0;
+	f.active_pid = (int)col_i64(res, 2);
+	f.restart_lsn = col_lsn(res, 3);
+	f.confirmed_flush_lsn = col_lsn(res, 4);
+	snprintf(f.wal_status, sizeof(f.wal_status), "%s", PQgetvalue(res, 0, 5));
+	f.safe_wal_size = col_i64(res, 6);
+	f.current_lsn = col_lsn(res, 7);
+	f.retained_bytes = col_i64(res, 8);
+	f.confirmed_lag_bytes = col_i64(res, 9);
+	f.max_slot_wal_keep_size = PQgetisnull(res, 0, 10) ? -1 : col_i64(res, 10);
+	f.spill_txns = col_i64(res, 11);
+	f.spill_count = col_i64(res, 12);
+	f.spill_bytes = col_i64(res, 13);
+	f.stream_txns = col_i64(res, 14);
+	f.stream_count = col_i64(res, 15);
+	f.stream_bytes = col_i64(res, 16);
+	f.total_txns = col_i64(res, 17);
+	f.total_bytes = col_i64(res, 18);
+	f.oldest_xact_pid = (int)col_i64(res, 19);
+	f.oldest_xact_age = col_i64(res, 20);
+	f.oldest_xact_seconds = strtod(PQgetvalue(res, 0, 21), NULL);
+	PQclear(res);
+
+	pthread_mutex_lock(&w->mu);
+	w->figs = f;
+	w->seq++;
+	w->last_err[0] = '\0';
+	pthread_mutex_unlock(&w->mu);
+}
+
+/* Non-transactional, so it is decoded at once and needs no commit; its
+ * content is the wall clock at sending, for the round-trip figure. */
+static void heartbeat(struct watchdog *w)
+{
+	char content[32];
+	const char *params[2] = { w->opt.heartbeat_prefix, content };
+	PGresult *res;
+
+	snprintf(content, sizeof(content), "%lld", (long long)now_wall_us());
+	res = PQexecParams(w->conn,
+	                   "SELECT pg_catalog.pg_logical_emit_message(false, $1, $2)",
+	                   2, NULL, params, NULL, NULL, 0);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK)
+		set_last_error(w, "heartbeat failed: %s", PQerrorMessage(w->conn));
+	PQclear(res);
+	if (w->opt.heartbeat_query != NULL && w->opt.heartbeat_query[0] != '\0') {
+		res = PQexec(w->conn, w->opt.heartbeat_query);
+		if (PQresultStatus(res) != PGRES_TUPLES_OK &&
+		    PQresultStatus(res) != PGRES_COMMAND_OK)
+			set_last_error(w, "heartbeat.action.query failed: %s",
+			               PQerrorMessage(w->conn));
+		PQclear(res);
+	}
+	if (PQstatus(w->conn) != CONNECTION_OK) {
+		PQfinish(w->conn);
+		w->conn = NULL;
+	}
+}
+
+/* Sleeps until deadline (monotonic µs) or stop. Returns false on stop. */
+static bool wait_until(struct watchdog *w, int64_t deadline)
+{
+	bool go = true;
+
+	pthread_mutex_lock(&w->mu);
+	while (!w->stop) {
+		int64_t now = now_mono_us();
+		struct timespec ts;
+		if (now >= deadline)
+			break;
+		/* The condition variable runs on CLOCK_MONOTONIC (see wd_start). */
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		int64_t wake = (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000 +
+		               (deadline - now);
+		ts.tv_sec = wake / 1000000;
+		ts.tv_nsec = (wake % 1000000) * 1000;
+		pthread_cond_timedwait(&w->cv, &w->mu, &ts);
+	}
+	go = !w->stop;
+	pthread_mutex_unlock(&w->mu);
+	return go;
+}
+
+static void *wd_main(void *arg)
+{
+	struct watchdog *w = arg;
+	int64_t next_sample = now_mono_us();
+	int64_t next_beat = w->opt.heartbeat_ms > 0 ? next_sample : INT64_MAX;
+
+	for (;;) {
+		int64_t next = next_sample < next_beat ? next_sample : next_beat;
+		int64_t now;
+
+		if (!wait_until(w, next))
+			break;
+		if (w->conn == NULL && !wd_connect(w)) {
+			/* Retry at the next period; the error is in last_err. */
+			next_sample = now_mono_us() + w->opt.interval_ms * 1000;
+			continue;
+		}
+		now = now_mono_us();
+		if (now >= next_beat) {
+			heartbeat(w);
+			next_beat = now + w->opt.heartbeat_ms * 1000;
+		}
+		if (w->conn != NULL && now >= next_sample) {
+			sample(w);
+			next_sample = now + w->opt.interval_ms * 1000;
+		}
+	}
+	PQfinish(w->conn);
+	w->conn = NULL;
+	return NULL;
+}
+
+struct watchdog *wd_start(const struct wd_options *opt, char *err,
+                          size_t errlen)
+{
+	struct watchdog *w = xcalloc(1, sizeof(*w));
+	pthread_condattr_t ca;
+	int rc;
+
+	w->opt = *opt;
+	w->opt.conninfo = opt->conninfo; /* borrowed, see header */
+	w->opt.slot = xstrdup(opt->slot);
+	w->opt.heartbeat_prefix = xstrdup(opt->heartbeat_prefix ? opt->heartbeat_prefix : "");
+	w->opt.heartbeat_query = xstrdup(opt->heartbeat_query ? opt->heartbeat_query : "");
+	pthread_mutex_init(&w->mu, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&w->cv, &ca);
+	pthread_condattr_destroy(&ca);
+	rc = pthread_create(&w->thread, NULL, wd_main, w);
+	if (rc != 0) {
+		snprintf(err, errlen, "watchdog thread: %s", strerror(rc));
+		free((char *)w->opt.slot);
+		free((char *)w->opt.heartbeat_prefix);
+		free((char *)w->opt.heartbeat_query);
+		free(w);
+		return NULL;
+	}
+	return w;
+}
+
+uint64_t wd_figures(struct watchdog *w, struct slot_figures *out)
+{
+	uint64_t seq;
+
+	pthread_mutex_lock(&w->mu);
+	*out = w->figs;
+	seq = w->seq;
+	pthread_mutex_unlock(&w->mu);
+	return seq;
+}
+
+void wd_last_error(struct watchdog *w, char *out, size_t outlen)
+{
+	pthread_mutex_lock(&w->mu);
+	snprintf(out, outlen, "%s", w->last_err);
+	pthread_mutex_unlock(&w->mu);
+}
+
+void wd_stop(struct watchdog *w)
+{
+	if (w == NULL)
+		return;
+	pthread_mutex_lock(&w->mu);
+	w->stop = true;
+	pthread_cond_signal(&w->cv);
+	pthread_mutex_unlock(&w->mu);
+	pthread_join(w->thread, NULL);
+	pthread_cond_destroy(&w->cv);
+	pthread_mutex_destroy(&w->mu);
+	free((char *)w->opt.slot);
+	free((char *)w->opt.heartbeat_prefix);
+	free((char *)w->opt.heartbeat_query);
+	free(w);
+}

@@ -1,0 +1,966 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* check_http.c -- the health endpoint over real sockets on 127.0.0.1,
+ * with libcurl as the client (raw sockets where a request is too broken
+ * for curl to send): routes, codes, bodies, content types, methods, and
+ * the limits of libmicrohttpd 0.9.75 (431 for oversized headers, 414 for
+ * an oversized request line). */
+#include <check.h>
+#include <dirent.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+#include <jansson.h>
+
+#include "http.h"
+
+/* Time bounds stretch under valgrind, which runs threads one at a time
+ * and many times slower. */
+#if defined(__has_include)
+#if __has_include(<valgrind/valgrind.h>)
+#include <valgrind/valgrind.h>
+#define TIME_SCALE (RUNNING_ON_VALGRIND ? 20 : 1)
+#endif
+#endif
+#ifndef TIME_SCALE
+#define TIME_SCALE 1
+#endif
+
+#define CT_TEXT "text/plain; charset=utf-8"
+#define CT_JSON "application/json"
+#define CT_METRICS "text/plain; version=0.0.4; charset=utf-8"
+
+static struct http_server *srv;
+static int port;
+
+struct resp {
+	CURLcode rc;
+	long code;
+	char *body;
+	size_t len;
+	char ctype[160];
+	char allow[64];
+	long clen;              /* Content-Length header; -1 when absent */
+};
+
+static void setup(void)
+{
+	/* Requests to 127.0.0.1 must never go through a proxy. */
+	setenv("NO_PROXY", "*", 1);
+	setenv("no_proxy", "*", 1);
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	srv = NULL;
+}
+
+static void publisher_stop(void);
+static void capture_reset(void);
+
+static void teardown(void)
+{
+	capture_reset();
+	publisher_stop();
+	http_stop(srv);
+	srv = NULL;
+	curl_global_cleanup();
+}
+
+static void start_server(int64_t livez_timeout_ms)
+{
+	char err[256] = "";
+
+	srv = http_start("127.0.0.1:0", livez_timeout_ms, err, sizeof(err));
+	ck_assert_msg(srv != NULL, "http_start: %s", err);
+	port = http_port(srv);
+	ck_assert_int_gt(port, 0);
+	http_tick(srv, now_mono_us());
+}
+
+static size_t body_cb(char *p, size_t size, size_t n, void *ud)
+{
+	struct resp *r = ud;
+	r->body = realloc(r->body, r->len + size * n + 1);
+	memcpy(r->body + r->len, p, size * n);
+	r->len += size * n;
+	r->body[r->len] = '\0';
+	return size * n;
+}
+
+/* Copies the value of header name (case-insensitive) from line. */
+static void header_value(const char *line, size_t n, const char *name,
+                         char *out, size_t outlen)
+{
+	size_t nl = strlen(name);
+
+	if (n <= nl || strncasecmp(line, name, nl) != 0 || line[nl] != ':')
+		return;
+	line += nl + 1;
+	n -= nl + 1;
+	while (n > 0 && *line == ' ')
+		line++, n--;
+	while (n > 0 && (line[n - 1] == '\r' || line[n - 1] == '\n'))
+		n--;
+	if (n >= outlen)
+		n = outlen - 1;
+	memcpy(out, line, n);
+	out[n] = '\0';
+}
+
+static size_t header_cb(char *p, size_t size, size_t n, void *ud)
+{
+	struct resp *r = ud;
+	char clen[32] = "";
+
+	header_value(p, size * n, "Content-Type", r->ctype, sizeof(r->ctype));
+	header_value(p, size * n, "Allow", r->allow, sizeof(r->allow));
+	header_value(p, size * n, "Content-Length", clen, sizeof(clen));
+	if (clen[0])
+		r->clen = strtol(clen, NULL, 10);
+	return size * n;
+}
+
+/* One request with libcurl. method: "GET", "HEAD", "POST" (with a small
+ * body) or any other verb. extra: one header line or NULL. */
+static void request(const char *url, const char *method, const char *extra,
+                    const char *body, long timeout_ms, struct resp *r)
+{
+	CURL *c = curl_easy_init();
+	struct curl_slist *hdrs = NULL;
+
+	memset(r, 0, sizeof(*r));
+	r->clen = -1;
+	r->body = calloc(1, 1);
+	ck_assert_ptr_nonnull(c);
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
+	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, timeout_ms);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, body_cb);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, r);
+	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, header_cb);
+	curl_easy_setopt(c, CURLOPT_HEADERDATA, r);
+	if (strcmp(method, "HEAD") == 0) {
+		curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
+	} else if (strcmp(method, "POST") == 0) {
+		curl_easy_setopt(c, CURLOPT_POSTFIELDS, body ? body : "x=1");
+	} else {
+		if (body != NULL)
+			curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+		curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+	}
+	if (extra != NULL) {
+		hdrs = curl_slist_append(NULL, extra);
+		curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
+	}
+	r->rc = curl_easy_perform(c);
+	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r->code);
+	curl_slist_free_all(hdrs);
+	curl_easy_cleanup(c);
+}
+
+static void fetch_method(const char *method, const char *path, struct resp *r)
+{
+	char url[256];
+
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d%s", port, path);
+	request(url, method, NULL, NULL, 3000 * TIME_SCALE, r);
+	ck_assert_msg(r->rc == CURLE_OK, "%s %s: %s", method, path,
+	              curl_easy_strerror(r->rc));
+}
+
+static void fetch(const char *path, struct resp *r)
+{
+	fetch_method("GET", path, r);
+}
+
+static void resp_free(struct resp *r)
+{
+	free(r->body);
+	r->body = NULL;
+}
+
+/* GET path and check code, content type and the exact body. */
+static void expect(const char *path, long code, const char *ctype,
+                   const char *body)
+{
+	struct resp r;
+
+	fetch(path, &r);
+	ck_assert_msg(r.code == code, "GET %s: code %ld, want %ld (body %s)",
+	              path, r.code, code, r.body);
+	ck_assert_str_eq(r.ctype, ctype);
+	ck_assert_str_eq(r.body, body);
+	resp_free(&r);
+}
+
+static void snap_init(struct health_snapshot *s, enum health_state st)
+{
+	static const char *const reasons[] = {
+		"", "retained WAL 2.0 GiB >= warn 1.0 GiB",
+		"retained WAL 9.0 GiB >= critical 8.0 GiB; wal_status unreserved",
+		"wal_status lost: the slot is invalidated",
+	};
+	static const char *const wal[] = { "reserved", "extended", "unreserved",
+	                                   "lost" };
+
+	memset(s, 0, sizeof(*s));
+	snprintf(s->slot_name, sizeof(s->slot_name), "outbox_slot");
+	s->slot.valid = true;
+	s->slot.slot_exists = true;
+	s->slot.active = true;
+	s->slot.active_pid = 4242;
+	s->slot.restart_lsn = 0x16B3000000ULL;
+	s->slot.confirmed_flush_lsn = 0x16B374D848ULL;
+	s->slot.current_lsn = 0x16C0000000ULL;
+	snprintf(s->slot.wal_status, sizeof(s->slot.wal_status), "%s", wal[st]);
+	s->slot.safe_wal_size = 1 << 30;
+	s->slot.max_slot_wal_keep_size = -1;
+	s->slot.retained_bytes = 1234567;
+	s->slot.confirmed_lag_bytes = 4567;
+	snprintf(s->relay.state, sizeof(s->relay.state), "streaming");
+	s->relay.kafka_up = true;
+	s->relay.confirmed_lsn = 0x16B374D848ULL;
+	s->relay.inflight_events = 3;
+	s->relay.heartbeat_rtt_us = -1;
+	s->relay.broker_rtt_us = -1;
+	s->relay.kafka_queue_msgs = -1;
+	s->eval.state = st;
+	snprintf(s->eval.reasons, sizeof(s->eval.reasons), "%s", reasons[st]);
+	s->eval.eta_seconds = -1;
+	s->now_us = now_wall_us();
+}
+
+START_TEST(test_listen_errors)
+{
+	static const char *const bad[] = {
+		"", "8080", "127.0.0.1", "127.0.0.1:", "127.0.0.1:99999",
+		"127.0.0.1:80x", "127.0.0.1:-1", "localhost:8080", "::1:8080",
+		"[::1]8080", "[::1]", "[]:8080", "[127.0.0.1]:8080", ":8080",
+		"999.1.1.1:8080",
+	};
+	char err[256];
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		err[0] = '\0';
+		srv = http_start(bad[i], 1000, err, sizeof(err));
+		ck_assert_msg(srv == NULL, "\"%s\" accepted", bad[i]);
+		ck_assert_msg(strncmp(err, "http.listen: ", 13) == 0,
+		              "\"%s\": %s", bad[i], err);
+	}
+}
+END_TEST
+
+START_TEST(test_bind_in_use)
+{
+	char listen[64], err[256] = "", want[128];
+	struct http_server *second;
+
+	start_server(60000);
+	snprintf(listen, sizeof(listen), "127.0.0.1:%d", port);
+	second = http_start(listen, 1000, err, sizeof(err));
+	ck_assert_ptr_null(second);
+	snprintf(want, sizeof(want),
+	         "http.listen: cannot bind 127.0.0.1:%d: Address already in use",
+	         port);
+	ck_assert_str_eq(err, want);
+	/* The first server is undisturbed. */
+	expect("/livez", 200, CT_TEXT, "ok\n");
+}
+END_TEST
+
+START_TEST(test_ipv6_loopback)
+{
+	char err[256] = "", url[128];
+	struct resp r;
+	int fd = socket(AF_INET6, SOCK_STREAM, 0);
+	struct sockaddr_in6 sa = { .sin6_family = AF_INET6,
+	                           .sin6_addr = IN6ADDR_LOOPBACK_INIT };
+
+	/* Skip (pass) on a host without IPv6 loopback. */
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	close(fd);
+	srv = http_start("[::1]:0", 60000, err, sizeof(err));
+	ck_assert_msg(srv != NULL, "%s", err);
+	port = http_port(srv);
+	ck_assert_int_gt(port, 0);
+	snprintf(url, sizeof(url), "http://[::1]:%d/livez", port);
+	request(url, "GET", NULL, NULL, 3000 * TIME_SCALE, &r);
+	ck_assert_int_eq(r.rc, CURLE_OK);
+	ck_assert_int_eq(r.code, 200);
+	ck_assert_str_eq(r.body, "ok\n");
+	resp_free(&r);
+}
+END_TEST
+
+START_TEST(test_livez_and_stall)
+{
+	struct resp r;
+	long ms;
+
+	start_server(200 * TIME_SCALE);
+	expect("/livez", 200, CT_TEXT, "ok\n");
+	expect("/healthz", 200, CT_TEXT, "ok\n");
+	usleep(300 * 1000 * TIME_SCALE);
+	fetch("/livez", &r);
+	ck_assert_int_eq(r.code, 503);
+	ck_assert_str_eq(r.ctype, CT_TEXT);
+	ck_assert_msg(sscanf(r.body, "loop stalled for %ld ms\n", &ms) == 1,
+	              "%s", r.body);
+	ck_assert_msg(ms >= 300 * TIME_SCALE && ms < 5000 * TIME_SCALE, "%ld",
+	              ms);
+	ck_assert_ptr_nonnull(strstr(r.body, " ms\n"));
+	resp_free(&r);
+	fetch("/healthz", &r);
+	ck_assert_int_eq(r.code, 503);
+	resp_free(&r);
+	/* The loop turns again. */
+	http_tick(srv, now_mono_us());
+	expect("/livez", 200, CT_TEXT, "ok\n");
+	expect("/healthz", 200, CT_TEXT, "ok\n");
+}
+END_TEST
+
+START_TEST(test_livez_never_ticked)
+{
+	char err[256] = "";
+
+	/* No tick at all since start: alive for one timeout, then stalled. */
+	srv = http_start("127.0.0.1:0", 100 * TIME_SCALE, err, sizeof(err));
+	ck_assert_msg(srv != NULL, "%s", err);
+	port = http_port(srv);
+	expect("/livez", 200, CT_TEXT, "ok\n");
+	usleep(150 * 1000 * TIME_SCALE);
+	struct resp r;
+	fetch("/livez", &r);
+	ck_assert_int_eq(r.code, 503);
+	resp_free(&r);
+}
+END_TEST
+
+START_TEST(test_no_snapshot)
+{
+	start_server(60000);
+	expect("/readyz", 503, CT_TEXT, "no snapshot yet\n");
+	expect("/slot", 503, CT_TEXT, "no snapshot yet\n");
+	expect("/metrics", 503, CT_TEXT, "no snapshot yet\n");
+	/* Liveness does not depend on it. */
+	expect("/livez", 200, CT_TEXT, "ok\n");
+}
+END_TEST
+
+START_TEST(test_readyz_reasons)
+{
+	static const struct {
+		const char *state, *reason;
+		bool kafka_up;
+		enum health_state eval;
+		long code;
+		const char *body;
+	} cases[] = {
+		{ "streaming", "", true, HEALTH_OK, 200, "ready\n" },
+		{ "streaming", "", true, HEALTH_WARN, 200, "ready\n" },
+		{ "connecting", "connection refused", true, HEALTH_OK, 503,
+		  "not streaming: connecting: connection refused\n" },
+		{ "standby", "server is in recovery", true, HEALTH_OK, 503,
+		  "not streaming: standby: server is in recovery\n" },
+		{ "backoff", "", true, HEALTH_OK, 503, "not streaming: backoff\n" },
+		/* A multi-line server message stays on one line. */
+		{ "connecting", "FATAL: x\nDETAIL: y", true, HEALTH_OK, 503,
+		  "not streaming: connecting: FATAL: x DETAIL: y\n" },
+		{ "streaming", "", false, HEALTH_OK, 503, "kafka broker down\n" },
+		{ "streaming", "", true, HEALTH_CRITICAL, 503,
+		  "slot critical: retained WAL 9.0 GiB >= critical 8.0 GiB; "
+		  "wal_status unreserved\n" },
+		{ "streaming", "", true, HEALTH_FATAL, 503,
+		  "slot fatal: wal_status lost: the slot is invalidated\n" },
+		{ "fail-stopped", "poison event at 0/16B3F00", false, HEALTH_OK,
+		  503, "fail-stopped: poison event at 0/16B3F00\n" },
+		/* Order: not streaming wins over the broker and the slot. */
+		{ "connecting", "timeout", false, HEALTH_CRITICAL, 503,
+		  "not streaming: connecting: timeout\n" },
+		{ "streaming", "", false, HEALTH_CRITICAL, 503,
+		  "kafka broker down\n" },
+	};
+	struct health_snapshot s;
+
+	start_server(60000);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		snap_init(&s, cases[i].eval);
+		snprintf(s.relay.state, sizeof(s.relay.state), "%s", cases[i].state);
+		snprintf(s.relay.reason, sizeof(s.relay.reason), "%s",
+		         cases[i].reason);
+		s.relay.kafka_up = cases[i].kafka_up;
+		http_publish(srv, &s);
+		expect("/readyz", cases[i].code, CT_TEXT, cases[i].body);
+	}
+}
+END_TEST
+
+START_TEST(test_slot_by_state)
+{
+	static const long codes[] = { 200, 200, 503, 503 };
+	struct health_snapshot s;
+	struct resp r;
+
+	start_server(60000);
+	for (int st = HEALTH_OK; st <= HEALTH_FATAL; st++) {
+		char *compact, *pretty;
+		json_t *j;
+		json_error_t jerr;
+
+		snap_init(&s, (enum health_state)st);
+		http_publish(srv, &s);
+		compact = health_render_slot_json(&s, false);
+		pretty = health_render_slot_json(&s, true);
+		ck_assert_str_ne(compact, pretty);
+
+		expect("/slot", codes[st], CT_JSON, compact);
+		expect("/slot?pretty=0", codes[st], CT_JSON, compact);
+		expect("/slot?pretty=1", codes[st], CT_JSON, pretty);
+		expect("/slot?verbose&pretty=1&x=y", codes[st], CT_JSON, pretty);
+
+		fetch("/slot?pretty=1", &r);
+		j = json_loads(r.body, 0, &jerr);
+		ck_assert_msg(j != NULL, "not JSON: %s", jerr.text);
+		json_decref(j);
+		ck_assert_ptr_null(strstr(r.body, "password"));
+		resp_free(&r);
+		free(compact);
+		free(pretty);
+	}
+}
+END_TEST
+
+START_TEST(test_metrics)
+{
+	struct health_snapshot s;
+	char *want;
+
+	start_server(60000);
+	for (int st = HEALTH_OK; st <= HEALTH_FATAL; st++) {
+		snap_init(&s, (enum health_state)st);
+		http_publish(srv, &s);
+		want = health_render_metrics(&s);
+		/* Always 200 once there is a snapshot: the state is a metric. */
+		expect("/metrics", 200, CT_METRICS, want);
+		expect("/metrics?name[]=x", 200, CT_METRICS, want);
+		ck_assert_ptr_null(strstr(want, "password"));
+		free(want);
+	}
+}
+END_TEST
+
+START_TEST(test_head)
+{
+	static const char *const paths[] = { "/livez", "/readyz", "/slot",
+	                                     "/metrics" };
+	static const char *const ctypes[] = { CT_TEXT, CT_TEXT, CT_JSON,
+	                                      CT_METRICS };
+	struct health_snapshot s;
+	struct resp get, head;
+
+	start_server(60000);
+	snap_init(&s, HEALTH_CRITICAL);
+	http_publish(srv, &s);
+	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+		fetch(paths[i], &get);
+		fetch_method("HEAD", paths[i], &head);
+		ck_assert_int_eq(head.code, get.code);
+		ck_assert_str_eq(head.ctype, ctypes[i]);
+		ck_assert_uint_eq(head.len, 0);
+		ck_assert_int_eq(head.clen, (long)get.len);
+		resp_free(&get);
+		resp_free(&head);
+	}
+	/* /slot is 503 when critical, HEAD too. */
+	fetch_method("HEAD", "/slot", &head);
+	ck_assert_int_eq(head.code, 503);
+	resp_free(&head);
+}
+END_TEST
+
+START_TEST(test_wrong_methods)
+{
+	static const char *const methods[] = { "POST", "PUT", "DELETE",
+	                                       "OPTIONS", "PATCH", "TRACE" };
+	struct resp r;
+
+	start_server(60000);
+	for (size_t i = 0; i < sizeof(methods) / sizeof(methods[0]); i++) {
+		fetch_method(methods[i], "/livez", &r);
+		ck_assert_msg(r.code == 405, "%s: %ld", methods[i], r.code);
+		ck_assert_str_eq(r.allow, "GET, HEAD");
+		ck_assert_str_eq(r.body, "method not allowed\n");
+		resp_free(&r);
+	}
+	/* Any path: the method is checked first. */
+	fetch_method("POST", "/nope", &r);
+	ck_assert_int_eq(r.code, 405);
+	ck_assert_str_eq(r.allow, "GET, HEAD");
+	resp_free(&r);
+	/* A large POST body is not read, and the server carries on. */
+	{
+		char url[128], *big = malloc(256 * 1024 + 1);
+		memset(big, 'b', 256 * 1024);
+		big[256 * 1024] = '\0';
+		snprintf(url, sizeof(url), "http://127.0.0.1:%d/livez", port);
+		request(url, "POST", NULL, big, 3000 * TIME_SCALE, &r);
+		free(big);
+		/* Either the 405 arrives, or the connection is closed while curl
+		 * is still sending: never a 2xx. */
+		ck_assert_msg(r.code == 405 || r.code == 0, "%ld", r.code);
+		resp_free(&r);
+	}
+	expect("/livez", 200, CT_TEXT, "ok\n");
+}
+END_TEST
+
+START_TEST(test_unknown_paths)
+{
+	static const char *const paths[] = { "/", "/livez/", "/LIVEZ",
+	                                     "/slotx", "/metric", "/env",
+	                                     "/config", "/readyz.json",
+	                                     "//livez" };
+	struct resp r;
+
+	start_server(60000);
+	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+		fetch(paths[i], &r);
+		ck_assert_msg(r.code == 404, "%s: %ld", paths[i], r.code);
+		ck_assert_str_eq(r.body, "not found\n");
+		ck_assert_str_eq(r.ctype, CT_TEXT);
+		resp_free(&r);
+	}
+}
+END_TEST
+
+START_TEST(test_query_ignored)
+{
+	struct health_snapshot s;
+
+	start_server(60000);
+	snap_init(&s, HEALTH_OK);
+	http_publish(srv, &s);
+	expect("/livez?verbose", 200, CT_TEXT, "ok\n");
+	expect("/healthz?pretty=1", 200, CT_TEXT, "ok\n");
+	expect("/readyz?pretty=1&a=b", 200, CT_TEXT, "ready\n");
+}
+END_TEST
+
+/* Sends len bytes on a fresh connection and reads the answer until the
+ * server closes. Returns the status code, 0 when there was none. */
+static int raw_request(const char *req, size_t len)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+	                          .sin_port = htons((uint16_t)port),
+	                          .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct timeval tv = { .tv_sec = 3 };
+	char buf[4096];
+	size_t got = 0, off = 0;
+	int fd, code = 0;
+
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	while (off < len) {
+		ssize_t n = send(fd, req + off, len - off, MSG_NOSIGNAL);
+		if (n <= 0)
+			break; /* the server answered and closed: read it below */
+		off += (size_t)n;
+	}
+	for (;;) {
+		ssize_t n = recv(fd, buf + got, sizeof(buf) - 1 - got, 0);
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+		if (got == sizeof(buf) - 1)
+			break;
+	}
+	buf[got] = '\0';
+	close(fd);
+	if (sscanf(buf, "HTTP/1.1 %d ", &code) != 1)
+		code = 0;
+	return code;
+}
+
+static char *big_request(const char *before, size_t fill, const char *after)
+{
+	size_t b = strlen(before), a = strlen(after);
+	char *req = malloc(b + fill + a + 1);
+
+	memcpy(req, before, b);
+	memset(req + b, 'a', fill);
+	memcpy(req + b + fill, after, a + 1);
+	return req;
+}
+
+/* fd 2 (where log.c writes) to a temporary file, and back. */
+static int saved_stderr = -1;
+static FILE *capture_file;
+
+/* For teardown after a failed test: stderr back, file closed. */
+static void capture_reset(void)
+{
+	if (saved_stderr >= 0) {
+		dup2(saved_stderr, 2);
+		close(saved_stderr);
+		saved_stderr = -1;
+		fclose(capture_file);
+	}
+}
+
+static void begin_capture(void)
+{
+	capture_file = tmpfile();
+	ck_assert_ptr_nonnull(capture_file);
+	fflush(stderr);
+	saved_stderr = dup(2);
+	dup2(fileno(capture_file), 2);
+}
+
+static char *end_capture(void)
+{
+	struct stat st;
+	char *out;
+
+	fflush(stderr);
+	dup2(saved_stderr, 2);
+	close(saved_stderr);
+	saved_stderr = -1;
+	ck_assert_int_eq(fstat(fileno(capture_file), &st), 0);
+	out = calloc(1, (size_t)st.st_size + 1);
+	ck_assert_int_eq(pread(fileno(capture_file), out, (size_t)st.st_size, 0),
+	                 st.st_size);
+	fclose(capture_file);
+	return out;
+}
+
+START_TEST(test_oversized_header)
+{
+	char *req;
+
+	begin_capture(); /* libmicrohttpd logs each refusal */
+	start_server(60000);
+	/* One 64 KiB header: libmicrohttpd 0.9.75 answers 431 itself (the
+	 * 16 KiB per-connection memory limit), before any handler runs. */
+	req = big_request("GET /livez HTTP/1.1\r\nHost: x\r\nX-Big: ", 64 * 1024,
+	                  "\r\n\r\n");
+	for (int i = 0; i < 3; i++)
+		ck_assert_int_eq(raw_request(req, strlen(req)), 431);
+	free(req);
+	/* Many small headers adding up: 431 too. */
+	{
+		size_t cap = 3000 * 16 + 64, n = 0;
+		char *many = malloc(cap);
+		n += (size_t)snprintf(many + n, cap - n,
+		                      "GET /livez HTTP/1.1\r\nHost: x\r\n");
+		for (int i = 0; i < 3000; i++)
+			n += (size_t)snprintf(many + n, cap - n, "X-H%d: v\r\n", i);
+		n += (size_t)snprintf(many + n, cap - n, "\r\n");
+		ck_assert_int_eq(raw_request(many, n), 431);
+		free(many);
+	}
+	/* 24 KiB: over our 16 KiB limit, under libmicrohttpd's 32 KiB default
+	 * (so this one pins MHD_OPTION_CONNECTION_MEMORY_LIMIT). */
+	req = big_request("GET /livez HTTP/1.1\r\nHost: x\r\nX-Big: ", 24 * 1024,
+	                  "\r\n\r\n");
+	ck_assert_int_eq(raw_request(req, strlen(req)), 431);
+	free(req);
+	/* Under the limit: served. */
+	req = big_request("GET /livez HTTP/1.1\r\nHost: x\r\nX-Big: ", 4096,
+	                  "\r\n\r\n");
+	ck_assert_int_eq(raw_request(req, strlen(req)), 200);
+	free(req);
+	/* Through libcurl as well, then a normal request still works. */
+	{
+		char url[128], *hdr = big_request("X-Big: ", 64 * 1024, "");
+		struct resp r;
+		snprintf(url, sizeof(url), "http://127.0.0.1:%d/livez", port);
+		request(url, "GET", hdr, NULL, 3000 * TIME_SCALE, &r);
+		ck_assert_msg(r.code == 431 || r.code == 0, "%ld", r.code);
+		resp_free(&r);
+		free(hdr);
+	}
+	expect("/livez", 200, CT_TEXT, "ok\n");
+	free(end_capture());
+}
+END_TEST
+
+static int count_substr(const char *s, const char *sub)
+{
+	int n = 0;
+
+	while ((s = strstr(s, sub)) != NULL) {
+		n++;
+		s += strlen(sub);
+	}
+	return n;
+}
+
+START_TEST(test_mhd_log_routed_and_limited)
+{
+	char *req, *log;
+
+	begin_capture();
+	start_server(60000);
+	req = big_request("GET /livez HTTP/1.1\r\nHost: x\r\nX-Big: ", 64 * 1024,
+	                  "\r\n\r\n");
+	/* Each refused request makes libmicrohttpd log a line: a client can
+	 * provoke them, so only the first ten reach the log. */
+	for (int i = 0; i < 20; i++)
+		ck_assert_int_eq(raw_request(req, strlen(req)), 431);
+	free(req);
+	expect("/livez", 200, CT_TEXT, "ok\n");
+	log = end_capture();
+	ck_assert_int_eq(count_substr(log, " WARN  http: "), 11);
+	ck_assert_int_eq(count_substr(log, "431"), 10);
+	ck_assert_int_eq(count_substr(log, "WARN  http: further libmicrohttpd "
+	                              "messages suppressed for up to 60 s"), 1);
+	free(log);
+}
+END_TEST
+
+START_TEST(test_long_uri)
+{
+	char *req;
+
+	begin_capture(); /* libmicrohttpd logs each refusal */
+	start_server(60000);
+	/* A 64 KiB request line: libmicrohttpd 0.9.75 answers 414 URI Too
+	 * Long itself; no handler of ours sees it. */
+	req = big_request("GET /livez?", 64 * 1024, " HTTP/1.1\r\nHost: x\r\n\r\n");
+	ck_assert_int_eq(raw_request(req, strlen(req)), 414);
+	free(req);
+	req = big_request("GET /", 64 * 1024, " HTTP/1.1\r\nHost: x\r\n\r\n");
+	ck_assert_int_eq(raw_request(req, strlen(req)), 414);
+	free(req);
+	expect("/livez", 200, CT_TEXT, "ok\n");
+	free(end_capture());
+}
+END_TEST
+
+START_TEST(test_get_body_ignored)
+{
+	char url[128], *big = malloc(100 * 1024 + 1);
+	struct resp r;
+
+	start_server(60000);
+	memset(big, 'b', 100 * 1024);
+	big[100 * 1024] = '\0';
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/livez", port);
+	/* GET with a body: answered without reading it. */
+	request(url, "GET", NULL, big, 3000 * TIME_SCALE, &r);
+	ck_assert_int_eq(r.rc, CURLE_OK);
+	ck_assert_int_eq(r.code, 200);
+	ck_assert_str_eq(r.body, "ok\n");
+	resp_free(&r);
+	free(big);
+	expect("/livez", 200, CT_TEXT, "ok\n");
+}
+END_TEST
+
+START_TEST(test_connection_limit)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+	                          .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	int fds[16];
+	char url[128];
+	struct resp r;
+
+	start_server(60000);
+	sa.sin_port = htons((uint16_t)port);
+	/* Sixteen idle clients take every slot ... */
+	for (int i = 0; i < 16; i++) {
+		fds[i] = socket(AF_INET, SOCK_STREAM, 0);
+		ck_assert_int_eq(connect(fds[i], (struct sockaddr *)&sa, sizeof(sa)),
+		                 0);
+	}
+	usleep(100 * 1000);
+	/* ... so a seventeenth is not served (well within the 5 s idle
+	 * timeout that would free a slot) ... */
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/livez", port);
+	request(url, "GET", NULL, NULL, TIME_SCALE == 1 ? 300 : 2000, &r);
+	ck_assert_msg(r.rc != CURLE_OK, "served past the connection limit");
+	resp_free(&r);
+	/* ... until they go away. */
+	for (int i = 0; i < 16; i++)
+		close(fds[i]);
+	usleep(100 * 1000);
+	expect("/livez", 200, CT_TEXT, "ok\n");
+}
+END_TEST
+
+START_TEST(test_publish_copies)
+{
+	struct health_snapshot s;
+	char *want;
+
+	start_server(60000);
+	snap_init(&s, HEALTH_OK);
+	snprintf(s.slot_name, sizeof(s.slot_name), "first");
+	http_publish(srv, &s);
+	want = health_render_slot_json(&s, false);
+	/* Changing the caller's struct after publishing changes nothing. */
+	snprintf(s.slot_name, sizeof(s.slot_name), "changed");
+	s.eval.state = HEALTH_FATAL;
+	expect("/slot", 200, CT_JSON, want);
+	free(want);
+	/* Publishing again replaces it. */
+	http_publish(srv, &s);
+	want = health_render_slot_json(&s, false);
+	expect("/slot", 503, CT_JSON, want);
+	free(want);
+}
+END_TEST
+
+static atomic_bool publishing;
+static pthread_t publisher;
+static bool publisher_running;
+
+/* Two snapshots that differ in every byte /readyz shows. */
+static void snap_ab(struct health_snapshot *s, int which)
+{
+	snap_init(s, HEALTH_OK);
+	snprintf(s->relay.state, sizeof(s->relay.state), "%s",
+	         which ? "standby" : "connecting");
+	memset(s->relay.reason, which ? 'B' : 'A', sizeof(s->relay.reason) - 1);
+	s->relay.reason[sizeof(s->relay.reason) - 1] = '\0';
+}
+
+static void *publisher_main(void *arg)
+{
+	struct health_snapshot *s = malloc(2 * sizeof(*s));
+
+	snap_ab(&s[0], 0);
+	snap_ab(&s[1], 1);
+	while (atomic_load(&publishing)) {
+		http_publish(srv, &s[0]);
+		http_publish(srv, &s[1]);
+		http_tick(srv, now_mono_us());
+		if (TIME_SCALE > 1)
+			sched_yield(); /* valgrind runs one thread at a time */
+	}
+	free(s);
+	return NULL;
+}
+
+static void publisher_stop(void)
+{
+	if (!publisher_running)
+		return;
+	atomic_store(&publishing, false);
+	pthread_join(publisher, NULL);
+	publisher_running = false;
+}
+
+START_TEST(test_publish_concurrent)
+{
+	struct health_snapshot ab;
+	char want[2][320], torn[400] = "";
+	struct resp r;
+
+	for (int i = 0; i < 2; i++) {
+		snap_ab(&ab, i);
+		snprintf(want[i], sizeof(want[i]), "not streaming: %s: %s\n",
+		         ab.relay.state, ab.relay.reason);
+	}
+	start_server(60000);
+	atomic_store(&publishing, true);
+	ck_assert_int_eq(pthread_create(&publisher, NULL, publisher_main, NULL),
+	                 0);
+	publisher_running = true;
+	/* Every answer is one whole snapshot, never a mix of two. */
+	for (int i = 0; i < 200 && torn[0] == '\0'; i++) {
+		fetch("/readyz", &r);
+		if (strcmp(r.body, "no snapshot yet\n") != 0 &&
+		    strcmp(r.body, want[0]) != 0 && strcmp(r.body, want[1]) != 0)
+			snprintf(torn, sizeof(torn), "%s", r.body);
+		resp_free(&r);
+	}
+	publisher_stop();
+	ck_assert_msg(torn[0] == '\0', "torn snapshot: %s", torn);
+}
+END_TEST
+
+static int count_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	int n = 0;
+
+	if (d == NULL)
+		return -1;
+	while (readdir(d) != NULL)
+		n++;
+	closedir(d);
+	return n;
+}
+
+START_TEST(test_stop_releases)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+	                          .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	int before = count_fds(), fd;
+
+	start_server(60000);
+	expect("/livez", 200, CT_TEXT, "ok\n");
+	http_stop(srv);
+	srv = NULL;
+	ck_assert_int_eq(count_fds(), before);
+	/* Nothing listens on the port any more. */
+	sa.sin_port = htons((uint16_t)port);
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	ck_assert_int_ne(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	ck_assert_int_eq(errno, ECONNREFUSED);
+	close(fd);
+	/* NULL is a no-op everywhere. */
+	http_stop(NULL);
+	http_tick(NULL, 0);
+	http_publish(NULL, NULL);
+}
+END_TEST
+
+Suite *http_suite(void)
+{
+	Suite *s = suite_create("http");
+	TCase *tc = tcase_create("endpoint");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 20);
+	tcase_add_test(tc, test_listen_errors);
+	tcase_add_test(tc, test_bind_in_use);
+	tcase_add_test(tc, test_ipv6_loopback);
+	tcase_add_test(tc, test_livez_and_stall);
+	tcase_add_test(tc, test_livez_never_ticked);
+	tcase_add_test(tc, test_no_snapshot);
+	tcase_add_test(tc, test_readyz_reasons);
+	tcase_add_test(tc, test_slot_by_state);
+	tcase_add_test(tc, test_metrics);
+	tcase_add_test(tc, test_head);
+	tcase_add_test(tc, test_wrong_methods);
+	tcase_add_test(tc, test_unknown_paths);
+	tcase_add_test(tc, test_query_ignored);
+	tcase_add_test(tc, test_oversized_header);
+	tcase_add_test(tc, test_mhd_log_routed_and_limited);
+	tcase_add_test(tc, test_long_uri);
+	tcase_add_test(tc, test_get_body_ignored);
+	tcase_add_test(tc, test_connection_limit);
+	tcase_add_test(tc, test_publish_copies);
+	tcase_add_test(tc, test_publish_concurrent);
+	tcase_add_test(tc, test_stop_releases);
+	suite_add_tcase(s, tc);
+	return s;
+}

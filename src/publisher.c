@@ -33,6 +33,8 @@ struct publisher {
 	uint64_t errors;        /* error_cb calls */
 	int64_t stat_rtt_us;    /* from stats_cb, on the polling thread */
 	int64_t stat_queue_msgs;
+	char *known[16];        /* topics whose metadata was asked for */
+	size_t nknown;
 };
 
 static void set_err(char *err, size_t errlen, const char *fmt, ...)
@@ -254,15 +256,40 @@ fail:
 	return NULL;
 }
 
+/* librdkafka learns a new topic's metadata on its 1 s topic scan, so the
+ * first event of each topic would wait up to a second after every start.
+ * Asking once, with a short bound, removes that wait; a broker that is
+ * down costs at most the bound, once per topic. */
+static void warm_topic(struct publisher *p, const char *topic)
+{
+	const struct rd_kafka_metadata *md = NULL;
+	rd_kafka_topic_t *rkt;
+
+	for (size_t i = 0; i < p->nknown; i++)
+		if (strcmp(p->known[i], topic) == 0)
+			return;
+	if (p->nknown == sizeof(p->known) / sizeof(p->known[0]))
+		return; /* many topics: the scan handles the rest */
+	p->known[p->nknown++] = xstrdup(topic);
+	rkt = rd_kafka_topic_new(p->rk, topic, NULL);
+	if (rkt == NULL)
+		return;
+	if (rd_kafka_metadata(p->rk, 0, rkt, &md, 200) == RD_KAFKA_RESP_ERR_NO_ERROR)
+		rd_kafka_metadata_destroy(md);
+	rd_kafka_topic_destroy(rkt);
+}
+
 enum pub_send_result pub_send(struct publisher *p, const char *topic,
                               const char *key, size_t key_len,
                               const char *value, size_t value_len,
                               const struct route_headers *h, uint64_t token,
                               char *err, size_t errlen)
 {
-	rd_kafka_headers_t *hdrs = rd_kafka_headers_new(ROUTE_H_COUNT);
+	rd_kafka_headers_t *hdrs;
 	rd_kafka_resp_err_t e;
 
+	warm_topic(p, topic);
+	hdrs = rd_kafka_headers_new(ROUTE_H_COUNT);
 	for (int i = 0; i < ROUTE_H_COUNT; i++)
 		if (h->value[i] != NULL)
 			rd_kafka_header_add(hdrs, h->name[i], -1, h->value[i],
@@ -364,6 +391,8 @@ void pub_free(struct publisher *p)
 		free(p->secrets[i]);
 	}
 	free(p->secrets);
+	for (size_t i = 0; i < p->nknown; i++)
+		free(p->known[i]);
 	if (p->evfd[0] >= 0)
 		close(p->evfd[0]);
 	if (p->evfd[1] >= 0)

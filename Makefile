@@ -20,7 +20,7 @@ FINAL_LIBS   = $(PKG_LIBS) -lm -lpthread $(LIBS)
 LIB_SRCS := src/common.c src/log.c src/config.c src/w2j.c src/route.c \
             src/lsn_tracker.c src/repl.c src/publisher.c src/relay.c \
             src/watchdog.c src/monitor.c src/health.c src/http.c src/alert.c \
-            src/hist.c
+            src/hist.c src/cli.c
 MAIN_SRC := src/main.c
 LIB_OBJS := $(LIB_SRCS:src/%.c=$(BUILD)/obj/%.o)
 MAIN_OBJ := $(BUILD)/obj/main.o
@@ -72,8 +72,9 @@ bench-smoke: deps
 	tests/bench/smoke.sh
 
 install: all
-	install -d $(DESTDIR)$(PREFIX)/bin
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1
 	install -m 0755 $(BUILD)/outbox-relay $(DESTDIR)$(PREFIX)/bin/outbox-relay
+	install -m 0644 docs/outbox-relay.1 $(DESTDIR)$(PREFIX)/share/man/man1/outbox-relay.1
 
 clean:
 	rm -rf $(BUILD)

@@ -34,6 +34,7 @@ struct relay_config {
 	char *field_payload;
 	char *route_by_field;
 	char *route_topic_replacement;
+	char *outbox_emit_prefix;   /* outbox_emit() messages; "" off */
 
 	int64_t status_interval_ms;
 	int64_t inflight_max_events;

@@ -26,7 +26,7 @@ enum w2j_kind {
 /* What the decoder looks for: the outbox table and its columns. */
 struct w2j_spec {
 	const char *schema;
-	const char *table;
+	const char *table;     /* "*": every table of the schema */
 	const char *col_id;
 	const char *col_key;
 	const char *col_type;
@@ -72,6 +72,18 @@ int w2j_decode(const char *line, size_t len, const struct w2j_spec *spec,
 
 /* Releases what rec borrows from. Safe on a zeroed or cleared record. */
 void w2j_record_clear(struct w2j_record *rec);
+
+/* Turns a logical message written by outbox_emit() (sql/emit.sql) into
+ * an event: content is a JSON object with the members "id",
+ * "aggregate_id", "aggregate_type" (strings), "event_type" (a string, or
+ * null or absent: no header) and "payload" (any JSON value, null
+ * included). The payload is the member's text exactly as it is in
+ * content, not re-encoded, so numbers keep every digit. content may point
+ * into rec (its msg_content). Returns 0 with rec a W2J_EVENT that owns
+ * its strings (lsn, xid and timestamp kept, prefix and content gone), or
+ * -1 with the cause in err and rec unchanged. */
+int w2j_decode_emit(const char *content, size_t len, struct w2j_record *rec,
+                    char *err, size_t errlen) RELAY_MUSTCHECK;
 
 /* Parses wal2json's timestamp ("2026-11-29 20:09:17.5376+00") into Unix
  * epoch microseconds. Returns 0, or -1 when malformed. */

@@ -57,6 +57,9 @@ static const struct cfg_key cfg_keys[] = {
 	{ "route.topic.replacement", CFG_STR, OFF(route_topic_replacement),
 	  "outbox.event.${routedByValue}", 0, 0, CFG_F_REQUIRED,
 	  "topic template; ${routedByValue} is the route.by.field value" },
+	{ "outbox.emit.prefix", CFG_STR, OFF(outbox_emit_prefix), "", 0, 0,
+	  0, "logical message prefix of outbox_emit() events (sql/emit.sql), e.g. "
+	  "outbox; empty (default) off: any role that can connect can emit messages" },
 	{ "status.interval.ms", CFG_INT, OFF(status_interval_ms), "10000", 100,
 	  10000, 0, "standby status update period (keeps wal_sender_timeout away)" },
 	{ "inflight.max.events", CFG_INT, OFF(inflight_max_events), "100000", 1,
@@ -570,6 +573,21 @@ int cfg_validate(struct relay_config *cfg, char *err, size_t errlen)
 			return -1;
 		}
 		PQconninfoFree(o);
+	}
+	{
+		/* wal2json splits add-msg-prefixes at commas and white space
+		 * and keeps a backslash in the name: such a prefix would never
+		 * match, and its messages would vanish without a trace. */
+		const char *pk[2] = { "heartbeat.prefix", "outbox.emit.prefix" };
+		const char *pv[2] = { cfg->heartbeat_prefix, cfg->outbox_emit_prefix };
+		for (int i = 0; i < 2; i++) {
+			if (strpbrk(pv[i], ", \t\n\r\f\v\\") != NULL) {
+				set_err(err, errlen, "%s: \"%s\" contains a comma, white "
+				        "space or a backslash, which wal2json's "
+				        "add-msg-prefixes cannot match", pk[i], pv[i]);
+				return -1;
+			}
+		}
 	}
 	if (cfg->reconnect_backoff_max_ms < cfg->reconnect_backoff_ms) {
 		set_err(err, errlen, "reconnect.backoff.max.ms (%lld) is below "

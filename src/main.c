@@ -19,6 +19,7 @@
 #include "config.h"
 #include "log.h"
 #include "relay.h"
+#include "cli.h"
 
 extern char **environ;
 
@@ -52,6 +53,22 @@ static void usage(FILE *out)
 	        "\n"
 	        "Usage:\n"
 	        "  outbox-relay --config FILE [--set KEY=VALUE]...\n"
+	        "\n"
+	        "Runbook actions (see docs/runbook-cli.md; --json where status is printed):\n"
+	        "      --check                 preflight PostgreSQL, slot, table and Kafka\n"
+	        "      --create-slot [--if-not-exists]\n"
+	        "                              create the wal2json slot\n"
+	        "      --drop-slot --yes       drop the slot (refused while active)\n"
+	        "      --slot-status           slot health; exit 0 ok, 1 warn, 2 critical,\n"
+	        "                              3 lost or missing\n"
+	        "      --advance-slot=LSN --yes\n"
+	        "                              move the slot forward (lists what it skips)\n"
+	        "      --skip-transaction=XID --yes [--to-dlq=TOPIC]\n"
+	        "                              skip the first pending (poison) transaction\n"
+	        "      --dry-run [--max-events=N]\n"
+	        "                              print pending events as JSON, publish nothing\n"
+	        "      --drain [--timeout-ms=N]\n"
+	        "                              run until caught up with the WAL at start\n"
 	        "\n"
 	        "Options:\n"
 	        "  -c, --config=FILE      read key = value lines from FILE\n"
@@ -93,6 +110,21 @@ int main(int argc, char **argv)
 		{ "print-config", no_argument, NULL, 'P' },
 		{ "version", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
+		/* runbook flags: parsed by cli_main() */
+		{ "check", no_argument, NULL, 'R' },
+		{ "create-slot", no_argument, NULL, 'R' },
+		{ "if-not-exists", no_argument, NULL, 'R' },
+		{ "drop-slot", no_argument, NULL, 'R' },
+		{ "yes", no_argument, NULL, 'R' },
+		{ "slot-status", no_argument, NULL, 'R' },
+		{ "json", no_argument, NULL, 'R' },
+		{ "advance-slot", required_argument, NULL, 'R' },
+		{ "skip-transaction", required_argument, NULL, 'R' },
+		{ "to-dlq", required_argument, NULL, 'R' },
+		{ "dry-run", no_argument, NULL, 'R' },
+		{ "max-events", required_argument, NULL, 'R' },
+		{ "timeout-ms", required_argument, NULL, 'R' },
+		{ "drain", no_argument, NULL, 'R' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct relay_config cfg;
@@ -119,6 +151,8 @@ int main(int argc, char **argv)
 			break;
 		case 'P':
 			print_config = true;
+			break;
+		case 'R':
 			break;
 		case 'V':
 			printf("outbox-relay %s (librdkafka %s, libpq %d)\n", RELAY_VERSION,
@@ -160,6 +194,13 @@ int main(int argc, char **argv)
 	if (print_config) {
 		cfg_print(&cfg, stdout);
 		code = RELAY_EXIT_OK;
+		goto out;
+	}
+	if (cli_is_action(argc, argv)) {
+		if (log_level_parse(cfg.log_level, &lvl) == 0)
+			log_set_level(lvl);
+		(void)setrlimit(RLIMIT_CORE, &nocore);
+		code = cli_main(&cfg, argc, argv);
 		goto out;
 	}
 	if (cfg_validate(&cfg, err, sizeof(err)) < 0) {

@@ -43,6 +43,7 @@ enum handled { H_OK, H_BLOCKED, H_STOP };
 struct relay {
 	const struct relay_config *cfg; /* borrowed */
 	struct w2j_spec spec;
+	char *msg_prefixes;             /* wal2json add-msg-prefixes; owned */
 	struct lsn_tracker lt;
 	struct publisher *pub;          /* owned; NULL between sessions */
 	struct repl_stream rs;
@@ -270,7 +271,7 @@ static void try_connect(struct relay *r)
 		}
 	}
 	rc = repl_start(&r->rs, r->cfg->pg_conninfo, r->cfg->slot_name, &r->spec,
-	                r->cfg->heartbeat_prefix, err, sizeof(err));
+	                r->msg_prefixes, err, sizeof(err));
 	switch (rc) {
 	case REPL_OK:
 		r->have_rs = true;
@@ -417,6 +418,22 @@ static enum handled handle_msg(struct relay *r, const struct repl_msg *m)
 				r->hb_rtt_us = now_wall_us() - sent;
 			r->hb_seen++;
 			lsn_idle(&r->lt, rec.lsn);
+		} else if (rec.transactional &&
+		           r->cfg->outbox_emit_prefix[0] != '\0' &&
+		           strcmp(rec.msg_prefix.ptr, r->cfg->outbox_emit_prefix) == 0) {
+			/* outbox_emit() (sql/emit.sql): an event without a row,
+			 * published exactly like one. */
+			if (!r->lt.in_txn) {
+				h = fail_stop(r, m, "outbox message outside a transaction "
+				              "(is include-transaction off?)");
+				break;
+			}
+			if (w2j_decode_emit(rec.msg_content.ptr, rec.msg_content.len,
+			                    &rec, err, sizeof(err)) < 0) {
+				h = fail_stop(r, m, err);
+				break;
+			}
+			h = handle_event(r, m, &rec);
 		}
 		break;
 	case W2J_SKIP:
@@ -630,6 +647,14 @@ int relay_run(const struct relay_config *cfg, int sigfd)
 		.col_route = cfg->route_by_field,
 		.col_payload = cfg->field_payload,
 	};
+	/* wal2json drops every message whose prefix is not listed. */
+	r->msg_prefixes = xmalloc(strlen(cfg->heartbeat_prefix) +
+	                          strlen(cfg->outbox_emit_prefix) + 2);
+	strcpy(r->msg_prefixes, cfg->heartbeat_prefix);
+	if (cfg->outbox_emit_prefix[0] != '\0') {
+		strcat(r->msg_prefixes, ",");
+		strcat(r->msg_prefixes, cfg->outbox_emit_prefix);
+	}
 	lsn_init(&r->lt);
 	hist_reset(&r->lat);
 	r->state = ST_CONNECTING;
@@ -641,6 +666,7 @@ int relay_run(const struct relay_config *cfg, int sigfd)
 	if (r->mon == NULL) {
 		log_error("%s", r->err);
 		lsn_free(&r->lt);
+		free(r->msg_prefixes);
 		free(r);
 		return RELAY_EXIT_UNAVAILABLE;
 	}
@@ -740,6 +766,7 @@ int relay_run(const struct relay_config *cfg, int sigfd)
 	         ru.ru_maxrss, (unsigned long long)unacked, r->exit_code);
 	code = r->exit_code;
 	lsn_free(&r->lt);
+	free(r->msg_prefixes);
 	free(r);
 	return code;
 }

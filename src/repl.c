@@ -233,6 +233,73 @@ out:
 	return rc;
 }
 
+/* outbox.table "schema.*" (a partitioned outbox, partitions in a schema
+ * of their own): the schema must exist and every table in it must have
+ * the configured columns, since an insert into any of them is an event.
+ * A schema without tables yet passes: its inserts cannot happen. */
+static enum repl_err check_schema(struct repl_stream *rs,
+                                  const struct w2j_spec *spec,
+                                  const char *const cols[5],
+                                  const char *const keys[5], char *err,
+                                  size_t errlen)
+{
+	char *lit[6] = { NULL };
+	char sql[2048];
+	PGresult *res;
+	enum repl_err rc = REPL_ERR_CONFIG;
+	int i;
+
+	lit[5] = PQescapeLiteral(PGC(rs), spec->schema, strlen(spec->schema));
+	for (i = 0; i < 5; i++)
+		lit[i] = PQescapeLiteral(PGC(rs), cols[i], strlen(cols[i]));
+	for (i = 0; i < 6 && lit[i] != NULL; i++)
+		;
+	if (i < 6) {
+		set_err(err, errlen, "escaping names: %s", pq_err(PGC(rs)));
+		rc = REPL_ERR_TRANSIENT;
+		goto out;
+	}
+	/* One row: does the schema exist, and the first table that lacks a
+	 * column (x.n, 1-based in cols order), if any. */
+	snprintf(sql, sizeof(sql),
+	         "SELECT s.oid IS NOT NULL, c.relname, x.n "
+	         "FROM (SELECT 1) AS one "
+	         "LEFT JOIN pg_catalog.pg_namespace s ON s.nspname = %s "
+	         "LEFT JOIN pg_catalog.pg_class c "
+	         "       ON c.relnamespace = s.oid AND c.relkind = 'r' "
+	         "LEFT JOIN unnest(ARRAY[%s, %s, %s, %s, %s]::text[]) "
+	         "          WITH ORDINALITY AS x(col, n) "
+	         "       ON c.oid IS NOT NULL AND NOT EXISTS ("
+	         "          SELECT 1 FROM pg_catalog.pg_attribute a "
+	         "          WHERE a.attrelid = c.oid AND a.attname = x.col "
+	         "          AND a.attnum > 0 AND NOT a.attisdropped) "
+	         "ORDER BY x.n IS NULL, c.relname, x.n LIMIT 1",
+	         lit[5], lit[0], lit[1], lit[2], lit[3], lit[4]);
+	res = PQexec(PGC(rs), sql);
+	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1) {
+		set_err(err, errlen, "reading the outbox schema's tables: %s",
+		        pq_err(PGC(rs)));
+		rc = REPL_ERR_TRANSIENT;
+	} else if (strcmp(PQgetvalue(res, 0, 0), "t") != 0) {
+		set_err(err, errlen, "outbox.table: schema %s does not exist (%s.* "
+		        "means every table of the schema)", spec->schema,
+		        spec->schema);
+	} else if (!PQgetisnull(res, 0, 2)) {
+		int n = atoi(PQgetvalue(res, 0, 2));
+		set_err(err, errlen, "%s: column \"%s\" does not exist in %s.%s; "
+		        "with outbox.table = %s.* every table of that schema is "
+		        "read as the outbox", keys[n - 1], cols[n - 1], spec->schema,
+		        PQgetvalue(res, 0, 1), spec->schema);
+	} else {
+		rc = REPL_OK;
+	}
+	PQclear(res);
+out:
+	for (i = 0; i < 6; i++)
+		PQfreemem(lit[i]);
+	return rc;
+}
+
 /* Checks that the outbox table and the configured columns exist, so a
  * typo in the configuration fails at start instead of never matching. */
 static enum repl_err check_table(struct repl_stream *rs,
@@ -248,6 +315,9 @@ static enum repl_err check_table(struct repl_stream *rs,
 	};
 	PGresult *res;
 	enum repl_err rc = REPL_ERR_CONFIG;
+
+	if (strcmp(spec->table, "*") == 0)
+		return check_schema(rs, spec, cols, keys, err, errlen);
 
 	/* Replication connections only take the simple query protocol, so the
 	 * names are escaped as literals. */
@@ -319,12 +389,20 @@ int repl_start_command(const char *slot, const struct w2j_spec *spec,
                        const char *msg_prefixes, char *out, size_t outlen)
 {
 	char tables[512];
+	bool all = strcmp(spec->table, "*") == 0;
 	size_t n;
 	int m;
 
-	if (w2j_add_tables_value(spec->schema, spec->table, tables,
-	                         sizeof(tables)) < 0)
+	/* outbox.table = schema.*: wal2json's own wildcard, unescaped, so
+	 * that partitions created later are read too. */
+	m = w2j_add_tables_value(spec->schema, all ? "" : spec->table, tables,
+	                         sizeof(tables) - 1);
+	if (m < 0)
 		return -1;
+	if (all) {
+		tables[m] = '*';
+		tables[m + 1] = '\0';
+	}
 	m = snprintf(out, outlen,
 	             "START_REPLICATION SLOT \"%s\" LOGICAL 0/0 ("
 	             "\"format-version\" '2', \"include-lsn\" '1', "

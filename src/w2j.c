@@ -2,8 +2,9 @@
 /* w2j.c -- decodes one wal2json format-version 2 record.
  *
  * wal2json writes one JSON object per record: B and C around each
- * transaction, I/U/D/T per change, M per logical message. Only B, C and
- * I on the outbox table matter to the relay; everything else is skipped.
+ * transaction, I/U/D/T per change, M per logical message. Only B, C, I
+ * on the outbox table and M matter to the relay; everything else is
+ * skipped. w2j_decode_emit() reads the content of outbox_emit()'s M.
  * See tests/fixtures/README.md for real examples of every kind.
  *
  * jansson is the reference: w2j_decode_slow() below is the whole
@@ -48,6 +49,14 @@ struct w2j_ctx {
 	const char *table;
 	const char *event_id;  /* the outbox row's id, once read */
 };
+
+/* outbox.table "schema.*": every table of the schema is the outbox. For
+ * a partitioned outbox whose partitions have a schema of their own:
+ * wal2json names the partition in each record, never the parent. */
+static bool w2j_any_table(const struct w2j_spec *spec)
+{
+	return strcmp(spec->table, "*") == 0;
+}
 
 /* Writes "<message> (LSN X/X, xid N)" into err, leaving out what the
  * record did not reveal before the failure. */
@@ -871,7 +880,8 @@ static int w2j_fast_i(const char *line, size_t len,
 	    !W2J_LIT(&p, end, ",\"columns\":["))
 		return 1;
 	ours = w2j_span_eq(&schema, spec->schema, strlen(spec->schema)) &&
-	       w2j_span_eq(&table, spec->table, strlen(spec->table));
+	       (w2j_any_table(spec) ||
+	        w2j_span_eq(&table, spec->table, strlen(spec->table)));
 	memset(found, 0, sizeof(found));
 	for (k = 0; k < W2J_NCOLS; k++)
 		wantlen[k] = strlen(want[k]);
@@ -1062,7 +1072,7 @@ int w2j_decode_slow(const char *line, size_t len,
 			goto fail;
 		}
 		if (strcmp(c.schema, spec->schema) != 0 ||
-		    strcmp(c.table, spec->table) != 0) {
+		    (!w2j_any_table(spec) && strcmp(c.table, spec->table) != 0)) {
 			rec->kind = W2J_SKIP;
 			json_decref(root);
 			return 0;
@@ -1077,7 +1087,8 @@ int w2j_decode_slow(const char *line, size_t len,
 		rec->root_ = root;
 		return 0;
 	case 'M':
-		/* Logical decoding messages: the relay's heartbeats. The
+		/* Logical decoding messages: the relay's heartbeats and
+		 * outbox_emit()'s events (w2j_decode_emit() reads those). The
 		 * strings stay in the tree, which the record now owns. */
 		v = json_object_get(root, "prefix");
 		if (!json_is_string(v)) {
@@ -1121,6 +1132,194 @@ void w2j_record_clear(struct w2j_record *rec)
 		json_decref((json_t *)rec->root_);
 	memset(rec, 0, sizeof(*rec));
 	rec->xid = -1;
+}
+
+/* ------------------------------------------------------ outbox_emit() */
+
+static bool w2j_ws(char ch)
+{
+	return ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r';
+}
+
+/* The end of the JSON value at p, in text jansson has already accepted:
+ * the ',' or '}' that follows it in its object (trailing white space
+ * not yet stripped). */
+static const char *w2j_value_end(const char *p, const char *end)
+{
+	int depth = 0;
+
+	for (; p < end; p++) {
+		switch (*p) {
+		case '"':
+			for (p++; p < end && *p != '"'; p++)
+				if (*p == '\\')
+					p++;
+			break;
+		case '{':
+		case '[':
+			depth++;
+			break;
+		case '}':
+		case ']':
+			if (depth == 0)
+				return p;
+			depth--;
+			break;
+		case ',':
+			if (depth == 0)
+				return p;
+			break;
+		}
+	}
+	return p;
+}
+
+/* Finds the text of the top-level member name of a JSON object that
+ * jansson has already accepted (without duplicate keys), so the syntax
+ * can be trusted. jansson would print a value back with its own spacing
+ * and every number as a double (19.90 as 19.9, long integers rounded);
+ * the member's own text is what PostgreSQL printed for the jsonb, byte
+ * for byte. Returns false when there is no such member. */
+static bool w2j_member_text(const char *s, size_t len, const char *name,
+                            struct w2j_str *out)
+{
+	const char *p = s, *end = s + len;
+	size_t nlen = strlen(name);
+
+	while (p < end && w2j_ws(*p))
+		p++;
+	if (p >= end || *p++ != '{')
+		return false;
+	for (;;) {
+		const char *k, *v, *ve;
+		size_t klen;
+		bool match;
+
+		while (p < end && w2j_ws(*p))
+			p++;
+		if (p >= end || *p != '"')
+			return false; /* the '}' of an empty object */
+		k = ++p;
+		while (p < end && *p != '"')
+			p += *p == '\\' ? 2 : 1;
+		klen = (size_t)(p - k);
+		p++;
+		while (p < end && (w2j_ws(*p) || *p == ':'))
+			p++;
+		v = p;
+		p = ve = w2j_value_end(p, end);
+		while (ve > v && w2j_ws(ve[-1]))
+			ve--;
+		if (memchr(k, '\\', klen) == NULL) {
+			match = klen == nlen && memcmp(k, name, nlen) == 0;
+		} else {
+			/* An escaped key ("pay\u006coad"): jansson reads it. */
+			json_t *kj = json_loadb(k - 1, klen + 2, JSON_DECODE_ANY, NULL);
+			match = json_is_string(kj) && json_string_length(kj) == nlen &&
+			        memcmp(json_string_value(kj), name, nlen) == 0;
+			json_decref(kj);
+		}
+		if (match) {
+			out->ptr = v;
+			out->len = (size_t)(ve - v);
+			return true;
+		}
+		if (p >= end || *p++ != ',')
+			return false;
+	}
+}
+
+int w2j_decode_emit(const char *content, size_t len, struct w2j_record *rec,
+                    char *err, size_t errlen)
+{
+	/* In enum w2j_col order; the default outbox column names. */
+	static const char *const names[W2J_NCOLS] = {
+		"id", "aggregate_id", "event_type", "aggregate_type", "payload"
+	};
+	struct w2j_ctx c = { .rec = rec, .have_lsn = rec->lsn != 0 };
+	struct w2j_str val[W2J_NCOLS];
+	struct w2j_record ev;
+	struct w2j_str *dst[W2J_NCOLS] = { &ev.id, &ev.key, &ev.type, &ev.route,
+		                               &ev.payload };
+	json_error_t jerr;
+	json_t *root;
+	size_t need = 0;
+	char *buf, *o;
+	int k;
+
+	memset(val, 0, sizeof(val));
+	/* INT_AS_REAL: a long integer in the payload is valid JSON; the
+	 * payload's value is never taken from the tree anyway. */
+	root = json_loadb(content, len,
+	                  JSON_REJECT_DUPLICATES | JSON_DECODE_INT_AS_REAL |
+	                          JSON_DECODE_ANY, &jerr);
+	if (root == NULL) {
+		w2j_error(err, errlen, &c, "outbox message content is not JSON: "
+		          "%s at byte %d", jerr.text, jerr.position);
+		return -1;
+	}
+	if (!json_is_object(root)) {
+		w2j_error(err, errlen, &c, "outbox message content is a JSON %s, "
+		          "not an object", json_is_array(root) ? "array" : "scalar");
+		goto fail;
+	}
+	for (k = 0; k < W2J_COL_PAYLOAD; k++) {
+		json_t *v = json_object_get(root, names[k]);
+		if (k == W2J_COL_TYPE && (v == NULL || json_is_null(v)))
+			continue; /* no event_type header */
+		if (!json_is_string(v)) {
+			w2j_error(err, errlen, &c, v == NULL
+			          ? "outbox message: member \"%s\" is missing"
+			          : "outbox message: member \"%s\" is not a string",
+			          names[k]);
+			goto fail;
+		}
+		val[k].ptr = json_string_value(v);
+		val[k].len = json_string_length(v);
+		need += val[k].len + 1;
+		if (k == W2J_COL_ID)
+			c.event_id = val[k].ptr; /* later errors can name it */
+	}
+	if (json_object_get(root, "payload") == NULL ||
+	    !w2j_member_text(content, len, "payload", &val[W2J_COL_PAYLOAD])) {
+		w2j_error(err, errlen, &c,
+		          "outbox message: member \"payload\" is missing");
+		goto fail;
+	}
+	need += val[W2J_COL_PAYLOAD].len + 1;
+
+	/* One block for every string, as the I scanner does; then the
+	 * message (which content may live in) is released. */
+	buf = malloc(need);
+	if (buf == NULL) {
+		w2j_error(err, errlen, &c, "outbox message: out of memory");
+		goto fail;
+	}
+	memset(&ev, 0, sizeof(ev));
+	ev.kind = W2J_EVENT;
+	ev.lsn = rec->lsn;
+	ev.nextlsn = rec->nextlsn;
+	ev.xid = rec->xid;
+	ev.commit_ts_us = rec->commit_ts_us;
+	o = buf;
+	for (k = 0; k < W2J_NCOLS; k++) {
+		if (val[k].ptr == NULL)
+			continue;
+		memcpy(o, val[k].ptr, val[k].len);
+		o[val[k].len] = '\0';
+		dst[k]->ptr = o;
+		dst[k]->len = val[k].len;
+		o += val[k].len + 1;
+	}
+	ev.root_ = (void *)((uintptr_t)buf | W2J_ROOT_BUF);
+	json_decref(root);
+	w2j_record_clear(rec);
+	*rec = ev;
+	return 0;
+
+fail:
+	json_decref(root);
+	return -1;
 }
 
 /* ------------------------------------------------------------ timestamps */

@@ -18,6 +18,7 @@ Suite *hist_suite(void);
 Suite *health_suite(void);
 Suite *http_suite(void);
 Suite *alert_suite(void);
+Suite *emit_suite(void);
 
 int main(void)
 {
@@ -33,6 +34,7 @@ int main(void)
 	srunner_add_suite(sr, health_suite());
 	srunner_add_suite(sr, http_suite());
 	srunner_add_suite(sr, alert_suite());
+	srunner_add_suite(sr, emit_suite());
 
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);

@@ -2274,6 +2274,27 @@ static bool plugin_listed(const char *list, const char *plugin)
 	return false;
 }
 
+/* "pgoutput, test_decoding" -> "'pgoutput', 'test_decoding'". */
+static void quote_list(const char *in, char *out, size_t outlen)
+{
+	size_t n = 0;
+
+	out[0] = '\0';
+	while (*in != '\0') {
+		size_t len;
+		while (*in == ',' || *in == ' ' || *in == '\t')
+			in++;
+		len = strcspn(in, ", \t");
+		if (len == 0)
+			break;
+		if (n + len + 5 >= outlen)
+			break;
+		n += (size_t)snprintf(out + n, outlen - n, "%s'%.*s'",
+		                      n ? ", " : "", (int)len, in);
+		in += len;
+	}
+}
+
 /* Server settings and the role, in one query. */
 static void check_server(struct cli_checks *c, PGconn *conn,
                          const struct cli_slot *slot)
@@ -2334,10 +2355,14 @@ static void check_server(struct cli_checks *c, PGconn *conn,
 		           "may be used", PQgetvalue(res, 0, 1));
 	} else {
 		bool listed = plugin_listed(PQgetvalue(res, 0, 7), "wal2json");
+		char list[512];
+		/* A list setting: each library its own literal. One literal
+		 * holding "a, b" would name a single library called that. */
+		quote_list(PQgetvalue(res, 0, 7), list, sizeof(list));
 		snprintf(fix, sizeof(fix), "ALTER SYSTEM SET output_plugin_libraries "
-		         "= '%s%swal2json'; SELECT pg_reload_conf(); (this trusts "
-		         "wal2json for every REPLICATION role)", PQgetvalue(res, 0, 7),
-		         PQgetvalue(res, 0, 7)[0] ? ", " : "");
+		         "= %s%s'wal2json'; SELECT pg_reload_conf(); (this trusts "
+		         "wal2json for every REPLICATION role)", list,
+		         list[0] ? ", " : "");
 		check_item(c, "output_plugin_libraries", listed ? CHECK_OK : CHECK_FAIL,
 		           RELAY_EXIT_UNAVAILABLE, fix, "'%s'%s", PQgetvalue(res, 0, 7),
 		           listed ? "" : ": wal2json is not allowed");
@@ -2394,7 +2419,8 @@ static void check_wal2json(struct cli_checks *c, PGconn *conn)
 	} else if (strstr(res_text(res, conn), "output_plugin_libraries") != NULL) {
 		check_item(c, "wal2json", CHECK_FAIL, RELAY_EXIT_UNAVAILABLE,
 		           "as a superuser: ALTER SYSTEM SET output_plugin_libraries "
-		           "= '<current list>, wal2json'; SELECT pg_reload_conf(); "
+		           "= '<each current library>', 'wal2json'; "
+		           "SELECT pg_reload_conf(); "
 		           "(this trusts wal2json for every REPLICATION role)",
 		           "not allowed: %s", res_text(res, conn));
 	} else if (res_state_is(res, "53400")) {

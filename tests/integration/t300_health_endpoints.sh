@@ -8,8 +8,9 @@
 #    (and the same document);
 #  - /metrics: 200, Content-Type text/plain; version=0.0.4, every line
 #    parsed strictly (# HELP / # TYPE once per family and before its
-#    samples, families not interleaved, `name{labels} value`, histogram
-#    buckets cumulative with +Inf = _count); build_info, health_state,
+#    samples, families not interleaved, `name{labels} value` without
+#    timestamps, counters end in _total, histogram buckets increasing and
+#    cumulative with +Inf last and = _count); build_info, health_state,
 #    events_published_total, slot_retained_wal_bytes and the
 #    commit_to_ack_seconds histogram present; events_published_total and
 #    the histogram's _count grow by the events written;
@@ -333,11 +334,10 @@ else
 fi
 
 # ------------------------------------------------------------- Kafka down
-log_off=$(stat -c %s "$log")
 kafka_stop_hard "$IT_DIR"
 t_down=$SECONDS
 insert_events 1 agg-3
-ready_down= ready_body= livez_bad=
+ready_down="" ready_body="" livez_bad=""
 for ((i = 0; i < 80; i++)); do
 	req readyz_down "$base/readyz"
 	if [[ $CODE == 503 ]]; then
@@ -417,7 +417,7 @@ if port2=$(relay_port "$log2"); then
 	it_check "stall relay: /livez 200 before the stall (got $CODE)" test "$CODE" = 200
 	kill -USR1 "$stall_pid"
 	t_stall=$SECONDS
-	stalled= stall_body=
+	stalled="" stall_body=""
 	for ((i = 0; i < 25; i++)); do
 		req livez_stall "$base2/livez"
 		if [[ $CODE == 503 ]]; then

@@ -2,8 +2,10 @@
 # t310_slot_bloat -- retained WAL grows while the relay streams and
 # confirms: a background session keeps a transaction open (it has an xid
 # and wrote a row, so logical decoding cannot move restart_lsn past its
-# start) while bulk inserts into a scratch table generate WAL, in steps of
-# about 1.2 MB. Small thresholds: watchdog.retained.warn.bytes=4000000,
+# start; an xid alone, SELECT txid_current() without a write, does not
+# pin it: such a transaction is not in the decoder's reorder buffer and
+# restart_lsn moves at the next xl_running_xacts, measured) while bulk
+# inserts into a scratch table generate WAL, in steps of about 1.2 MB. Small thresholds: watchdog.retained.warn.bytes=4000000,
 # .critical.bytes=16000000, confirmed-lag rules off, watchdog every 500 ms,
 # alerts to a local webhook receiver (webhook_receiver.py). Asserts:
 #  - /slot goes ok -> warn -> critical, with reasons naming the retained
@@ -147,11 +149,11 @@ fi
 
 # -- WAL, step by step, until critical
 : >"$samples"
-seen_warn= seen_crit=
-warn_file= crit_file=
-warn_metric= crit_metric=
-warn_slot_code= crit_slot_code=
-warn_ready= crit_ready=
+seen_warn="" seen_crit=""
+warn_file="" crit_file=""
+warn_metric="" crit_metric=""
+warn_slot_code="" crit_slot_code=""
+warn_ready="" crit_ready=""
 t_load=$SECONDS
 for ((step = 1; step <= 40; step++)); do
 	it_sql "$db" "INSERT INTO t310_bulk SELECT g, repeat('x', 400)
@@ -220,8 +222,9 @@ fi
 it_check "log: slot health ok -> warn" grep -q 'slot health ok -> warn: retained WAL' "$log"
 it_check "log: slot health warn -> critical" grep -q 'slot health warn -> critical: retained WAL' "$log"
 
-# hook_wait STATE PREV [SECS]: a webhook line with that state and previous
-# state, for our slot, with reasons and figures.
+# hook_check STATE PREV: a webhook line with that state and previous state,
+# for our slot, with figures (and reasons naming the retained WAL unless
+# STATE is ok). hook_wait STATE PREV [SECS]: the same, polled.
 hook_check() {
 	python3 - "$hooks" "$db" "$1" "$2" <<-'PY'
 	import json, sys
@@ -265,7 +268,7 @@ it_sql "$db" "INSERT INTO outbox (aggregate_type, aggregate_id, event_type, payl
 # restart_lsn moves at the next xl_running_xacts record the relay confirms
 # past: the bgwriter logs one every 15 s of activity, a checkpoint at once.
 it_sql postgres "CHECKPOINT"
-back= st=
+back="" st=""
 for ((i = 0; i < 60; i++)); do
 	get slot_back /slot
 	st=$(json_get "$F" 'd["state"]' 2>/dev/null || true)

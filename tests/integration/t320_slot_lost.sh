@@ -1,20 +1,21 @@
 #!/usr/bin/env bash
 # t320_slot_lost -- PostgreSQL invalidates the relay's slot while the relay
-# streams from it. A throwaway cluster of this test only (port T320_PGPORT,
-# default 55495; initdb --wal-segsize=1, max_slot_wal_keep_size=4MB,
-# max_wal_size=32MB, min_wal_size=2MB, wal_keep_size=0,
-# checkpoint_timeout=30s) so that no other test's slot is touched. The
-# relay publishes one event, then the shared broker is SIGKILLed (restarted
-# afterwards and in a cleanup hook) and one more event is written: it stays
-# in flight, so the relay cannot confirm past it and restart_lsn stays
-# put. WAL is then generated fast (CREATE/DROP TABLE, pg_switch_wal(),
-# CHECKPOINT: PostgreSQL's 019_replslot_limit.pl technique; at most 40
-# rounds) until pg_replication_slots.wal_status is 'lost' (PostgreSQL
+# streams from it. A throwaway cluster of this test only, so that no other
+# test's slot is touched (port T320_PGPORT, default PGPORT + 5 so that runs
+# on other ports do not collide; initdb --wal-segsize=1,
+# max_slot_wal_keep_size=4MB, max_wal_size=32MB, min_wal_size=2MB,
+# wal_keep_size=0, checkpoint_timeout=30s). The relay publishes one event,
+# then the shared broker is SIGKILLed (restarted afterwards and in a
+# cleanup hook) and one more event is written: it stays in flight, so the
+# relay cannot confirm past it and restart_lsn stays put. WAL is then
+# generated (CREATE/DROP TABLE, pg_switch_wal(), CHECKPOINT: PostgreSQL's
+# 019_replslot_limit.pl technique; a look before each checkpoint; at most
+# 40 rounds) until pg_replication_slots.wal_status is 'lost' (PostgreSQL
 # terminates the walsender of an active slot it invalidates). Asserts:
 #  - the slot became lost;
 #  - the relay exits by itself with 69 (EX_UNAVAILABLE) within 60 s;
-#  - its log has the runbook message: the slot is lost / can no longer
-#    get changes, it will not be recreated, "runbook";
+#  - its log has the runbook message: the slot is lost / invalidated,
+#    "runbook", and that it will not be recreated;
 #  - the slot still exists, wal_status lost, and it is the only slot of
 #    the cluster (nothing was recreated);
 #  - a second start (broker back) refuses at once (< 15 s) with exit 69
@@ -27,7 +28,7 @@ source "$(dirname "$0")/lib.sh"
 it_init
 
 run=$(date +%s)
-lport=${T320_PGPORT:-55495}
+lport=${T320_PGPORT:-$((PGPORT + 5))}
 ldir=$IT_TEST_DIR/cluster
 lpg=$ldir/pg
 ldb=t320_slot_lost
@@ -148,7 +149,7 @@ confirmed0=$(lsql "SELECT confirmed_flush_lsn FROM pg_replication_slots WHERE sl
 
 # ------------------------------------------------------------- WAL until lost
 : >"$trace"
-status= t_lost= relay_exited_at=
+status="" t_lost="" relay_exited_at=""
 t0=$SECONDS
 # sample WHEN: one line of the trace, SQL's view and the relay's /slot.
 sample() {

@@ -45,6 +45,7 @@
 #   it_consume TOPIC OUTFILE         all records, one kcat JSON object a line
 #   it_consume_wait TOPIC OUTFILE N [SECS]  until at least N records
 #   it_count FILE                    records in an it_consume file
+#   it_wait_checked TOPIC OUT SECS ARGS...  checker.py until complete
 #   it_fields FILE FIELD...          tab-separated fields, one record a line;
 #                                    FIELD: topic partition offset key payload
 #                                    or h:NAME (header value)
@@ -368,6 +369,29 @@ it_consume_wait() {
 	done
 	it_consume "$topic" "$out" || true
 	return 1
+}
+
+# Consumes TOPIC into OUT and runs checker.py check ARGS... on it, again
+# every second while the checker says events are still missing (exit 2)
+# or the topic cannot be read yet (3), for up to SECS. Returns the
+# checker's exit code; its output is in OUT.check.
+it_wait_checked() {
+	local topic=$1 out=$2 secs=$3 deadline rc
+	shift 3
+	deadline=$((SECONDS + secs))
+	while :; do
+		rc=0
+		if it_consume "$topic" "$out" 2>"$out.err"; then
+			python3 "$IT_ROOT/tests/integration/checker.py" check "$@" "$out" >"$out.check" 2>&1 || rc=$?
+		else
+			rc=3
+			cp "$out.err" "$out.check"
+		fi
+		if ((rc != 2 && rc != 3)) || ((SECONDS >= deadline)); then
+			return "$rc"
+		fi
+		sleep 1
+	done
 }
 
 it_fields() {

@@ -29,24 +29,6 @@ out=$IT_TEST_DIR/records.json
 # Consumes TOPIC into OUT and runs the checker (extra arguments passed on)
 # until no committed event is missing any more or SECS have passed. The
 # checker's report is left in OUT.check; returns the checker's status.
-wait_checked() {
-	local topic=$1 out=$2 secs=$3 deadline rc
-	shift 3
-	deadline=$((SECONDS + secs))
-	while :; do
-		rc=0
-		if it_consume "$topic" "$out" 2>"$out.err"; then
-			python3 "$CHECKER" check "$@" "$out" >"$out.check" 2>&1 || rc=$?
-		else
-			rc=3
-			cp "$out.err" "$out.check"
-		fi
-		if ((rc != 2 && rc != 3)) || ((SECONDS >= deadline)); then
-			return "$rc"
-		fi
-		sleep 1
-	done
-}
 
 # -- the checker can fail
 if out_st=$(python3 "$CHECKER" --self-test 2>&1); then
@@ -87,7 +69,7 @@ it_check "writer committed several thousand events" test "$committed" -ge 3000
 
 # -- every event, once, in order
 rc=0
-wait_checked "$topic" "$out" 60 --expected "$IT_TEST_DIR/expected" \
+it_wait_checked "$topic" "$out" 60 --expected "$IT_TEST_DIR/expected" \
 	--ids "$IT_TEST_DIR/ids" --topic "$topic" --no-dups || rc=$?
 summary=$(grep '^checker:' "$out.check" | head -n1 || true)
 if ((rc == 0)); then

@@ -30,24 +30,6 @@ pglog=$IT_DIR/pg/postgres.log
 samples=$IT_TEST_DIR/confirmed.samples
 down_secs=14
 
-wait_checked() {
-	local topic=$1 out=$2 secs=$3 deadline rc
-	shift 3
-	deadline=$((SECONDS + secs))
-	while :; do
-		rc=0
-		if it_consume "$topic" "$out" 2>"$out.err"; then
-			python3 "$CHECKER" check "$@" "$out" >"$out.check" 2>&1 || rc=$?
-		else
-			rc=3
-			cp "$out.err" "$out.check"
-		fi
-		if ((rc != 2 && rc != 3)) || ((SECONDS >= deadline)); then
-			return "$rc"
-		fi
-		sleep 1
-	done
-}
 
 # Whatever happens, later tests get a broker and the default timeout back.
 restore_env() {
@@ -92,7 +74,7 @@ it_check "relay holds the slot" it_wait_slot_active "$db" "$db" 30
 pgbench 2 25 100 >"$IT_TEST_DIR/pgbench.pre.log" 2>&1
 dump_expected
 rc=0
-wait_checked "$topic" "$out" 60 --expected "$IT_TEST_DIR/expected" \
+it_wait_checked "$topic" "$out" 60 --expected "$IT_TEST_DIR/expected" \
 	--ids "$IT_TEST_DIR/ids" --topic "$topic" || rc=$?
 it_check "events before the outage arrived" test "$rc" -eq 0
 wpid=$(it_sql "$db" "SELECT active_pid FROM pg_replication_slots WHERE slot_name = '$db'")
@@ -158,7 +140,7 @@ fi
 dump_expected
 committed=$(it_sql "$db" "SELECT sum(n) FROM agg_seq")
 rc=0
-wait_checked "$topic" "$out" 90 --expected "$IT_TEST_DIR/expected" \
+it_wait_checked "$topic" "$out" 90 --expected "$IT_TEST_DIR/expected" \
 	--ids "$IT_TEST_DIR/ids" --topic "$topic" || rc=$?
 summary=$(grep '^checker:' "$out.check" | head -n1 || true)
 if ((rc == 0)); then

@@ -28,24 +28,6 @@ conf=$IT_TEST_DIR/relay.conf
 out=$IT_TEST_DIR/records.json
 stopfile=$IT_TEST_DIR/writer.stop
 
-wait_checked() {
-	local topic=$1 out=$2 secs=$3 deadline rc
-	shift 3
-	deadline=$((SECONDS + secs))
-	while :; do
-		rc=0
-		if it_consume "$topic" "$out" 2>"$out.err"; then
-			python3 "$CHECKER" check "$@" "$out" >"$out.check" 2>&1 || rc=$?
-		else
-			rc=3
-			cp "$out.err" "$out.check"
-		fi
-		if ((rc != 2 && rc != 3)) || ((SECONDS >= deadline)); then
-			return "$rc"
-		fi
-		sleep 1
-	done
-}
 
 writer() {
 	local deadline=$((SECONDS + 60)) n=0
@@ -133,7 +115,7 @@ committed=$(it_sql "$db" "SELECT sum(n) FROM agg_seq")
 covered=()
 [[ -z $snap_ok ]] || covered=(--covered "$c_stop=$snap")
 rc=0
-wait_checked "$topic" "$out" 90 --expected "$IT_TEST_DIR/expected" \
+it_wait_checked "$topic" "$out" 90 --expected "$IT_TEST_DIR/expected" \
 	--ids "$IT_TEST_DIR/ids" --topic "$topic" "${covered[@]}" || rc=$?
 summary=$(grep '^checker:' "$out.check" | head -n1 || true)
 if ((rc == 0)); then

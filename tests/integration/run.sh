@@ -3,7 +3,7 @@
 # one Kafka for the whole run (ports IT_PGPORT, default 55450, and
 # IT_KAFKA_PORT, default 19150), runs every tests/integration/t[0-9]*.sh in
 # order as its own bash process, and ends with the line
-# "N passed, N failed". Exits non-zero if anything failed.
+# "N passed, N failed, N skipped". Exits non-zero if anything failed.
 #
 #   tests/integration/run.sh              all tests
 #   tests/integration/run.sh t000 t1      only tests whose name starts so
@@ -36,19 +36,20 @@ done
 
 if ((${#tests[@]} == 0)); then
 	echo "no integration tests matched" >&2
-	echo "0 passed, 1 failed"
+	echo "0 passed, 1 failed, 0 skipped"
 	exit 1
 fi
 
 if ! it_servers_start; then
 	env_cleanup
-	echo "0 passed, 1 failed"
+	echo "0 passed, 1 failed, 0 skipped"
 	exit 1
 fi
 export IT_RESULTS=$IT_DIR/results
 
 pass=0
 fail=0
+skipped=0
 failed_tests=()
 for t in "${tests[@]}"; do
 	name=$(basename "$t" .sh)
@@ -59,16 +60,18 @@ for t in "${tests[@]}"; do
 	timeout -k 10 "${IT_TEST_TIMEOUT:-600}" bash "$t" </dev/null || rc=$?
 	p=$(grep -c '^ok' "$IT_RESULTS" || true)
 	f=$(grep -c '^not ok' "$IT_RESULTS" || true)
+	s=$(grep -c '^skip' "$IT_RESULTS" || true)
 	if ((rc != 0 && f == 0)); then
 		# Died before recording a failure (set -e, timeout, crash).
 		echo "not ok - $name exited with status $rc"
 		f=1
-	elif ((rc == 0 && p + f == 0)); then
+	elif ((rc == 0 && p + f + s == 0)); then
 		echo "not ok - $name ran no checks"
 		f=1
 	fi
 	pass=$((pass + p))
 	fail=$((fail + f))
+	skipped=$((skipped + s))
 	((f == 0)) || failed_tests+=("$name")
 done
 
@@ -83,5 +86,5 @@ fi
 
 # Stop the servers before the closing line so that it is the last one.
 env_cleanup
-echo "$pass passed, $fail failed"
+echo "$pass passed, $fail failed, $skipped skipped"
 ((fail == 0))

@@ -191,14 +191,23 @@ want "plain role: no walsender" \
 out=$(psql_as outbox_relay "$kit" <<-'SQL'
 	SELECT slot_name FROM pg_create_logical_replication_slot('t410_kit_probe', 'wal2json');
 	SELECT pg_drop_replication_slot('t410_kit_probe');
-	SHOW output_plugin_libraries;
 	SELECT count(*) >= 0 FROM pg_stat_replication_slots;
 	SQL
 ) || true
-want "relay role: creates and drops a wal2json slot, reads output_plugin_libraries and slot stats" \
-	"$(sed -n '1p;3p;4p' <<<"$out")" "t410_kit_probe
-pgoutput, test_decoding, wal2json
+want "relay role: creates and drops a wal2json slot, reads slot stats" \
+	"$(sed -n '1p;3p' <<<"$out")" "t410_kit_probe
 t"
+# output_plugin_libraries is superuser-only to read unless the role has
+# pg_read_all_settings (roles.sql grants it for --check); the setting
+# exists only on recent 15.x minors.
+if it_pg_has_setting output_plugin_libraries; then
+	out=$(psql_as outbox_relay "$kit" <<<"SHOW output_plugin_libraries;") || true
+	want "relay role: reads output_plugin_libraries (pg_read_all_settings)" \
+		"$out" "pgoutput, test_decoding, wal2json"
+else
+	skip "relay role: reads output_plugin_libraries (pg_read_all_settings)" \
+		"PostgreSQL $(it_sql postgres "SHOW server_version") has no output_plugin_libraries setting"
+fi
 fails_with "relay role: no access to the outbox table" outbox_relay "$kit" \
 	"permission denied for table outbox" <<<"SELECT count(*) FROM outbox;"
 # pg_read_all_stats: another role's open transaction shows its start.

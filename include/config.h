@@ -37,6 +37,7 @@ struct relay_config {
 	char *outbox_emit_prefix;   /* outbox_emit() messages; "" off */
 
 	int64_t status_interval_ms;
+	int64_t status_min_interval_ms;
 	int64_t inflight_max_events;
 	int64_t inflight_max_bytes;
 	int64_t reconnect_backoff_ms;

@@ -10,7 +10,16 @@
  * Transactions without events never take a slot: they only raise the
  * end LSN of the newest pending transaction (or the watermark itself when
  * nothing is pending), so the ring holds at most one entry per
- * transaction that has events in flight. */
+ * transaction that has events in flight.
+ *
+ * The tracker outlives sessions (reconnects). What it acked in an earlier
+ * session is not trusted blindly in the next one: lsn_resume() compares
+ * it with what the server says (system, timeline, WAL end, the slot's
+ * position) and, when the slot is behind, has the session replay from the
+ * slot while skipping the transactions already acked, checking on the way
+ * that the newest of them is still in the server's WAL (same commit LSN,
+ * xid and commit time). A database restored to an earlier point fails
+ * that check; a crash that only lost the slot's last confirm passes it. */
 #ifndef RELAY_LSN_TRACKER_H
 #define RELAY_LSN_TRACKER_H
 
@@ -20,12 +29,45 @@
 
 #include "common.h"
 
+/* A commit, as identified in the WAL: enough to tell whether the commit
+ * at end_lsn is the same transaction after a reconnect. */
+struct lsn_commit_id {
+	uint64_t end_lsn;      /* 0: none */
+	int64_t xid;
+	int64_t commit_ts_us;
+};
+
 struct lsn_txn {
 	uint64_t seq;          /* global transaction sequence (ack token) */
 	uint64_t end_lsn;      /* commit end; 0 until the C record */
 	int64_t commit_ts_us;  /* commit time, for latency figures */
+	struct lsn_commit_id newest; /* newest commit folded into this entry */
 	uint64_t pending;      /* events produced and not yet acked */
+	uint64_t events;       /* events produced (acked or not) */
+	uint64_t bytes;        /* their key + value bytes */
 	bool complete;         /* C record seen */
+};
+
+/* What the server says at the start of a session. */
+struct lsn_server {
+	const char *system_id; /* IDENTIFY_SYSTEM systemid */
+	int timeline;          /* IDENTIFY_SYSTEM timeline */
+	uint64_t wal_end;      /* IDENTIFY_SYSTEM xlogpos: the server's WAL end */
+	uint64_t slot_lsn;     /* the slot's confirmed_flush_lsn */
+};
+
+enum lsn_resume {
+	LSN_RESUME_SLOT,       /* stream from the slot; nothing to check */
+	LSN_RESUME_VERIFY,     /* stream from the slot, skip what was acked
+	                        * up to lsn_tracker.verify.end_lsn, check it */
+	LSN_RESUME_REWOUND,    /* the database went back in time: stop */
+};
+
+/* What to do with a transaction that begins (lsn_begin()). */
+enum lsn_verdict {
+	LSN_PUBLISH,           /* publish its events */
+	LSN_SKIP,              /* acked in an earlier session: do not publish */
+	LSN_REWOUND,           /* the WAL differs from what was acked: stop */
 };
 
 struct lsn_tracker {
@@ -38,54 +80,91 @@ struct lsn_tracker {
 
 	bool in_txn;           /* between B and C */
 	bool cur_has_events;   /* current transaction has a ring entry */
-	int64_t cur_commit_ts;
+	bool cur_skip;         /* current transaction is being skipped */
+	struct lsn_commit_id cur; /* the current transaction (from its B) */
 
 	uint64_t received_lsn; /* highest LSN seen in the stream */
 	uint64_t confirmable;  /* watermark: safe to send as flush LSN */
-	uint64_t confirmed;    /* last flush LSN actually sent */
+	uint64_t confirmed;    /* last flush LSN actually sent (this session) */
 	uint64_t inflight;     /* events produced, not acked (this session) */
+	uint64_t held_events;  /* events in ring entries (acked or not) */
+	uint64_t held_bytes;   /* their bytes */
 	bool failed;           /* a delivery failed: confirm nothing more */
+
+	/* Across sessions. */
+	struct lsn_commit_id last_commit; /* newest commit at or below the
+	                        * watermark; what verification looks for */
+	bool have_server;      /* a session has streamed: identity known */
+	char system_id[32];
+	int timeline;
+	struct lsn_commit_id verify; /* end_lsn != 0: verification pending */
+	uint64_t verify_from;  /* the slot position the check replays from */
+	uint64_t verify_acked; /* the watermark carried into the session */
+	char rewound[512];     /* why LSN_*REWOUND was returned */
 };
 
 void lsn_init(struct lsn_tracker *lt);
 void lsn_free(struct lsn_tracker *lt);
 
-/* Starts a new session after a reconnect: drops all entries (their acks
- * become stale and are ignored), keeps `confirmed`, and sets the
- * watermark to start_lsn (the slot's confirmed_flush_lsn). */
-void lsn_reset(struct lsn_tracker *lt, uint64_t start_lsn);
+/* Ends a session: drops all entries (their acks become stale and are
+ * ignored) and closes any open transaction. The watermark and the newest
+ * acked commit are kept for lsn_resume(). */
+void lsn_end_session(struct lsn_tracker *lt);
 
-/* B record. */
-void lsn_begin(struct lsn_tracker *lt, int64_t commit_ts_us);
+/* Starts a session against srv (after lsn_end_session(), or the first
+ * time). Returns:
+ *  - LSN_RESUME_SLOT: the watermark is now the slot's position;
+ *  - LSN_RESUME_VERIFY: the same, and the transactions up to the newest
+ *    commit acked before are skipped (lsn_begin() says LSN_SKIP) once it
+ *    has been seen again unchanged; nothing is confirmable past the slot
+ *    until then;
+ *  - LSN_RESUME_REWOUND: another system, another timeline, or a WAL end
+ *    behind what was acked: lt->rewound says which, with the LSN range
+ *    Kafka may hold that the database no longer has. The watermark is
+ *    then the slot's position and failed is set: nothing more moves. */
+enum lsn_resume lsn_resume(struct lsn_tracker *lt, const struct lsn_server *srv);
 
-/* One event of the current transaction is about to be produced. Returns
- * the token to attach to it; pass it to lsn_ack() from the delivery
- * report. Only call between lsn_begin() and lsn_commit(). */
-uint64_t lsn_event(struct lsn_tracker *lt);
+/* B record: the transaction's xid, commit time and commit end (wal2json
+ * puts nextlsn on B too). During verification this decides whether it is
+ * skipped; LSN_REWOUND fills lt->rewound. */
+enum lsn_verdict lsn_begin(struct lsn_tracker *lt, int64_t xid,
+                           int64_t commit_ts_us, uint64_t end_lsn);
+
+/* One event of the current transaction, of `bytes` key + value bytes, is
+ * about to be produced. Returns the token to attach to it; pass it to
+ * lsn_ack() from the delivery report. Only between lsn_begin() (which
+ * said LSN_PUBLISH) and lsn_commit(). */
+uint64_t lsn_event(struct lsn_tracker *lt, size_t bytes);
 
 /* The produce call for the event with this token failed synchronously:
  * undo lsn_event(). */
-void lsn_event_undo(struct lsn_tracker *lt, uint64_t token);
+void lsn_event_undo(struct lsn_tracker *lt, uint64_t token, size_t bytes);
 
 /* C record with its nextlsn. */
 void lsn_commit(struct lsn_tracker *lt, uint64_t end_lsn);
 
 /* Delivery report. ok=false marks the tracker failed: the watermark
- * stops for good until lsn_reset(). Returns false when the token is
- * stale (an earlier session). *commit_ts_us, when not NULL, receives the
- * transaction's commit time. */
+ * stops for good until lsn_end_session(). Returns false when the token
+ * is stale (an earlier session). *commit_ts_us, when not NULL, receives
+ * the transaction's commit time. */
 bool lsn_ack(struct lsn_tracker *lt, uint64_t token, bool ok,
              int64_t *commit_ts_us);
 
-/* Keepalive: when nothing is in flight and no transaction is open, the
- * server's WAL end may be confirmed so an idle outbox does not pin WAL. */
-void lsn_idle(struct lsn_tracker *lt, uint64_t wal_end);
+/* Keepalive or non-transactional message at wal_end: when nothing is in
+ * flight and no transaction is open, everything before it was processed,
+ * so it may be confirmed and an idle outbox does not pin WAL. Returns
+ * false when verification is pending and the server is already past the
+ * commit being looked for (lt->rewound says so): the database rewound. */
+bool lsn_idle(struct lsn_tracker *lt, uint64_t wal_end) RELAY_MUSTCHECK;
 
 /* Records that a record with this LSN was received. */
 void lsn_received(struct lsn_tracker *lt, uint64_t lsn);
 
-/* The LSN to send as flush position now. Never decreases. */
+/* The LSN to send as flush position now. Never decreases in a session. */
 uint64_t lsn_confirmable(const struct lsn_tracker *lt);
+
+/* True when the watermark is ahead of what was last sent. */
+bool lsn_confirm_due(const struct lsn_tracker *lt);
 
 /* Commit time of the oldest transaction with an event not yet acked;
  * 0 when nothing is pending. For the outbox-lag figure. */
@@ -93,5 +172,13 @@ int64_t lsn_oldest_pending_ts(const struct lsn_tracker *lt);
 
 /* Records that flush_lsn was sent to the server. */
 void lsn_mark_confirmed(struct lsn_tracker *lt, uint64_t flush_lsn);
+
+/* The oldest transaction still holding an event, or NULL: the one a
+ * failed delivery blocks. Borrowed until the next call that changes lt. */
+const struct lsn_txn *lsn_head(const struct lsn_tracker *lt);
+
+/* The entry of a live token, or NULL when the token is stale. Borrowed
+ * until the next call that changes lt. */
+const struct lsn_txn *lsn_find(const struct lsn_tracker *lt, uint64_t token);
 
 #endif

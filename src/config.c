@@ -62,6 +62,9 @@ static const struct cfg_key cfg_keys[] = {
 	  "outbox; empty (default) off: any role that can connect can emit messages" },
 	{ "status.interval.ms", CFG_INT, OFF(status_interval_ms), "10000", 100,
 	  10000, 0, "standby status update period (keeps wal_sender_timeout away)" },
+	{ "status.min.interval.ms", CFG_INT, OFF(status_min_interval_ms), "100",
+	  0, 10000, 0, "a status update goes out as soon as the confirmed LSN "
+	  "moves, at most one per this many ms" },
 	{ "inflight.max.events", CFG_INT, OFF(inflight_max_events), "100000", 1,
 	  10000000, 0, "events produced and not yet acked before reading pauses" },
 	{ "inflight.max.bytes", CFG_INT, OFF(inflight_max_bytes), "134217728",

@@ -6,6 +6,7 @@
  * is found by subtraction, and acks in any order cost O(1). The watermark
  * moves only by popping complete, fully acked entries off the head. */
 #include <assert.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,7 +19,7 @@ static inline uint64_t max_u64(uint64_t a, uint64_t b)
 	return a > b ? a : b;
 }
 
-static struct lsn_txn *entry_at(struct lsn_tracker *lt, size_t i)
+static struct lsn_txn *entry_at(const struct lsn_tracker *lt, size_t i)
 {
 	return &lt->ring[(lt->head + i) & (lt->cap - 1)];
 }
@@ -42,6 +43,16 @@ static void grow(struct lsn_tracker *lt)
 	lt->head = 0;
 }
 
+/* The watermark moves to a commit: remember which one, so that the next
+ * session can check it is still there. */
+static void move_to(struct lsn_tracker *lt, const struct lsn_commit_id *c)
+{
+	if (c->end_lsn >= lt->confirmable) {
+		lt->confirmable = c->end_lsn;
+		lt->last_commit = *c;
+	}
+}
+
 /* Pops every complete, fully acked transaction off the head. */
 static void advance(struct lsn_tracker *lt)
 {
@@ -50,7 +61,9 @@ static void advance(struct lsn_tracker *lt)
 		if (!t->complete || t->pending > 0)
 			break;
 		if (!lt->failed)
-			lt->confirmable = max_u64(lt->confirmable, t->end_lsn);
+			move_to(lt, &t->newest);
+		lt->held_events -= t->events;
+		lt->held_bytes -= t->bytes;
 		lt->head = (lt->head + 1) & (lt->cap - 1);
 		lt->len--;
 	}
@@ -70,53 +83,145 @@ void lsn_free(struct lsn_tracker *lt)
 	lt->cap = lt->len = 0;
 }
 
-void lsn_reset(struct lsn_tracker *lt, uint64_t start_lsn)
+void lsn_end_session(struct lsn_tracker *lt)
 {
 	lt->head = 0;
 	lt->len = 0;
 	lt->session_base = lt->next_seq;
 	lt->in_txn = false;
 	lt->cur_has_events = false;
+	lt->cur_skip = false;
 	lt->inflight = 0;
+	lt->held_events = 0;
+	lt->held_bytes = 0;
 	lt->failed = false;
-	/* Never go below what was already confirmed: those events were
-	 * acked, even if the server's copy of the slot regressed after a
-	 * crash (it only persists confirmed_flush at checkpoints). */
-	lt->confirmable = max_u64(start_lsn, lt->confirmed);
-	lt->received_lsn = lt->confirmable;
+	memset(&lt->verify, 0, sizeof(lt->verify));
 }
 
-void lsn_begin(struct lsn_tracker *lt, int64_t commit_ts_us)
+/* Fills lt->rewound; the message names what Kafka may hold that the
+ * database does not, as an LSN range an operator can match against the
+ * records' pg_lsn header. */
+static void rewound(struct lsn_tracker *lt, uint64_t from, uint64_t to,
+                    const char *what)
 {
+	snprintf(lt->rewound, sizeof(lt->rewound),
+	         "the database went back in time: %s. Kafka may hold events "
+	         "with commit LSNs (pg_lsn header) above " LSN_FMT " and up to "
+	         LSN_FMT " that this database does not have", what,
+	         LSN_ARGS(from), LSN_ARGS(to));
+	lt->failed = true;
+}
+
+enum lsn_resume lsn_resume(struct lsn_tracker *lt, const struct lsn_server *srv)
+{
+	uint64_t acked = lt->confirmable;
+	char what[256];
+
+	lt->rewound[0] = '\0';
+	memset(&lt->verify, 0, sizeof(lt->verify));
+	what[0] = '\0';
+	if (lt->have_server) {
+		if (strcmp(lt->system_id, srv->system_id) != 0)
+			snprintf(what, sizeof(what), "the server's system identifier "
+			         "is %s, not %s as before: another cluster answers",
+			         srv->system_id, lt->system_id);
+		else if (lt->timeline != srv->timeline)
+			snprintf(what, sizeof(what), "the server is on timeline %d, not "
+			         "%d as before (promotion or point-in-time recovery)",
+			         srv->timeline, lt->timeline);
+		else if (srv->wal_end < acked)
+			snprintf(what, sizeof(what), "the server's WAL ends at " LSN_FMT
+			         ", before " LSN_FMT " which this process already "
+			         "published and confirmed", LSN_ARGS(srv->wal_end),
+			         LSN_ARGS(acked));
+	}
+	/* What the server already has is never sent back lower. */
+	lt->confirmable = srv->slot_lsn;
+	lt->confirmed = srv->slot_lsn;
+	lt->received_lsn = srv->slot_lsn;
+	if (what[0] != '\0') {
+		rewound(lt, srv->wal_end < acked ? srv->wal_end : srv->slot_lsn,
+		        acked, what);
+		return LSN_RESUME_REWOUND;
+	}
+	lt->have_server = true;
+	snprintf(lt->system_id, sizeof(lt->system_id), "%s", srv->system_id);
+	lt->timeline = srv->timeline;
+	/* The slot is behind the newest commit acked before (its last update
+	 * was lost with the connection, or a crash restored it from the last
+	 * checkpoint, or the whole database was restored): replay from the
+	 * slot, and skip what was acked only once that commit shows up again
+	 * unchanged. Until then nothing past the slot is confirmable. */
+	if (lt->last_commit.end_lsn > srv->slot_lsn) {
+		lt->verify = lt->last_commit;
+		lt->verify_from = srv->slot_lsn;
+		lt->verify_acked = acked;
+		return LSN_RESUME_VERIFY;
+	}
+	return LSN_RESUME_SLOT;
+}
+
+enum lsn_verdict lsn_begin(struct lsn_tracker *lt, int64_t xid,
+                           int64_t commit_ts_us, uint64_t end_lsn)
+{
+	const struct lsn_commit_id *v = &lt->verify;
+	char what[256];
+
 	lt->in_txn = true;
 	lt->cur_has_events = false;
-	lt->cur_commit_ts = commit_ts_us;
+	lt->cur_skip = false;
+	lt->cur = (struct lsn_commit_id){ .end_lsn = end_lsn, .xid = xid,
+		                              .commit_ts_us = commit_ts_us };
+	if (v->end_lsn == 0)
+		return LSN_PUBLISH;
+	if (end_lsn < v->end_lsn) {
+		lt->cur_skip = true; /* before the commit looked for */
+		return LSN_SKIP;
+	}
+	if (end_lsn == v->end_lsn && xid == v->xid &&
+	    commit_ts_us == v->commit_ts_us) {
+		/* The same transaction at the same place: the WAL up to it is
+		 * the WAL this process published from. */
+		memset(&lt->verify, 0, sizeof(lt->verify));
+		lt->cur_skip = true;
+		return LSN_SKIP;
+	}
+	snprintf(what, sizeof(what), "the transaction published with commit "
+	         "LSN " LSN_FMT " (xid %lld) is not in the server's WAL any more; "
+	         "found xid %lld with commit LSN " LSN_FMT " instead",
+	         LSN_ARGS(v->end_lsn), (long long)v->xid, (long long)xid,
+	         LSN_ARGS(end_lsn));
+	rewound(lt, lt->verify_from, lt->verify_acked, what);
+	return LSN_REWOUND;
 }
 
-uint64_t lsn_event(struct lsn_tracker *lt)
+uint64_t lsn_event(struct lsn_tracker *lt, size_t bytes)
 {
 	struct lsn_txn *t;
 
-	assert(lt->in_txn);
+	assert(lt->in_txn && !lt->cur_skip);
 	if (!lt->cur_has_events) {
 		if (lt->len == lt->cap)
 			grow(lt);
 		lt->len++;
 		t = tail(lt);
+		memset(t, 0, sizeof(*t));
 		t->seq = lt->next_seq++;
-		t->end_lsn = 0;
-		t->commit_ts_us = lt->cur_commit_ts;
-		t->pending = 0;
-		t->complete = false;
+		t->commit_ts_us = lt->cur.commit_ts_us;
+		t->newest = lt->cur;
 		lt->cur_has_events = true;
 	}
 	t = tail(lt);
 	t->pending++;
+	t->events++;
+	t->bytes += bytes;
 	lt->inflight++;
+	lt->held_events++;
+	lt->held_bytes += bytes;
 	return t->seq;
 }
 
-static struct lsn_txn *find(struct lsn_tracker *lt, uint64_t token)
+static struct lsn_txn *find(const struct lsn_tracker *lt, uint64_t token)
 {
 	uint64_t first;
 
@@ -128,7 +233,7 @@ static struct lsn_txn *find(struct lsn_tracker *lt, uint64_t token)
 	return entry_at(lt, (size_t)(token - first));
 }
 
-void lsn_event_undo(struct lsn_tracker *lt, uint64_t token)
+void lsn_event_undo(struct lsn_tracker *lt, uint64_t token, size_t bytes)
 {
 	struct lsn_txn *t = find(lt, token);
 
@@ -136,25 +241,40 @@ void lsn_event_undo(struct lsn_tracker *lt, uint64_t token)
 	if (t == NULL || t->pending == 0)
 		return;
 	t->pending--;
+	t->events--;
+	t->bytes -= bytes;
 	lt->inflight--;
+	lt->held_events--;
+	lt->held_bytes -= bytes;
 }
 
 void lsn_commit(struct lsn_tracker *lt, uint64_t end_lsn)
 {
+	struct lsn_commit_id c = lt->cur;
+
+	c.end_lsn = end_lsn;
 	if (lt->cur_has_events) {
 		struct lsn_txn *t = tail(lt);
 		t->end_lsn = end_lsn;
+		t->newest = c;
 		t->complete = true;
 	} else if (lt->len > 0) {
 		/* No events: confirming this commit is safe exactly when the
 		 * newest pending transaction is, so fold it into that one. */
 		struct lsn_txn *t = tail(lt);
-		t->end_lsn = max_u64(t->end_lsn, end_lsn);
-	} else if (!lt->failed) {
-		lt->confirmable = max_u64(lt->confirmable, end_lsn);
+		if (end_lsn >= t->end_lsn) {
+			t->end_lsn = end_lsn;
+			t->newest = c;
+		}
+	} else if (!lt->failed && lt->verify.end_lsn == 0) {
+		/* (While verification is pending, skipped transactions do not
+		 * move the watermark: they are only known good once the commit
+		 * looked for has been seen.) */
+		move_to(lt, &c);
 	}
 	lt->in_txn = false;
 	lt->cur_has_events = false;
+	lt->cur_skip = false;
 	lt->received_lsn = max_u64(lt->received_lsn, end_lsn);
 	advance(lt);
 }
@@ -177,14 +297,30 @@ bool lsn_ack(struct lsn_tracker *lt, uint64_t token, bool ok,
 	return true;
 }
 
-void lsn_idle(struct lsn_tracker *lt, uint64_t wal_end)
+bool lsn_idle(struct lsn_tracker *lt, uint64_t wal_end)
 {
+	if (lt->verify.end_lsn != 0) {
+		/* Frames arrive in WAL order: a server already past the commit
+		 * looked for, which did not come, no longer has it. */
+		if (wal_end >= lt->verify.end_lsn) {
+			char what[256];
+			snprintf(what, sizeof(what), "the transaction published with "
+			         "commit LSN " LSN_FMT " (xid %lld) is not in the "
+			         "server's WAL any more (the server is at " LSN_FMT ")",
+			         LSN_ARGS(lt->verify.end_lsn), (long long)lt->verify.xid,
+			         LSN_ARGS(wal_end));
+			rewound(lt, lt->verify_from, lt->verify_acked, what);
+			return false;
+		}
+		return true;
+	}
 	/* Everything the server sent before this keepalive was processed in
 	 * stream order; with nothing open or in flight, all of it is done. */
 	if (lt->failed || lt->in_txn || lt->len > 0)
-		return;
+		return true;
 	lt->confirmable = max_u64(lt->confirmable, wal_end);
 	lt->received_lsn = max_u64(lt->received_lsn, wal_end);
+	return true;
 }
 
 void lsn_received(struct lsn_tracker *lt, uint64_t lsn)
@@ -197,10 +333,15 @@ uint64_t lsn_confirmable(const struct lsn_tracker *lt)
 	return max_u64(lt->confirmable, lt->confirmed);
 }
 
+bool lsn_confirm_due(const struct lsn_tracker *lt)
+{
+	return lt->confirmable > lt->confirmed;
+}
+
 int64_t lsn_oldest_pending_ts(const struct lsn_tracker *lt)
 {
 	for (size_t i = 0; i < lt->len; i++) {
-		const struct lsn_txn *t = &lt->ring[(lt->head + i) & (lt->cap - 1)];
+		const struct lsn_txn *t = entry_at(lt, i);
 		if (t->pending > 0)
 			return t->commit_ts_us;
 	}
@@ -210,4 +351,14 @@ int64_t lsn_oldest_pending_ts(const struct lsn_tracker *lt)
 void lsn_mark_confirmed(struct lsn_tracker *lt, uint64_t flush_lsn)
 {
 	lt->confirmed = max_u64(lt->confirmed, flush_lsn);
+}
+
+const struct lsn_txn *lsn_head(const struct lsn_tracker *lt)
+{
+	return lt->len > 0 ? entry_at(lt, 0) : NULL;
+}
+
+const struct lsn_txn *lsn_find(const struct lsn_tracker *lt, uint64_t token)
+{
+	return find(lt, token);
 }

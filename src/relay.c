@@ -53,6 +53,8 @@ struct relay {
 	unsigned attempt;
 	int64_t session_start_us;
 	int64_t last_status_us;         /* when the last status update went out */
+	uint64_t server_wal_end;        /* highest WAL end the server reported
+	                                 * this session: never confirm past it */
 	int64_t next_stats_us;
 	bool reply_now;
 	bool more_input;                /* read budget ran out: frames may wait in libpq */
@@ -72,6 +74,9 @@ struct relay {
 	uint64_t cur_commit_lsn;
 
 	uint64_t n_received, n_acked, n_failed, n_stale, n_txns, n_reconnects;
+	uint64_t n_skipped;             /* events acked in an earlier session,
+	                                 * not published again */
+	uint64_t n_status;              /* standby status updates sent */
 	uint64_t bytes_acked;
 	struct hist lat;
 
@@ -179,11 +184,23 @@ static int64_t status_period_us(const struct relay *r)
 static void send_status(struct relay *r, bool force_log)
 {
 	uint64_t flush = lsn_confirmable(&r->lt);
-	uint64_t recv = r->lt.received_lsn > flush ? r->lt.received_lsn : flush;
+	uint64_t recv;
 	char err[512];
 
 	if (!r->have_rs || !r->rs.in_copy)
 		return;
+	/* Every LSN the tracker can hold came from this server's stream, so
+	 * this never bites; it is the last line against confirming WAL the
+	 * server has not written (a restored or lagging copy). */
+	if (flush > r->server_wal_end) {
+		log_error("internal: confirmable " LSN_FMT " is past the server's "
+		          "WAL end " LSN_FMT "; sending the WAL end", LSN_ARGS(flush),
+		          LSN_ARGS(r->server_wal_end));
+		flush = r->server_wal_end;
+	}
+	if (flush < r->lt.confirmed)
+		flush = r->lt.confirmed;
+	recv = r->lt.received_lsn > flush ? r->lt.received_lsn : flush;
 	if (repl_send_status(&r->rs, recv, flush, false, err, sizeof(err)) < 0) {
 		log_warn("%s", err);
 		r->restart_pending = true;
@@ -194,6 +211,7 @@ static void send_status(struct relay *r, bool force_log)
 		r->last_confirm_wall_us = now_wall_us();
 	}
 	lsn_mark_confirmed(&r->lt, flush);
+	r->n_status++;
 	r->reply_now = false;
 	r->last_status_us = now_mono_us();
 }
@@ -201,14 +219,18 @@ static void send_status(struct relay *r, bool force_log)
 static void log_stats(struct relay *r, const char *prefix)
 {
 	log_info("%s: state=%s received=%llu acked=%llu failed=%llu stale=%llu "
-	         "txns=%llu reconnects=%llu inflight=%llu inflight_bytes=%llu "
+	         "skipped=%llu txns=%llu reconnects=%llu inflight=%llu "
+	         "inflight_bytes=%llu held=%llu status_updates=%llu "
 	         "received_lsn=" LSN_FMT " confirmed_lsn=" LSN_FMT
 	         " latency_p50_ms=%.1f latency_p99_ms=%.1f latency_max_ms=%.1f",
 	         prefix, state_names[r->state], (unsigned long long)r->n_received,
 	         (unsigned long long)r->n_acked, (unsigned long long)r->n_failed,
-	         (unsigned long long)r->n_stale, (unsigned long long)r->n_txns,
+	         (unsigned long long)r->n_stale, (unsigned long long)r->n_skipped,
+	         (unsigned long long)r->n_txns,
 	         (unsigned long long)r->n_reconnects,
 	         (unsigned long long)r->win_events, (unsigned long long)r->win_bytes,
+	         (unsigned long long)r->lt.held_events,
+	         (unsigned long long)r->n_status,
 	         LSN_ARGS(r->lt.received_lsn), LSN_ARGS(r->lt.confirmed),
 	         hist_percentile(&r->lat, 0.50) / 1000.0,
 	         hist_percentile(&r->lat, 0.99) / 1000.0, r->lat.max_us / 1000.0);
@@ -236,8 +258,9 @@ static void restart(struct relay *r)
 	}
 	r->have_pending = false;
 	r->restart_pending = r->restart_kafka = false;
-	/* Acks of the old session's events must not move the new watermark. */
-	lsn_reset(&r->lt, lsn_confirmable(&r->lt));
+	/* Acks of the old session's events must not move the new watermark;
+	 * what was acked is kept for lsn_resume() to check. */
+	lsn_end_session(&r->lt);
 	r->n_reconnects++;
 	d = backoff_us(r);
 	r->state = ST_BACKOFF;
@@ -257,8 +280,24 @@ static void begin_stop(struct relay *r, int code)
 	r->drain_deadline_us = now_mono_us() + r->cfg->shutdown_timeout_ms * 1000;
 }
 
+/* The server's WAL is not the WAL this process published from: the
+ * database was restored, rewound or replaced. Nothing is confirmed past
+ * the slot's own position; an operator decides (runbook). */
+static void rewound_stop(struct relay *r)
+{
+	log_error("%s. Nothing past the slot's position " LSN_FMT " was "
+	          "confirmed. Reconcile what consumers did with those events, "
+	          "then start the relay again: a new process streams from the "
+	          "slot as this database has it (runbook: the database went "
+	          "back in time)", r->lt.rewound, LSN_ARGS(r->lt.confirmed));
+	snprintf(r->reason, sizeof(r->reason), "the database went back in time "
+	         "(see the log)");
+	begin_stop(r, RELAY_EXIT_UNAVAILABLE);
+}
+
 static void try_connect(struct relay *r)
 {
+	enum lsn_resume resume;
 	enum repl_err rc;
 	char err[1024];
 
@@ -276,16 +315,36 @@ static void try_connect(struct relay *r)
 	case REPL_OK:
 		r->have_rs = true;
 		r->reason[0] = '\0';
-		lsn_reset(&r->lt, r->rs.slot.confirmed_flush);
 		r->state = ST_STREAMING;
 		r->session_start_us = now_mono_us();
-		r->last_status_us = r->session_start_us;
+		r->server_wal_end = r->rs.system_lsn;
+		resume = lsn_resume(&r->lt, &(struct lsn_server){
+			.system_id = r->rs.system_id,
+			.timeline = r->rs.timeline,
+			.wal_end = r->rs.system_lsn,
+			.slot_lsn = r->rs.slot.confirmed_flush,
+		});
 		log_info("streaming from slot \"%s\" (system %s, timeline %d): "
 		         "confirmed_flush_lsn " LSN_FMT ", restart_lsn " LSN_FMT
-		         ", server WAL at " LSN_FMT, r->cfg->slot_name,
+		         ", server WAL at " LSN_FMT "%s", r->cfg->slot_name,
 		         r->rs.system_id, r->rs.timeline,
 		         LSN_ARGS(r->rs.slot.confirmed_flush),
-		         LSN_ARGS(r->rs.slot.restart_lsn), LSN_ARGS(r->rs.system_lsn));
+		         LSN_ARGS(r->rs.slot.restart_lsn), LSN_ARGS(r->rs.system_lsn),
+		         resume == LSN_RESUME_VERIFY
+		             ? "; transactions already published are skipped" : "");
+		if (resume == LSN_RESUME_VERIFY)
+			log_info("the slot is behind what this process published (up "
+			         "to commit " LSN_FMT ", xid %lld): replaying from the "
+			         "slot without publishing again, once that commit is "
+			         "seen unchanged", LSN_ARGS(r->lt.verify.end_lsn),
+			         (long long)r->lt.verify.xid);
+		if (resume == LSN_RESUME_REWOUND) {
+			rewound_stop(r);
+			return;
+		}
+		/* At once, not after status.interval.ms: a relay restarted often
+		 * must still confirm, and pg_stat_replication shows it alive. */
+		send_status(r, false);
 		return;
 	case REPL_ERR_SLOT_BUSY:
 		if (r->state != ST_STANDBY)
@@ -338,7 +397,12 @@ static enum handled handle_event(struct relay *r, const struct repl_msg *m,
 	struct route_headers h;
 	char err[512], msg[1024];
 	uint64_t token;
+	size_t bytes;
 
+	if (r->lt.cur_skip) {
+		r->n_skipped++; /* acked in an earlier session */
+		return H_OK;
+	}
 	if (route_topic(r->cfg->route_topic_replacement, rec->route.ptr,
 	                rec->route.len, r->topic, sizeof(r->topic), err,
 	                sizeof(err)) < 0) {
@@ -346,26 +410,27 @@ static enum handled handle_event(struct relay *r, const struct repl_msg *m,
 		return fail_stop(r, m, msg);
 	}
 	route_headers(&h, rec, r->cur_commit_lsn);
-	token = lsn_event(&r->lt);
+	bytes = rec->payload.len + rec->key.len;
+	token = lsn_event(&r->lt, bytes);
 	switch (pub_send(r->pub, r->topic, rec->key.ptr, rec->key.len,
 	                 rec->payload.ptr, rec->payload.len, &h, token, err,
 	                 sizeof(err))) {
 	case PUB_SENT:
 		r->n_received++;
 		r->win_events++;
-		r->win_bytes += rec->payload.len + rec->key.len;
+		r->win_bytes += bytes;
 		return H_OK;
 	case PUB_FULL:
-		lsn_event_undo(&r->lt, token);
+		lsn_event_undo(&r->lt, token, bytes);
 		r->queue_full = true;
 		return H_BLOCKED;
 	case PUB_REJECTED:
-		lsn_event_undo(&r->lt, token);
+		lsn_event_undo(&r->lt, token, bytes);
 		snprintf(msg, sizeof(msg), "event id %s (topic %s, %zu bytes): Kafka "
 		         "refuses it: %s", rec->id.ptr, r->topic, rec->payload.len, err);
 		return fail_stop(r, m, msg);
 	case PUB_FATAL:
-		lsn_event_undo(&r->lt, token);
+		lsn_event_undo(&r->lt, token, bytes);
 		log_error("kafka: produce failed: %s", err);
 		r->restart_pending = true;
 		r->restart_kafka = true;
@@ -380,10 +445,15 @@ static enum handled handle_msg(struct relay *r, const struct repl_msg *m)
 	enum handled h = H_OK;
 	char err[1024];
 
+	if (m->wal_end > r->server_wal_end)
+		r->server_wal_end = m->wal_end;
 	if (m->type == 'k') {
-		lsn_idle(&r->lt, m->wal_end);
 		if (m->reply_requested)
 			r->reply_now = true; /* else wal_sender_timeout ends the stream */
+		if (!lsn_idle(&r->lt, m->wal_end)) {
+			rewound_stop(r);
+			return H_STOP;
+		}
 		return H_OK;
 	}
 	lsn_received(&r->lt, m->wal_start);
@@ -393,7 +463,11 @@ static enum handled handle_msg(struct relay *r, const struct repl_msg *m)
 	case W2J_BEGIN:
 		r->cur_xid = rec.xid;
 		r->cur_commit_lsn = rec.nextlsn;
-		lsn_begin(&r->lt, rec.commit_ts_us);
+		if (lsn_begin(&r->lt, rec.xid, rec.commit_ts_us, rec.nextlsn) ==
+		    LSN_REWOUND) {
+			rewound_stop(r);
+			h = H_STOP;
+		}
 		break;
 	case W2J_COMMIT:
 		lsn_commit(&r->lt, rec.nextlsn);
@@ -417,7 +491,10 @@ static enum handled handle_msg(struct relay *r, const struct repl_msg *m)
 			if (sent > 0)
 				r->hb_rtt_us = now_wall_us() - sent;
 			r->hb_seen++;
-			lsn_idle(&r->lt, rec.lsn);
+			if (!lsn_idle(&r->lt, rec.lsn)) {
+				rewound_stop(r);
+				h = H_STOP;
+			}
 		} else if (rec.transactional &&
 		           r->cfg->outbox_emit_prefix[0] != '\0' &&
 		           strcmp(rec.msg_prefix.ptr, r->cfg->outbox_emit_prefix) == 0) {
@@ -445,10 +522,18 @@ static enum handled handle_msg(struct relay *r, const struct repl_msg *m)
 
 static bool reading_allowed(const struct relay *r)
 {
+	/* The window spans everything between the watermark and the read
+	 * position: events librdkafka holds (of any session) and every event
+	 * of a transaction the watermark has not passed, acked or not. One
+	 * stuck event thus pauses reading instead of letting later, acked
+	 * transactions pile up behind it. */
+	uint64_t max_ev = (uint64_t)r->cfg->inflight_max_events;
+	uint64_t max_b = (uint64_t)r->cfg->inflight_max_bytes;
+
 	return r->state == ST_STREAMING && r->have_rs && !r->stopping &&
 	       !r->restart_pending && !r->queue_full &&
-	       r->win_events < (uint64_t)r->cfg->inflight_max_events &&
-	       r->win_bytes < (uint64_t)r->cfg->inflight_max_bytes;
+	       r->win_events < max_ev && r->win_bytes < max_b &&
+	       r->lt.held_events < max_ev && r->lt.held_bytes < max_b;
 }
 
 static void read_stream(struct relay *r)
@@ -499,6 +584,9 @@ static int compute_timeout(const struct relay *r, int64_t now)
 
 	if (r->have_rs && r->last_status_us + status_period_us(r) - now < t)
 		t = r->last_status_us + status_period_us(r) - now;
+	if (r->have_rs && lsn_confirm_due(&r->lt) &&
+	    r->last_status_us + r->cfg->status_min_interval_ms * 1000 - now < t)
+		t = r->last_status_us + r->cfg->status_min_interval_ms * 1000 - now;
 	if ((r->state == ST_BACKOFF || r->state == ST_STANDBY) &&
 	    r->retry_at_us - now < t)
 		t = r->retry_at_us - now;
@@ -739,10 +827,15 @@ int relay_run(const struct relay_config *cfg, int sigfd)
 		if (r->have_rs && !r->restart_pending)
 			read_stream(r);
 
-		/* Status updates go out on time whatever else is happening,
-		 * also while Kafka is stalled and reads are paused. */
+		/* Status updates go out as soon as the watermark moves (at most
+		 * one per status.min.interval.ms), and on the keepalive timer
+		 * whatever else is happening, also while Kafka is stalled and
+		 * reads are paused. */
 		if (r->have_rs && !r->restart_pending &&
-		    (r->reply_now || now - r->last_status_us >= status_period_us(r))) {
+		    (r->reply_now || now - r->last_status_us >= status_period_us(r) ||
+		     (lsn_confirm_due(&r->lt) &&
+		      now - r->last_status_us >=
+		          r->cfg->status_min_interval_ms * 1000))) {
 			send_status(r, false);
 			if (now - r->session_start_us > SESSION_STABLE_US)
 				r->attempt = 0;

@@ -7,6 +7,9 @@
 #   pg_start DIR PORT [DB]     initdb (first time) + start, wait ready, create DB
 #   pg_stop DIR                fast shutdown (kill -9 as last resort)
 #   pg_restart DIR             stop, start again on the same data dir and port
+#   pg_stop_immediate DIR      pg_ctl stop -m immediate (a crash: no shutdown
+#                              checkpoint, slots as of their last save)
+#   pg_launch DIR              start again (after a stop) on the same port
 #   (DB defaults to $PG_TEST_DB or outbox; the superuser is "postgres")
 #   kafka_start DIR PORT       format (first time) + start, wait ready
 #                              (controller listener on PORT+1)
@@ -285,6 +288,27 @@ pg_restart() {
 	pg_stop "$dir"
 	_pg_launch "$dir/pg" "$port" || return 1
 	env_log "postgres restarted on 127.0.0.1:$port"
+}
+
+# A crash as far as PostgreSQL can tell: no shutdown checkpoint, so the
+# next start runs crash recovery and slots come back as last saved.
+pg_stop_immediate() {
+	local dir=$1 pgdir=$1/pg
+	[[ -f $pgdir/data/PG_VERSION ]] || return 0
+	_pg_run "$PG_BIN/pg_ctl" -D "$pgdir/data" -m immediate -w -t 30 stop \
+		>/dev/null 2>&1 || true
+	rm -f "$pgdir/postgres.pid"
+}
+
+# Starts a stopped cluster again on its port (not registered: whoever
+# started it first owns it).
+pg_launch() {
+	local dir=$1 port
+	port=$(cat "$dir/pg/port" 2>/dev/null) || {
+		env_log "pg_launch: $dir was never started"
+		return 1
+	}
+	_pg_launch "$dir/pg" "$port"
 }
 
 # ---------------------------------------------------------------- kafka

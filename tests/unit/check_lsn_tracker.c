@@ -30,15 +30,29 @@ static void teardown(void)
  * events of one transaction may share a token: tokens are opaque). */
 static void txn(uint64_t *tokens, int n, int64_t ts, uint64_t end)
 {
-	lsn_begin(&lt, ts);
+	lsn_begin(&lt, 1, ts, 0);
 	for (int i = 0; i < n; i++)
-		tokens[i] = lsn_event(&lt);
+		tokens[i] = lsn_event(&lt, 0);
 	lsn_commit(&lt, end);
 }
 
 static void ack_ok(uint64_t token)
 {
 	ck_assert(lsn_ack(&lt, token, true, NULL));
+}
+
+/* A new session on the same server, whose slot is at slot_lsn. */
+static enum lsn_resume resume(uint64_t slot_lsn, uint64_t wal_end)
+{
+	struct lsn_server srv = { .system_id = "7311", .timeline = 1,
+		                      .wal_end = wal_end, .slot_lsn = slot_lsn };
+	lsn_end_session(&lt);
+	return lsn_resume(&lt, &srv);
+}
+
+static void reset(uint64_t slot_lsn)
+{
+	ck_assert_int_eq(resume(slot_lsn, UINT64_MAX), LSN_RESUME_SLOT);
 }
 
 /* ------------------------------------------------------------- examples */
@@ -57,7 +71,7 @@ START_TEST(test_one_txn_needs_every_ack)
 	uint64_t t[3];
 	int64_t ts = 0;
 
-	lsn_reset(&lt, 0x100);
+	reset(0x100);
 	ck_assert_uint_eq(lsn_confirmable(&lt), 0x100);
 	txn(t, 3, 1234567, 0x200);
 	ck_assert_uint_eq(lt.inflight, 3);
@@ -75,9 +89,9 @@ START_TEST(test_not_before_commit)
 {
 	uint64_t tok;
 
-	lsn_reset(&lt, 0x100);
-	lsn_begin(&lt, 1);
-	tok = lsn_event(&lt);
+	reset(0x100);
+	lsn_begin(&lt, 1, 1, 0);
+	tok = lsn_event(&lt, 0);
 	/* Acked while the transaction is still open: the C record decides. */
 	ack_ok(tok);
 	ck_assert_uint_eq(lsn_confirmable(&lt), 0x100);
@@ -90,7 +104,7 @@ START_TEST(test_empty_txns)
 {
 	uint64_t t[1];
 
-	lsn_reset(&lt, 0x100);
+	reset(0x100);
 	/* Nothing pending: an empty transaction moves the watermark. */
 	txn(t, 0, 1, 0x150);
 	ck_assert_uint_eq(lsn_confirmable(&lt), 0x150);
@@ -109,7 +123,7 @@ START_TEST(test_acks_out_of_order)
 {
 	uint64_t a[2], b[1], c[2];
 
-	lsn_reset(&lt, 0x10);
+	reset(0x10);
 	txn(a, 2, 1, 0x100);
 	txn(b, 1, 2, 0x200);
 	txn(c, 2, 3, 0x300);
@@ -129,7 +143,7 @@ START_TEST(test_failed_ack_freezes)
 	uint64_t a[1], b[1], c[1];
 	int64_t ts = 0;
 
-	lsn_reset(&lt, 0x10);
+	reset(0x10);
 	txn(a, 1, 11, 0x100);
 	txn(b, 1, 22, 0x200);
 	ack_ok(a[0]);
@@ -142,12 +156,12 @@ START_TEST(test_failed_ack_freezes)
 	txn(c, 1, 33, 0x300);
 	ack_ok(c[0]);
 	txn(NULL, 0, 44, 0x400);
-	lsn_idle(&lt, 0x500);
+	ck_assert(lsn_idle(&lt, 0x500));
 	ck_assert_uint_eq(lsn_confirmable(&lt), 0x100);
 	ck_assert_uint_eq(lt.inflight, 0);
 
 	/* A new session starts clean from the slot's position. */
-	lsn_reset(&lt, 0x100);
+	reset(0x100);
 	ck_assert(!lt.failed);
 	txn(a, 1, 55, 0x600);
 	ack_ok(a[0]);
@@ -159,7 +173,7 @@ START_TEST(test_failure_in_head_txn)
 {
 	uint64_t a[2], b[1];
 
-	lsn_reset(&lt, 0x10);
+	reset(0x10);
 	txn(a, 2, 1, 0x100);
 	txn(b, 1, 2, 0x200);
 	ck_assert(lsn_ack(&lt, a[0], false, NULL));
@@ -175,12 +189,12 @@ START_TEST(test_reset_makes_tokens_stale)
 	uint64_t a[2], b[1];
 	int64_t ts = -5;
 
-	lsn_reset(&lt, 0x10);
+	reset(0x10);
 	txn(a, 2, 1, 0x100);
-	lsn_begin(&lt, 2);
-	b[0] = lsn_event(&lt);
+	lsn_begin(&lt, 1, 2, 0);
+	b[0] = lsn_event(&lt, 0);
 	/* Reconnect mid-transaction: the server resends from 0x90. */
-	lsn_reset(&lt, 0x90);
+	reset(0x90);
 	ck_assert_uint_eq(lsn_confirmable(&lt), 0x90);
 	ck_assert_uint_eq(lt.inflight, 0);
 	ck_assert(!lt.in_txn);
@@ -201,17 +215,242 @@ START_TEST(test_reset_makes_tokens_stale)
 }
 END_TEST
 
-START_TEST(test_never_below_confirmed)
+/* One transaction with n events, xid and commit time given: for the
+ * resume tests, where the identity of a commit matters. */
+static void txn_id(uint64_t *tokens, int n, int64_t xid, int64_t ts,
+                   uint64_t end)
 {
-	lsn_reset(&lt, 0x100);
-	txn(NULL, 0, 1, 0x300);
+	ck_assert_int_eq(lsn_begin(&lt, xid, ts, end), LSN_PUBLISH);
+	for (int i = 0; i < n; i++)
+		tokens[i] = lsn_event(&lt, 10);
+	lsn_commit(&lt, end);
+}
+
+START_TEST(test_resume_first_session)
+{
+	struct lsn_server srv = { .system_id = "7311", .timeline = 1,
+		                      .wal_end = 0x900, .slot_lsn = 0x100 };
+
+	ck_assert_int_eq(lsn_resume(&lt, &srv), LSN_RESUME_SLOT);
+	ck_assert_uint_eq(lsn_confirmable(&lt), 0x100);
+	/* What the slot has counts as sent: a confirm is due only past it. */
+	ck_assert_uint_eq(lt.confirmed, 0x100);
+	ck_assert(!lsn_confirm_due(&lt));
+}
+END_TEST
+
+/* A reconnect after acks whose confirm never reached the server: the
+ * acked transactions are skipped, not published again, once the newest
+ * of them is seen unchanged. */
+START_TEST(test_resume_skips_acked)
+{
+	uint64_t t[4];
+
+	reset(0x100);
+	txn_id(t, 1, 10, 1000, 0x200);
+	txn_id(t + 1, 2, 11, 1001, 0x300);
+	ack_ok(t[0]);
+	ack_ok(t[1]);
+	ack_ok(t[2]);
+	ck_assert_uint_eq(lsn_confirmable(&lt), 0x300);
+	lsn_mark_confirmed(&lt, 0x200); /* 0x300 was never sent */
+
+	ck_assert_int_eq(resume(0x200, 0x400), LSN_RESUME_VERIFY);
+	ck_assert_uint_eq(lsn_confirmable(&lt), 0x200);
+	ck_assert_int_eq(lsn_begin(&lt, 11, 1001, 0x300), LSN_SKIP);
+	lsn_commit(&lt, 0x300);
+	ck_assert_uint_eq(lsn_confirmable(&lt), 0x300);
+	ck_assert(lsn_confirm_due(&lt));
+	/* After it: published as usual. */
+	txn_id(t + 3, 1, 12, 1002, 0x400);
+	ck_assert_uint_eq(lsn_confirmable(&lt), 0x300);
+	ack_ok(t[3]);
+	ck_assert_uint_eq(lsn_confirmable(&lt), 0x400);
+}
+END_TEST
+
+/* A slot restored from an older checkpoint (server crash): several acked
+ * transactions come again; none moves the watermark before the newest
+ * is confirmed to be the same one. */
+START_TEST(test_resume_skips_several)
+{
+	uint64_t t[3];
+
+	reset(0x100);
+	txn_id(t, 1, 20, 5, 0x200);
+	txn_id(t + 1, 0, 21, 6, 0x280); /* no events: folded */
+	txn_id(t + 2, 1, 22, 7, 0x300);
+	ack_ok(t[2]);
+	ack_ok(t[0]);
+	ck_assert_uint_eq(lsn_confirmable(&lt), 0x300);
+	ck_assert_uint_eq(lt.last_commit.end_lsn, 0x300);
+	ck_assert_int_eq(lt.last_commit.xid, 22);
+
+	ck_assert_int_eq(resume(0x100, 0x300), LSN_RESUME_VERIFY);
+	ck_assert_int_eq(lsn_begin(&lt, 20, 5, 0x200), LSN_SKIP);
+	lsn_commit(&lt, 0x200);
+	ck_assert_uint_eq(lsn_confirmable(&lt), 0x100);
+	ck_assert(lsn_idle(&lt, 0x2f0)); /* not yet at 0x300: no verdict */
+	ck_assert_uint_eq(lsn_confirmable(&lt), 0x100);
+	ck_assert_int_eq(lsn_begin(&lt, 21, 6, 0x280), LSN_SKIP);
+	lsn_commit(&lt, 0x280);
+	ck_assert_uint_eq(lsn_confirmable(&lt), 0x100);
+	ck_assert_int_eq(lsn_begin(&lt, 22, 7, 0x300), LSN_SKIP);
+	lsn_commit(&lt, 0x300);
+	ck_assert_uint_eq(lsn_confirmable(&lt), 0x300);
+	ck_assert_uint_eq(lt.verify.end_lsn, 0);
+}
+END_TEST
+
+/* The last acked commit was folded from an event-less transaction: its
+ * identity, not the event's, is the one looked for. */
+START_TEST(test_resume_folded_identity)
+{
+	uint64_t t[1];
+
+	reset(0x100);
+	txn_id(t, 1, 30, 1, 0x200);
+	txn_id(NULL, 0, 31, 2, 0x250);
+	ack_ok(t[0]);
+	ck_assert_uint_eq(lsn_confirmable(&lt), 0x250);
+	ck_assert_int_eq(lt.last_commit.xid, 31);
+	ck_assert_int_eq(resume(0x100, 0x300), LSN_RESUME_VERIFY);
+	ck_assert_int_eq(lsn_begin(&lt, 30, 1, 0x200), LSN_SKIP);
+	lsn_commit(&lt, 0x200);
+	ck_assert_int_eq(lsn_begin(&lt, 31, 2, 0x250), LSN_SKIP);
+	lsn_commit(&lt, 0x250);
+	ck_assert_uint_eq(lsn_confirmable(&lt), 0x250);
+}
+END_TEST
+
+START_TEST(test_resume_slot_ahead)
+{
+	uint64_t t[1];
+
+	reset(0x100);
+	txn_id(t, 1, 40, 1, 0x200);
+	ack_ok(t[0]);
+	/* Another relay moved the slot on meanwhile: start there. */
+	ck_assert_int_eq(resume(0x500, 0x600), LSN_RESUME_SLOT);
+	ck_assert_uint_eq(lsn_confirmable(&lt), 0x500);
+	ck_assert_int_eq(lsn_begin(&lt, 41, 2, 0x550), LSN_PUBLISH);
+}
+END_TEST
+
+/* Acked only up to a keepalive past the last commit: nothing published
+ * lies between the slot and the watermark, so there is nothing to check
+ * (and the watermark is the slot's again until the next keepalive). */
+START_TEST(test_resume_idle_only)
+{
+	uint64_t t[1];
+
+	reset(0x100);
+	txn_id(t, 1, 50, 1, 0x200);
+	ack_ok(t[0]);
+	ck_assert(lsn_idle(&lt, 0x400));
+	ck_assert_uint_eq(lsn_confirmable(&lt), 0x400);
+	ck_assert_int_eq(resume(0x200, 0x400), LSN_RESUME_SLOT);
+	ck_assert_uint_eq(lsn_confirmable(&lt), 0x200);
+}
+END_TEST
+
+START_TEST(test_resume_wal_behind)
+{
+	uint64_t t[1];
+	struct lsn_server srv = { .system_id = "7311", .timeline = 1,
+		                      .wal_end = 0x280, .slot_lsn = 0x100 };
+
+	reset(0x100);
+	txn_id(t, 1, 60, 1, 0x300);
+	ack_ok(t[0]);
 	lsn_mark_confirmed(&lt, 0x300);
-	ck_assert_uint_eq(lt.confirmed, 0x300);
-	/* A slot that lost its last confirm in a crash restarts earlier;
-	 * what was sent stays sent. */
-	lsn_reset(&lt, 0x200);
-	ck_assert_uint_ge(lsn_confirmable(&lt), 0x300);
-	ck_assert_uint_eq(lt.confirmed, 0x300);
+	lsn_end_session(&lt);
+	/* A restored copy: its WAL ends before what was confirmed. */
+	ck_assert_int_eq(lsn_resume(&lt, &srv), LSN_RESUME_REWOUND);
+	ck_assert_uint_eq(lsn_confirmable(&lt), 0x100);
+	ck_assert(lt.failed);
+	ck_assert_ptr_nonnull(strstr(lt.rewound, "went back in time"));
+	ck_assert_ptr_nonnull(strstr(lt.rewound, "0/280"));
+	ck_assert_ptr_nonnull(strstr(lt.rewound, "0/300"));
+	/* Frozen: nothing moves it. */
+	ck_assert(lsn_idle(&lt, 0x900));
+	ck_assert_uint_eq(lsn_confirmable(&lt), 0x100);
+}
+END_TEST
+
+START_TEST(test_resume_other_system)
+{
+	struct lsn_server srv = { .system_id = "9999", .timeline = 1,
+		                      .wal_end = 0x900, .slot_lsn = 0x100 };
+
+	reset(0x100);
+	lsn_end_session(&lt);
+	ck_assert_int_eq(lsn_resume(&lt, &srv), LSN_RESUME_REWOUND);
+	ck_assert_ptr_nonnull(strstr(lt.rewound, "system identifier"));
+	srv.system_id = "7311";
+	srv.timeline = 2;
+	lsn_end_session(&lt);
+	ck_assert_int_eq(lsn_resume(&lt, &srv), LSN_RESUME_REWOUND);
+	ck_assert_ptr_nonnull(strstr(lt.rewound, "timeline 2"));
+}
+END_TEST
+
+/* Restored, then written to past the old watermark before the relay came
+ * back: the WAL end alone cannot tell, the commit looked for can. */
+START_TEST(test_resume_rewound_other_txn)
+{
+	uint64_t t[1];
+
+	for (int variant = 0; variant < 4; variant++) {
+		lsn_free(&lt);
+		lsn_init(&lt);
+		reset(0x100);
+		txn_id(t, 1, 70, 1, 0x300);
+		ack_ok(t[0]);
+		ck_assert_int_eq(resume(0x100, 0x500), LSN_RESUME_VERIFY);
+		switch (variant) {
+		case 0: /* same place, another xid */
+			ck_assert_int_eq(lsn_begin(&lt, 71, 1, 0x300), LSN_REWOUND);
+			break;
+		case 1: /* same place and xid, another commit time */
+			ck_assert_int_eq(lsn_begin(&lt, 70, 9, 0x300), LSN_REWOUND);
+			break;
+		case 2: /* a commit past it, it never came */
+			ck_assert_int_eq(lsn_begin(&lt, 70, 1, 0x310), LSN_REWOUND);
+			break;
+		case 3: /* a keepalive past it */
+			ck_assert(!lsn_idle(&lt, 0x300));
+			break;
+		}
+		ck_assert(lt.failed);
+		ck_assert_uint_eq(lsn_confirmable(&lt), 0x100);
+		ck_assert_ptr_nonnull(strstr(lt.rewound, "0/300"));
+	}
+}
+END_TEST
+
+/* A stuck event at the head holds every later transaction's events in
+ * the window, acked or not, until it is acked. */
+START_TEST(test_held_window)
+{
+	uint64_t t[100];
+
+	reset(0x100);
+	txn_id(t, 1, 1, 1, 0x200);
+	for (int i = 1; i < 100; i++)
+		txn_id(t + i, 1, 1 + i, 1, 0x200 + 0x10 * (uint64_t)i);
+	for (int i = 1; i < 100; i++)
+		ack_ok(t[i]);
+	ck_assert_uint_eq(lt.inflight, 1);
+	ck_assert_uint_eq(lt.held_events, 100);
+	ck_assert_uint_eq(lt.held_bytes, 1000);
+	ck_assert_uint_eq(lt.len, 100);
+	ck_assert_ptr_eq(lsn_head(&lt), lsn_find(&lt, t[0]));
+	ack_ok(t[0]);
+	ck_assert_uint_eq(lt.held_events, 0);
+	ck_assert_uint_eq(lt.held_bytes, 0);
+	ck_assert_uint_eq(lt.len, 0);
+	ck_assert_ptr_null(lsn_head(&lt));
 }
 END_TEST
 
@@ -219,24 +458,24 @@ START_TEST(test_idle)
 {
 	uint64_t a[1];
 
-	lsn_reset(&lt, 0x100);
-	lsn_idle(&lt, 0x180);
+	reset(0x100);
+	ck_assert(lsn_idle(&lt, 0x180));
 	ck_assert_uint_eq(lsn_confirmable(&lt), 0x180);
-	lsn_idle(&lt, 0x170); /* never backwards */
+	ck_assert(lsn_idle(&lt, 0x170)); /* never backwards */
 	ck_assert_uint_eq(lsn_confirmable(&lt), 0x180);
 
 	/* Open transaction, even without events: no. */
-	lsn_begin(&lt, 1);
-	lsn_idle(&lt, 0x190);
+	lsn_begin(&lt, 1, 1, 0);
+	ck_assert(lsn_idle(&lt, 0x190));
 	ck_assert_uint_eq(lsn_confirmable(&lt), 0x180);
-	a[0] = lsn_event(&lt);
+	a[0] = lsn_event(&lt, 0);
 	lsn_commit(&lt, 0x200);
 	/* Events in flight: no. */
-	lsn_idle(&lt, 0x280);
+	ck_assert(lsn_idle(&lt, 0x280));
 	ck_assert_uint_eq(lsn_confirmable(&lt), 0x180);
 	ack_ok(a[0]);
 	ck_assert_uint_eq(lsn_confirmable(&lt), 0x200);
-	lsn_idle(&lt, 0x280);
+	ck_assert(lsn_idle(&lt, 0x280));
 	ck_assert_uint_eq(lsn_confirmable(&lt), 0x280);
 }
 END_TEST
@@ -245,11 +484,11 @@ START_TEST(test_event_undo)
 {
 	uint64_t a[3];
 
-	lsn_reset(&lt, 0x10);
-	lsn_begin(&lt, 1);
-	a[0] = lsn_event(&lt);
-	a[1] = lsn_event(&lt);
-	lsn_event_undo(&lt, a[1]); /* produce() failed for the second */
+	reset(0x10);
+	lsn_begin(&lt, 1, 1, 0);
+	a[0] = lsn_event(&lt, 0);
+	a[1] = lsn_event(&lt, 0);
+	lsn_event_undo(&lt, a[1], 0); /* produce() failed for the second */
 	ck_assert_uint_eq(lt.inflight, 1);
 	lsn_commit(&lt, 0x100);
 	ck_assert_uint_eq(lsn_confirmable(&lt), 0x10);
@@ -257,9 +496,9 @@ START_TEST(test_event_undo)
 	ck_assert_uint_eq(lsn_confirmable(&lt), 0x100);
 
 	/* Every event undone: the transaction counts as done at commit. */
-	lsn_begin(&lt, 2);
-	a[2] = lsn_event(&lt);
-	lsn_event_undo(&lt, a[2]);
+	lsn_begin(&lt, 1, 2, 0);
+	a[2] = lsn_event(&lt, 0);
+	lsn_event_undo(&lt, a[2], 0);
 	ck_assert_uint_eq(lt.inflight, 0);
 	lsn_commit(&lt, 0x200);
 	ck_assert_uint_eq(lsn_confirmable(&lt), 0x200);
@@ -283,7 +522,7 @@ START_TEST(test_many_in_flight)
 	static uint64_t tok[N];
 	uint64_t end = 0x1000;
 
-	lsn_reset(&lt, end);
+	reset(end);
 	for (int round = 0; round < 3; round++) {
 		uint64_t base = end;
 		for (int i = 0; i < N; i++)
@@ -356,7 +595,7 @@ static void property_run(unsigned seed)
 	target = 1 + rand() % MAXTX;
 	lsn_init(&lt);
 	last_end = 0x1000 + (uint64_t)(rand() % 0x1000);
-	lsn_reset(&lt, last_end);
+	reset(last_end);
 	wm = prev = last_end;
 
 	for (int step = 0; step < 100000; step++) {
@@ -382,14 +621,14 @@ static void property_run(unsigned seed)
 			                                  : 5 + rand() % 60;
 			made = 0;
 			t[ntx] = (struct m_txn){ .ts = 1000 + ntx };
-			lsn_begin(&lt, t[ntx].ts);
+			lsn_begin(&lt, 1, t[ntx].ts, 0);
 			in_txn = true;
 		} else if (in_txn && made < planned && nout < MAXTOK) {
-			uint64_t tok = lsn_event(&lt);
+			uint64_t tok = lsn_event(&lt, 0);
 			made++;
 			if (rand() % 20 == 0) {
 				/* produce() failed synchronously. */
-				lsn_event_undo(&lt, tok);
+				lsn_event_undo(&lt, tok, 0);
 			} else {
 				out[nout++] = (struct m_tok){ tok, ntx };
 				t[ntx].pending++;
@@ -404,7 +643,7 @@ static void property_run(unsigned seed)
 		} else if (!in_txn && nout == 0 && rand() % 4 == 0) {
 			/* Keepalive while idle: the WAL end may be confirmed. */
 			last_end += (uint64_t)(rand() % 0x100);
-			lsn_idle(&lt, last_end);
+			prop_check(lsn_idle(&lt, last_end), "seed %u: idle refused", seed);
 			if (!failed && last_end > wm)
 				wm = last_end;
 		} else {
@@ -450,6 +689,144 @@ static void property_run(unsigned seed)
 	lsn_free(&lt);
 }
 
+/* Sessions over one WAL. The "server" holds a list of transactions; the
+ * relay streams them, acks some, and the session breaks at a random
+ * point. The next session starts from a slot position somewhere at or
+ * below what was sent (a lost last update, or a crash that restored an
+ * older checkpoint), and, in some runs, from a WAL that was rewritten
+ * after a random point (a restore followed by new writes). Checked:
+ *  - the same WAL is never called rewound, and a rewritten one is,
+ *    exactly when the rewrite reaches back to the newest acked commit;
+ *  - a transaction acked in an earlier session is never published again
+ *    (LSN_SKIP), every other one is published;
+ *  - the watermark never passes the slot's position before the check. */
+struct w_txn {
+	uint64_t end;
+	int64_t xid, ts;
+	int events;
+	bool acked_ever;   /* all its events acked in some session */
+};
+
+static void resume_run(unsigned seed)
+{
+	enum { NTX = 60 };
+	struct w_txn w[NTX];
+	uint64_t end = 0x1000, sent = 0x1000, acked_wm;
+	int pos = 0, sessions = 0;
+	bool rewrite = seed % 3 == 0, rewritten = false;
+
+	srand(seed);
+	for (int i = 0; i < NTX; i++) {
+		end += 1 + (uint64_t)(rand() % 0x100);
+		w[i] = (struct w_txn){ .end = end, .xid = 100 + i, .ts = 5000 + i,
+			                   .events = rand() % 3 };
+	}
+	lsn_init(&lt);
+	{
+		struct lsn_server srv = { "7311", 1, UINT64_MAX, 0x1000 };
+		prop_check(lsn_resume(&lt, &srv) == LSN_RESUME_SLOT, "seed %u", seed);
+	}
+	while (pos < NTX && sessions < 50) {
+		uint64_t tok[NTX * 3];
+		int ntok = 0, stop = pos + rand() % 12;
+		uint64_t slot;
+		enum lsn_resume rs;
+		struct lsn_server srv;
+
+		sessions++;
+		/* Stream some transactions; ack a random subset, in order or
+		 * not: the watermark takes the acked prefix. */
+		for (; pos < NTX && pos < stop; pos++) {
+			enum lsn_verdict v = lsn_begin(&lt, w[pos].xid, w[pos].ts,
+			                               w[pos].end);
+			prop_check(v != LSN_REWOUND, "seed %u: rewound on the same WAL",
+			           seed);
+			if (v == LSN_SKIP) {
+				prop_check(w[pos].acked_ever, "seed %u: skipped txn %d that "
+				           "was never acked", seed, pos);
+			} else {
+				prop_check(!w[pos].acked_ever || w[pos].events == 0,
+				           "seed %u: txn %d published again", seed, pos);
+				for (int e = 0; e < w[pos].events; e++)
+					tok[ntok++] = lsn_event(&lt, 1);
+			}
+			lsn_commit(&lt, w[pos].end);
+		}
+		for (int k = 0; k < ntok; k++)
+			if (rand() % 5 != 0)
+				(void)lsn_ack(&lt, tok[k], true, NULL);
+		acked_wm = lsn_confirmable(&lt);
+		for (int i = 0; i < NTX; i++)
+			if (w[i].end <= acked_wm)
+				w[i].acked_ever = true;
+		if (rand() % 2)
+			sent = acked_wm;
+		lsn_mark_confirmed(&lt, sent);
+		/* The next session's slot: what was sent, or older. */
+		slot = sent;
+		if (rand() % 3 == 0) {
+			int back = rand() % (pos + 1);
+			slot = back == 0 ? 0x1000 : w[back - 1].end;
+			if (slot > sent)
+				slot = sent;
+		}
+		/* Rewind: transactions after the slot are replaced by others. */
+		if (rewrite && !rewritten && rand() % 3 == 0) {
+			int first = 0;
+			bool reaches;
+			while (first < NTX && w[first].end <= slot)
+				first++;
+			reaches = lt.last_commit.end_lsn > slot;
+			for (int i = first; i < NTX; i++) {
+				w[i].xid += 1000;
+				w[i].acked_ever = false;
+			}
+			rewritten = true;
+			lsn_end_session(&lt);
+			srv = (struct lsn_server){ "7311", 1, UINT64_MAX, slot };
+			rs = lsn_resume(&lt, &srv);
+			if (!reaches) {
+				prop_check(rs == LSN_RESUME_SLOT, "seed %u: rewrite after "
+				           "the acked part needs no check", seed);
+				pos = first;
+				continue;
+			}
+			prop_check(rs == LSN_RESUME_VERIFY, "seed %u", seed);
+			for (pos = first; pos < NTX; pos++) {
+				enum lsn_verdict v = lsn_begin(&lt, w[pos].xid, w[pos].ts,
+				                               w[pos].end);
+				prop_check(v != LSN_PUBLISH, "seed %u: published from a "
+				           "rewound WAL before the check", seed);
+				prop_check(lsn_confirmable(&lt) == slot, "seed %u: past the "
+				           "slot before the check", seed);
+				if (v == LSN_REWOUND)
+					break;
+				lsn_commit(&lt, w[pos].end);
+			}
+			prop_check(lt.failed && lt.rewound[0] != '\0',
+			           "seed %u: rewound WAL not detected", seed);
+			lsn_free(&lt);
+			return;
+		}
+		lsn_end_session(&lt);
+		srv = (struct lsn_server){ "7311", 1, UINT64_MAX, slot };
+		rs = lsn_resume(&lt, &srv);
+		prop_check(rs != LSN_RESUME_REWOUND, "seed %u: %s", seed, lt.rewound);
+		prop_check(lsn_confirmable(&lt) == slot, "seed %u: watermark", seed);
+		pos = 0;
+		while (pos < NTX && w[pos].end <= slot)
+			pos++;
+	}
+	lsn_free(&lt);
+}
+
+START_TEST(test_property_resume)
+{
+	for (unsigned seed = 1; seed <= 3000; seed++)
+		resume_run(seed);
+}
+END_TEST
+
 START_TEST(test_property_random_streams)
 {
 	for (unsigned seed = 1; seed <= 2000; seed++)
@@ -472,7 +849,16 @@ Suite *lsn_tracker_suite(void)
 	tcase_add_test(ex, test_failed_ack_freezes);
 	tcase_add_test(ex, test_failure_in_head_txn);
 	tcase_add_test(ex, test_reset_makes_tokens_stale);
-	tcase_add_test(ex, test_never_below_confirmed);
+	tcase_add_test(ex, test_resume_first_session);
+	tcase_add_test(ex, test_resume_skips_acked);
+	tcase_add_test(ex, test_resume_skips_several);
+	tcase_add_test(ex, test_resume_folded_identity);
+	tcase_add_test(ex, test_resume_slot_ahead);
+	tcase_add_test(ex, test_resume_idle_only);
+	tcase_add_test(ex, test_resume_wal_behind);
+	tcase_add_test(ex, test_resume_other_system);
+	tcase_add_test(ex, test_resume_rewound_other_txn);
+	tcase_add_test(ex, test_held_window);
 	tcase_add_test(ex, test_idle);
 	tcase_add_test(ex, test_event_undo);
 	tcase_add_test(ex, test_received);
@@ -482,6 +868,7 @@ Suite *lsn_tracker_suite(void)
 	/* 2000 streams take a few seconds under valgrind. */
 	tcase_set_timeout(prop, 120);
 	tcase_add_test(prop, test_property_random_streams);
+	tcase_add_test(prop, test_property_resume);
 	suite_add_tcase(s, prop);
 	return s;
 }

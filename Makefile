@@ -4,6 +4,8 @@
 #   make check       install what is missing, unit + integration tests
 #   make demo        install what is missing, run the relay end to end
 #   make bench-smoke 100,000 events through the real stack, print figures
+#   make build/kafka-mock   the mock Kafka cluster for fault tests (built by
+#                    make integration; links rdkafka only, never the relay)
 
 PKGS     := libpq rdkafka jansson libmicrohttpd libcurl
 PREFIX   ?= /usr/local
@@ -48,6 +50,14 @@ $(BUILD)/unit-tests: $(LIB_OBJS) $(UNIT_OBJS)
 	$(CC) $(FINAL_CFLAGS) -o $@ $^ $(FINAL_LIBS) \
 		$(shell pkg-config --libs check 2>/dev/null)
 
+# Test tool, not part of the relay: librdkafka's mock cluster behind a
+# line protocol on stdin/stdout (tests/integration/mock.sh drives it).
+MOCK_LIBS = $(shell pkg-config --libs rdkafka 2>/dev/null) -lpthread $(LIBS)
+
+$(BUILD)/kafka-mock: tests/mock/kafka_mock.c
+	@mkdir -p $(dir $@)
+	$(CC) $(FINAL_CFLAGS) -o $@ $< $(MOCK_LIBS)
+
 # Installs Debian packages and the Kafka broker's jars when missing.
 deps:
 	@tests/env/deps.sh
@@ -55,7 +65,7 @@ deps:
 unit: $(BUILD)/unit-tests
 	$(BUILD)/unit-tests
 
-integration: all
+integration: all $(BUILD)/kafka-mock
 	tests/integration/run.sh
 
 check: deps
@@ -79,4 +89,4 @@ install: all
 clean:
 	rm -rf $(BUILD)
 
--include $(wildcard $(BUILD)/obj/*.d $(BUILD)/obj/unit/*.d)
+-include $(wildcard $(BUILD)/obj/*.d $(BUILD)/obj/unit/*.d $(BUILD)/*.d)

@@ -24,6 +24,7 @@
 #define RELAY_EXIT_DATAERR 65  /* EX_DATAERR: fail-stop on a poison event */
 #define RELAY_EXIT_UNAVAILABLE 69 /* EX_UNAVAILABLE: slot missing/invalid */
 #define RELAY_EXIT_SOFTWARE 70 /* EX_SOFTWARE: broken invariant */
+#define RELAY_EXIT_NOPERM 77   /* EX_NOPERM: authentication/authorization */
 #define RELAY_EXIT_CONFIG 78   /* EX_CONFIG: bad configuration */
 
 /* Allocation failure is fatal: the slot replays whatever was not

@@ -45,6 +45,7 @@ struct relay_config {
 	int64_t standby_retry_ms;
 	int64_t shutdown_timeout_ms;
 	int64_t stats_interval_ms;
+	int64_t kafka_failure_max_replays;
 	bool producer_allow_unsafe;
 	char *log_level;
 

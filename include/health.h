@@ -69,6 +69,10 @@ struct relay_figures {
 	uint64_t producer_errors;
 	int64_t heartbeat_rtt_us;   /* last heartbeat round trip; -1 none */
 	uint64_t heartbeats_seen;
+	int64_t kafka_failures;     /* the same transaction failed this many
+	                             * times in a row (replaying); 0 none */
+	int64_t kafka_failures_max; /* kafka.failure.max.replays */
+	uint64_t kafka_failure_lsn; /* that transaction's commit end */
 	int64_t broker_rtt_us;      /* librdkafka statistics; -1 unknown */
 	int64_t kafka_queue_msgs;   /* librdkafka statistics; -1 unknown */
 	struct hist latency;        /* commit -> ack, µs */

@@ -41,6 +41,7 @@ struct lsn_txn {
 	uint64_t seq;          /* global transaction sequence (ack token) */
 	uint64_t end_lsn;      /* commit end; 0 until the C record */
 	int64_t commit_ts_us;  /* commit time, for latency figures */
+	struct lsn_commit_id own;    /* this transaction (end from its B) */
 	struct lsn_commit_id newest; /* newest commit folded into this entry */
 	uint64_t pending;      /* events produced and not yet acked */
 	uint64_t events;       /* events produced (acked or not) */

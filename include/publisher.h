@@ -17,11 +17,42 @@
 
 struct publisher;
 
-/* Called once per produced message from pub_poll(): token as given to
- * pub_send(), ok=false when delivery failed (errstr says why), bytes as
- * counted by pub_send(), the topic (valid during the call). */
-typedef void (*pub_dr_fn)(void *opaque, uint64_t token, bool ok,
-                          const char *errstr, size_t bytes, const char *topic);
+/* One delivery report. Strings are valid during the callback only. */
+struct pub_report {
+	uint64_t token;         /* as given to pub_send() */
+	bool ok;
+	int err;                /* rd_kafka_resp_err_t; 0 when ok */
+	const char *errstr;     /* "topic T partition P event id E: why"; NULL
+	                         * when ok */
+	const char *topic;
+	int32_t partition;
+	const char *event_id;   /* the id header, NUL-terminated; "?" if none */
+	size_t bytes;           /* key + value */
+};
+
+/* Called once per produced message from pub_poll(). */
+typedef void (*pub_dr_fn)(void *opaque, const struct pub_report *rep);
+
+/* What a failed delivery means for the relay. */
+enum pub_err_class {
+	PUB_ERR_TRANSIENT,  /* rebuild the producer and replay from the slot */
+	PUB_ERR_PERMANENT,  /* the broker refuses this record: poison once
+	                     * isolated (replayed alone, it fails again) */
+	PUB_ERR_PURGED,     /* purged by our own teardown: no information */
+};
+
+/* Classifies a delivery report's or a fatal error's code (table in
+ * publisher.c). */
+enum pub_err_class pub_err_classify(int err);
+
+/* One sentence saying which topic or producer setting to change for a
+ * permanent error, "" when there is none. Static storage. */
+const char *pub_err_advice(int err);
+
+/* librdkafka's short name of an error code ("MSG_SIZE_TOO_LARGE") and
+ * its description ("Broker: Message size too large"). */
+const char *pub_err_name(int err);
+const char *pub_err_str(int err);
 
 /* Creates a producer from cfg's kafka.* properties plus the safety
  * defaults. Returns NULL with err filled. */
@@ -50,8 +81,9 @@ int pub_event_fd(const struct publisher *p);
 /* Drains the event fd after poll() reported it readable. */
 void pub_event_fd_drain(struct publisher *p);
 
-/* True once librdkafka reported a fatal error; err gets the reason. */
-bool pub_fatal(struct publisher *p, char *err, size_t errlen);
+/* True once librdkafka reported a fatal error; err gets the reason and
+ * *code (when not NULL) the underlying error code. */
+bool pub_fatal(struct publisher *p, char *err, size_t errlen, int *code);
 
 /* Messages queued or in flight inside librdkafka. */
 int pub_outq_len(const struct publisher *p);

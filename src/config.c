@@ -79,6 +79,11 @@ static const struct cfg_key cfg_keys[] = {
 	  3600000, 0, "how long SIGTERM waits for Kafka acks" },
 	{ "stats.interval.ms", CFG_INT, OFF(stats_interval_ms), "60000", 0,
 	  86400000, 0, "period of the \"stats:\" log line; 0 turns it off" },
+	/* A relay key despite its prefix (librdkafka has no such property):
+	 * it is about Kafka failures, next to the kafka.* settings. */
+	{ "kafka.failure.max.replays", CFG_INT, OFF(kafka_failure_max_replays),
+	  "5", 1, 1000, 0, "the same transaction failing in Kafka this many "
+	  "times in a row is a poison event (exit 65)" },
 	{ "producer.allow.unsafe", CFG_BOOL, OFF(producer_allow_unsafe), "false",
 	  0, 0, 0, "allow producer settings that can reorder or lose events" },
 	{ "log.level", CFG_STR, OFF(log_level), "info", 0, 0, CFG_F_REQUIRED,
@@ -239,9 +244,11 @@ static void kafka_set(struct relay_config *cfg, const char *name,
 int cfg_set(struct relay_config *cfg, const char *key, const char *value,
             enum cfg_source src, const char *origin, char *err, size_t errlen)
 {
-	const struct cfg_key *k;
+	const struct cfg_key *k = find_key(key);
 
-	if (strncmp(key, "kafka.", 6) == 0) {
+	/* The table first: a relay key may live under "kafka." too
+	 * (kafka.failure.max.replays); librdkafka gets the rest. */
+	if (k == NULL && strncmp(key, "kafka.", 6) == 0) {
 		if (key[6] == '\0') {
 			set_err(err, errlen, "%s: empty kafka property name", origin);
 			return -1;
@@ -249,7 +256,6 @@ int cfg_set(struct relay_config *cfg, const char *key, const char *value,
 		kafka_set(cfg, key + 6, value, src);
 		return 0;
 	}
-	k = find_key(key);
 	if (k == NULL) {
 		set_err(err, errlen, "%s: unknown key \"%s\"", origin, key);
 		return -1;

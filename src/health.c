@@ -316,6 +316,12 @@ void health_evaluate(const struct slot_figures *sf,
 		     reason[0] != '\0' ? reason : "no reason recorded");
 	}
 
+	if (rf->kafka_failures > 0)
+		rule(&rs, HEALTH_CRITICAL, "kafka: the transaction at LSN " LSN_FMT
+		     " failed %" PRId64 " of %" PRId64 " times in a row; replaying "
+		     "(exit 65 at the limit)", LSN_ARGS(rf->kafka_failure_lsn),
+		     rf->kafka_failures, rf->kafka_failures_max);
+
 	if (sf->valid)
 		slot_rules(&rs, sf, th, out);
 

@@ -208,6 +208,7 @@ uint64_t lsn_event(struct lsn_tracker *lt, size_t bytes)
 		memset(t, 0, sizeof(*t));
 		t->seq = lt->next_seq++;
 		t->commit_ts_us = lt->cur.commit_ts_us;
+		t->own = lt->cur;
 		t->newest = lt->cur;
 		lt->cur_has_events = true;
 	}

@@ -71,32 +71,124 @@ static void redact(const struct publisher *p, const char *in, char *out,
 	}
 }
 
+/* What each delivery error means. Permanent: the broker (or librdkafka's
+ * own check) refuses this record as it is, and replaying it changes
+ * nothing; the relay isolates it and fail-stops. Anything not listed is
+ * transient: rebuild the producer, replay from the slot (bounded by
+ * kafka.failure.max.replays). Each permanent row says what to change. */
+static const struct {
+	rd_kafka_resp_err_t err;
+	enum pub_err_class cls;
+	const char *advice;
+} err_table[] = {
+	{ RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE, PUB_ERR_PERMANENT,
+	  "raise the topic's max.message.bytes (or the broker's "
+	  "message.max.bytes) above the record's size, and kafka.message.max.bytes "
+	  "if the producer's own limit is lower" },
+	{ RD_KAFKA_RESP_ERR_RECORD_LIST_TOO_LARGE, PUB_ERR_PERMANENT,
+	  "lower kafka.batch.size below the topic's max.message.bytes, or raise "
+	  "that limit" },
+	{ RD_KAFKA_RESP_ERR_INVALID_RECORD, PUB_ERR_PERMANENT,
+	  "the broker validates records for this topic (a compacted topic needs "
+	  "a key, for example): check the topic's configuration" },
+	{ RD_KAFKA_RESP_ERR_INVALID_MSG, PUB_ERR_PERMANENT,
+	  "the broker found the record corrupt: check kafka.compression.type "
+	  "against what the broker supports" },
+	{ RD_KAFKA_RESP_ERR_INVALID_TIMESTAMP, PUB_ERR_PERMANENT,
+	  "the topic's message.timestamp.difference.max.ms (or the *.before/after "
+	  "limits) refuse the record's timestamp: widen them" },
+	{ RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED, PUB_ERR_PERMANENT,
+	  "grant the relay's principal WRITE and DESCRIBE on the topic" },
+	{ RD_KAFKA_RESP_ERR_CLUSTER_AUTHORIZATION_FAILED, PUB_ERR_PERMANENT,
+	  "grant the relay's principal IDEMPOTENT_WRITE on the cluster (the "
+	  "idempotent producer needs it on brokers before 2.8)" },
+	{ RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART, PUB_ERR_PERMANENT,
+	  "create the topic (the broker does not create it by itself: "
+	  "auto.create.topics.enable is off), or change route.topic.replacement" },
+	{ RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC, PUB_ERR_PERMANENT,
+	  "create the topic (the broker does not create it by itself: "
+	  "auto.create.topics.enable is off), or change route.topic.replacement" },
+	{ RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION, PUB_ERR_PERMANENT,
+	  "the partition does not exist: check the topic" },
+	{ RD_KAFKA_RESP_ERR_TOPIC_EXCEPTION, PUB_ERR_PERMANENT,
+	  "the topic name is not valid: change route.topic.replacement or the "
+	  "routing value" },
+	{ RD_KAFKA_RESP_ERR_POLICY_VIOLATION, PUB_ERR_PERMANENT,
+	  "the broker's topic policy refuses it: create the topic by hand with "
+	  "settings the policy allows" },
+	{ RD_KAFKA_RESP_ERR_UNSUPPORTED_FOR_MESSAGE_FORMAT, PUB_ERR_PERMANENT,
+	  "the topic's message format is too old for record headers: raise its "
+	  "message.format.version" },
+	{ RD_KAFKA_RESP_ERR_UNSUPPORTED_COMPRESSION_TYPE, PUB_ERR_PERMANENT,
+	  "the broker does not support kafka.compression.type: choose another" },
+	{ RD_KAFKA_RESP_ERR__MSG_TIMED_OUT, PUB_ERR_TRANSIENT, "" },
+	{ RD_KAFKA_RESP_ERR__PURGE_QUEUE, PUB_ERR_PURGED, "" },
+	{ RD_KAFKA_RESP_ERR__PURGE_INFLIGHT, PUB_ERR_PURGED, "" },
+};
+
+enum pub_err_class pub_err_classify(int err)
+{
+	for (size_t i = 0; i < sizeof(err_table) / sizeof(err_table[0]); i++)
+		if ((int)err_table[i].err == err)
+			return err_table[i].cls;
+	return PUB_ERR_TRANSIENT;
+}
+
+const char *pub_err_advice(int err)
+{
+	for (size_t i = 0; i < sizeof(err_table) / sizeof(err_table[0]); i++)
+		if ((int)err_table[i].err == err)
+			return err_table[i].advice;
+	return "";
+}
+
+const char *pub_err_name(int err)
+{
+	return rd_kafka_err2name((rd_kafka_resp_err_t)err);
+}
+
+const char *pub_err_str(int err)
+{
+	return rd_kafka_err2str((rd_kafka_resp_err_t)err);
+}
+
 /* Runs on the thread that calls rd_kafka_poll(): the relay's loop. */
 static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m,
                         void *opaque)
 {
 	struct publisher *p = opaque;
-	bool ok = m->err == RD_KAFKA_RESP_ERR_NO_ERROR;
-	char why[512];
+	struct pub_report rep = {
+		.token = (uint64_t)(uintptr_t)m->_private,
+		.ok = m->err == RD_KAFKA_RESP_ERR_NO_ERROR,
+		.err = (int)m->err,
+		.topic = rd_kafka_topic_name(m->rkt),
+		.partition = m->partition,
+		.event_id = "?",
+		.bytes = m->len + m->key_len,
+	};
+	char why[512], id[128];
 
 	(void)rk;
-	if (!ok) {
-		const void *id = NULL;
-		size_t idlen = 0;
+	if (!rep.ok) {
+		const void *v = NULL;
+		size_t vlen = 0;
 		rd_kafka_headers_t *hdrs = NULL;
-		if (rd_kafka_message_headers(m, &hdrs) == RD_KAFKA_RESP_ERR_NO_ERROR)
-			(void)rd_kafka_header_get_last(hdrs, "id", &id, &idlen);
-		snprintf(why, sizeof(why), "topic %s partition %d event id %.*s: %s "
-		         "(%s)", rd_kafka_topic_name(m->rkt), (int)m->partition,
-		         (int)(id ? idlen : 1), id ? (const char *)id : "?",
-		         rd_kafka_err2str(m->err),
+		if (rd_kafka_message_headers(m, &hdrs) == RD_KAFKA_RESP_ERR_NO_ERROR &&
+		    rd_kafka_header_get_last(hdrs, "id", &v, &vlen) ==
+		        RD_KAFKA_RESP_ERR_NO_ERROR && v != NULL) {
+			snprintf(id, sizeof(id), "%.*s", (int)vlen, (const char *)v);
+			rep.event_id = id;
+		}
+		snprintf(why, sizeof(why), "topic %s partition %d event id %s: %s "
+		         "(%s, %s)", rep.topic, (int)m->partition, rep.event_id,
+		         rd_kafka_err2str(m->err), rd_kafka_err2name(m->err),
 		         rd_kafka_message_status(m) == RD_KAFKA_MSG_STATUS_POSSIBLY_PERSISTED
 		             ? "possibly persisted" : "not persisted");
+		rep.errstr = why;
 	} else {
 		p->brokers_down = 0;
 	}
-	p->dr(p->opaque, (uint64_t)(uintptr_t)m->_private, ok, ok ? NULL : why,
-	      m->len + m->key_len, rd_kafka_topic_name(m->rkt));
+	p->dr(p->opaque, &rep);
 }
 
 static void on_error(rd_kafka_t *rk, int err, const char *reason, void *opaque)
@@ -196,6 +288,11 @@ struct publisher *pub_new(const struct relay_config *cfg, pub_dr_fn dr,
 		{ "acks", "all" },
 		{ "partitioner", "murmur2_random" },
 		{ "message.timeout.ms", "0" },
+		/* With idempotence, a batch the broker refuses for good would
+		 * otherwise let librdkafka renumber and deliver the partition's
+		 * later batches: a replay could then put an older event after a
+		 * newer one. Gapless makes that a fatal error instead. */
+		{ "enable.gapless.guarantee", "true" },
 		{ "client.id", "outbox-relay" },
 	};
 	struct publisher *p = xcalloc(1, sizeof(*p));
@@ -337,16 +434,19 @@ void pub_event_fd_drain(struct publisher *p)
 		;
 }
 
-bool pub_fatal(struct publisher *p, char *err, size_t errlen)
+bool pub_fatal(struct publisher *p, char *err, size_t errlen, int *code)
 {
-	char buf[512];
+	char buf[512], safe[1024];
 	rd_kafka_resp_err_t e;
 
 	if (!p->fatal)
 		return false;
 	e = rd_kafka_fatal_error(p->rk, buf, sizeof(buf));
+	redact(p, buf, safe, sizeof(safe));
 	set_err(err, errlen, "fatal producer error %s: %s", rd_kafka_err2name(e),
-	        buf);
+	        safe);
+	if (code != NULL)
+		*code = (int)e;
 	return true;
 }
 

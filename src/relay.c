@@ -64,6 +64,8 @@ struct relay {
 	uint64_t win_events;
 	uint64_t win_bytes;
 	bool queue_full;                /* librdkafka said QUEUE_FULL */
+	bool iso_wait;                  /* an isolated event waits for the
+	                                 * previous one's report */
 
 	/* A frame that could not be produced yet (QUEUE_FULL); it points
 	 * into rs.copybuf, which stays valid until the next repl_read(). */
@@ -87,6 +89,24 @@ struct relay {
 	bool restart_pending;
 	bool restart_kafka;
 	bool tearing_down;
+
+	/* Failed deliveries of this session (see record_failure()). */
+	struct {
+		bool permanent;             /* one with a permanent error */
+		uint64_t first_end, last_end; /* commit ends of their txns */
+		uint64_t first_any;         /* oldest txn with any failure */
+		int err;                    /* the first permanent error */
+		char what[512];             /* its report */
+	} fail;
+	/* Transactions whose commit end is in [iso_from, iso_to] publish one
+	 * event at a time: a batch the broker refused is replayed record by
+	 * record, so the healthy records before the refused one get through
+	 * and the refused one is named. 0/0: off. */
+	uint64_t iso_from, iso_to;
+	/* The backstop: the same transaction failing again and again. */
+	uint64_t replay_lsn;            /* its commit end */
+	int64_t replay_count;           /* failures in a row */
+	char replay_err[256];           /* the last one */
 
 	char topic[256];
 	char err[2048];
@@ -136,33 +156,104 @@ static void count_topic(struct relay *r, const char *topic)
 	r->topic_events[i]++;
 }
 
-static void on_dr(void *opaque, uint64_t token, bool ok, const char *errstr,
-                  size_t bytes, const char *topic)
+static void begin_stop(struct relay *r, int code);
+
+static bool isolated(const struct relay *r, uint64_t end_lsn)
+{
+	return r->iso_to != 0 && end_lsn >= r->iso_from && end_lsn <= r->iso_to;
+}
+
+/* The broker refuses one record for good: it was replayed alone, so it
+ * is this one and not its batch. Poison: nothing is confirmed from its
+ * transaction on, the relay exits 65 after the final status update. */
+static void kafka_poison(struct relay *r, const struct pub_report *rep,
+                         const struct lsn_txn *t)
+{
+	const char *advice = pub_err_advice(rep->err);
+
+	log_error("fail-stop at LSN " LSN_FMT " (xid %lld): Kafka refuses event "
+	          "id %s (topic %s, partition %d, %zu bytes) sent alone: %s (%s). "
+	          "Nothing at or after this transaction is confirmed and the slot "
+	          "keeps it. %s%s(runbook: poison event)",
+	          LSN_ARGS(t->own.end_lsn), (long long)t->own.xid, rep->event_id,
+	          rep->topic, (int)rep->partition, rep->bytes,
+	          pub_err_str(rep->err), pub_err_name(rep->err), advice,
+	          advice[0] ? "; then start the relay again, or skip the "
+	                      "transaction deliberately " : "");
+	snprintf(r->reason, sizeof(r->reason), "poison event at LSN " LSN_FMT
+	         " (xid %lld): Kafka refuses it (%s)", LSN_ARGS(t->own.end_lsn),
+	         (long long)t->own.xid, pub_err_name(rep->err));
+	begin_stop(r, RELAY_EXIT_DATAERR);
+}
+
+/* A failed delivery of a live token. A permanent error inside the
+ * isolated range is the refused record itself; elsewhere it may be its
+ * batch's fault, so the range of its transactions is noted for the
+ * replay. Also called while the producer is torn down: reports of the
+ * failed batch may only be served then. */
+static void record_failure(struct relay *r, const struct pub_report *rep,
+                           const struct lsn_txn *t)
+{
+	uint64_t end = t->own.end_lsn;
+
+	if (r->fail.first_any == 0 || end < r->fail.first_any)
+		r->fail.first_any = end;
+	if (pub_err_classify(rep->err) != PUB_ERR_PERMANENT)
+		return;
+	/* Replayed alone, refused again: this record. (With the gapless
+	 * guarantee the fatal error comes first and this report only while
+	 * the producer is torn down.) */
+	if (isolated(r, end)) {
+		if (!r->stopping)
+			kafka_poison(r, rep, t);
+		return;
+	}
+	if (!r->fail.permanent || end < r->fail.first_end) {
+		r->fail.first_end = end;
+		r->fail.err = rep->err;
+		snprintf(r->fail.what, sizeof(r->fail.what), "%s", rep->errstr);
+	}
+	if (end > r->fail.last_end)
+		r->fail.last_end = end;
+	r->fail.permanent = true;
+}
+
+static void on_dr(void *opaque, const struct pub_report *rep)
 {
 	struct relay *r = opaque;
+	const struct lsn_txn *t;
 	int64_t ts = 0;
 
 	r->win_events--;
-	r->win_bytes -= bytes;
+	r->win_bytes -= rep->bytes;
 	r->queue_full = false;
+	if (!rep->ok)
+		log_debug("kafka: delivery failed (%s): %s",
+		          r->tearing_down ? "producer torn down" : "live", rep->errstr);
+	if (!rep->ok && pub_err_classify(rep->err) != PUB_ERR_PURGED &&
+	    (t = lsn_find(&r->lt, rep->token)) != NULL)
+		record_failure(r, rep, t);
 	if (r->tearing_down)
 		return;
-	if (!lsn_ack(&r->lt, token, ok, &ts)) {
+	if (!lsn_ack(&r->lt, rep->token, rep->ok, &ts)) {
 		r->n_stale++; /* from a session that was already torn down */
 		return;
 	}
-	if (ok) {
+	if (rep->ok) {
 		r->n_acked++;
-		r->bytes_acked += bytes;
+		r->bytes_acked += rep->bytes;
 		r->last_ack_wall_us = now_wall_us();
 		if (ts > 0)
 			hist_record(&r->lat, r->last_ack_wall_us - ts);
-		count_topic(r, topic);
+		count_topic(r, rep->topic);
 		return;
 	}
 	r->n_failed++;
+	if (r->stopping)
+		return; /* the poison path above, or a stop in progress */
+	snprintf(r->replay_err, sizeof(r->replay_err), "%s", rep->errstr);
 	log_error("kafka: delivery failed: %s; nothing past it is confirmed, the "
-	          "producer is rebuilt and the slot replays", errstr);
+	          "producer is rebuilt and the slot replays", rep->errstr);
 	r->restart_pending = true;
 	r->restart_kafka = true;
 }
@@ -236,6 +327,52 @@ static void log_stats(struct relay *r, const char *prefix)
 	         hist_percentile(&r->lat, 0.99) / 1000.0, r->lat.max_us / 1000.0);
 }
 
+/* After a Kafka failure, before the replay: the backstop (the same
+ * transaction failing kafka.failure.max.replays times in a row is poison)
+ * and the isolated replay of a batch the broker refused. Returns false
+ * when the relay stops instead. */
+static bool kafka_failed(struct relay *r)
+{
+	const struct lsn_txn *head = lsn_head(&r->lt);
+	uint64_t key = r->fail.first_any != 0 ? r->fail.first_any
+	               : head != NULL ? head->own.end_lsn
+	                              : lsn_confirmable(&r->lt);
+
+	if (key == r->replay_lsn) {
+		r->replay_count++;
+	} else {
+		r->replay_lsn = key;
+		r->replay_count = 1;
+	}
+	if (r->replay_count >= r->cfg->kafka_failure_max_replays) {
+		log_error("fail-stop at LSN " LSN_FMT ": Kafka failed the same "
+		          "transaction %lld times in a row (kafka.failure.max.replays); "
+		          "last error: %s. Nothing at or after it is confirmed and the "
+		          "slot keeps it (runbook: poison event)", LSN_ARGS(key),
+		          (long long)r->replay_count,
+		          r->replay_err[0] ? r->replay_err : "see the log");
+		snprintf(r->reason, sizeof(r->reason), "Kafka failed the transaction "
+		         "at LSN " LSN_FMT " %lld times in a row", LSN_ARGS(key),
+		         (long long)r->replay_count);
+		begin_stop(r, RELAY_EXIT_DATAERR);
+		r->restart_pending = false;
+		return false;
+	}
+	if (r->fail.permanent) {
+		if (r->iso_to == 0 || r->fail.first_end < r->iso_from)
+			r->iso_from = r->fail.first_end;
+		if (r->fail.last_end > r->iso_to)
+			r->iso_to = r->fail.last_end;
+		log_warn("kafka refused a batch (%s): the events of the commits "
+		         LSN_FMT " to " LSN_FMT " are replayed one at a time, to "
+		         "publish the healthy ones and name the refused one",
+		         pub_err_name(r->fail.err), LSN_ARGS(r->iso_from),
+		         LSN_ARGS(r->iso_to));
+	}
+	memset(&r->fail, 0, sizeof(r->fail));
+	return true;
+}
+
 /* Ends the session: final status, close, and (for Kafka failures) a new
  * producer. The next session starts from the slot after a backoff. */
 static void restart(struct relay *r)
@@ -255,6 +392,12 @@ static void restart(struct relay *r)
 		r->pub = NULL;
 		r->win_events = r->win_bytes = 0;
 		r->queue_full = false;
+		/* A report served by the teardown may have named the refused
+		 * record (stopping then); otherwise the backstop decides. */
+		if (r->stopping || !kafka_failed(r)) {
+			r->restart_pending = r->restart_kafka = false;
+			return;
+		}
 	}
 	r->have_pending = false;
 	r->restart_pending = r->restart_kafka = false;
@@ -403,12 +546,21 @@ static enum handled handle_event(struct relay *r, const struct repl_msg *m,
 		r->n_skipped++; /* acked in an earlier session */
 		return H_OK;
 	}
+	/* While a refused batch is replayed, one event at a time, from the
+	 * session's start until the watermark is past the batch: the
+	 * previous event must be acked (or have failed) first, so a refusal
+	 * names its record and nothing after it is published meanwhile. */
+	if (r->iso_to != 0 && r->lt.inflight > 0) {
+		r->iso_wait = true;
+		return H_BLOCKED;
+	}
 	if (route_topic(r->cfg->route_topic_replacement, rec->route.ptr,
 	                rec->route.len, r->topic, sizeof(r->topic), err,
 	                sizeof(err)) < 0) {
 		snprintf(msg, sizeof(msg), "event id %s: %s", rec->id.ptr, err);
 		return fail_stop(r, m, msg);
 	}
+	r->iso_wait = false;
 	route_headers(&h, rec, r->cur_commit_lsn);
 	bytes = rec->payload.len + rec->key.len;
 	token = lsn_event(&r->lt, bytes);
@@ -532,6 +684,7 @@ static bool reading_allowed(const struct relay *r)
 
 	return r->state == ST_STREAMING && r->have_rs && !r->stopping &&
 	       !r->restart_pending && !r->queue_full &&
+	       !(r->iso_wait && r->lt.inflight > 0) &&
 	       r->win_events < max_ev && r->win_bytes < max_b &&
 	       r->lt.held_events < max_ev && r->lt.held_bytes < max_b;
 }
@@ -693,6 +846,9 @@ static void fill_figures(struct relay *r, struct relay_figures *f)
 	f->producer_errors = r->kafka_restarts + pub_error_count(r->pub);
 	f->heartbeat_rtt_us = r->hb_seen > 0 ? r->hb_rtt_us : -1;
 	f->heartbeats_seen = r->hb_seen;
+	f->kafka_failures = r->replay_count;
+	f->kafka_failures_max = r->cfg->kafka_failure_max_replays;
+	f->kafka_failure_lsn = r->replay_lsn;
 	pub_stats(r->pub, &f->broker_rtt_us, &f->kafka_queue_msgs);
 	f->latency = r->lat;
 }
@@ -804,8 +960,10 @@ int relay_run(const struct relay_config *cfg, int sigfd)
 			if (ipub >= 0 && (fds[ipub].revents & POLLIN))
 				pub_event_fd_drain(r->pub);
 			pub_poll(r->pub, 0);
-			if (!r->restart_pending && pub_fatal(r->pub, r->err, sizeof(r->err))) {
+			if (!r->restart_pending && !r->stopping &&
+			    pub_fatal(r->pub, r->err, sizeof(r->err), NULL)) {
 				log_error("kafka: %s", r->err);
+				snprintf(r->replay_err, sizeof(r->replay_err), "%.200s", r->err);
 				r->restart_pending = true;
 				r->restart_kafka = true;
 			}
@@ -839,6 +997,22 @@ int relay_run(const struct relay_config *cfg, int sigfd)
 			send_status(r, false);
 			if (now - r->session_start_us > SESSION_STABLE_US)
 				r->attempt = 0;
+		}
+		/* The transactions that failed in Kafka are confirmed now: the
+		 * backstop starts over, and the one-at-a-time replay ends. */
+		if (r->replay_count > 0 && r->lt.confirmed >= r->replay_lsn &&
+		    !r->restart_pending) {
+			r->replay_count = 0;
+			r->replay_err[0] = '\0';
+		}
+		if (r->iso_to != 0 && r->lt.confirmed >= r->iso_to &&
+		    !r->restart_pending) {
+			log_info("kafka: the events of commits " LSN_FMT " to " LSN_FMT
+			         " were all published one at a time: the broker refused "
+			         "their batch, not one record; check kafka.batch.size "
+			         "against the topic's max.message.bytes",
+			         LSN_ARGS(r->iso_from), LSN_ARGS(r->iso_to));
+			r->iso_from = r->iso_to = 0;
 		}
 		if (r->cfg->stats_interval_ms > 0 && now >= r->next_stats_us) {
 			log_stats(r, "stats");

@@ -46,6 +46,10 @@
 #   it_consume_wait TOPIC OUTFILE N [SECS]  until at least N records
 #   it_count FILE                    records in an it_consume file
 #   it_wait_checked TOPIC OUT SECS ARGS...  checker.py until complete
+#   it_kafka_topic TOPIC [KEY=VALUE...]  creates TOPIC (the broker's
+#                                    auto-creation, through a metadata
+#                                    request) and sets topic configs
+#                                    (kafka.admin.ConfigCommand)
 #   it_fields FILE FIELD...          tab-separated fields, one record a line;
 #                                    FIELD: topic partition offset key payload
 #                                    or h:NAME (header value)
@@ -411,6 +415,25 @@ it_wait_checked() {
 			return "$rc"
 		fi
 		sleep 1
+	done
+}
+
+it_kafka_topic() {
+	local topic=$1 i kv
+	shift
+	for ((i = 0; i < 20; i++)); do
+		kcat -b "$KAFKA_BROKERS" -L -t "$topic" -m 3 2>/dev/null |
+			grep -q 'leader 1' && break
+		sleep 0.5
+	done
+	for kv in "$@"; do
+		java -Xmx256m -Dlog4j.configuration=file:/dev/null -cp "$KAFKA_JARS/*" \
+			kafka.admin.ConfigCommand --bootstrap-server "$KAFKA_BROKERS" \
+			--entity-type topics --entity-name "$topic" --alter \
+			--add-config "$kv" >/dev/null 2>&1 || {
+			echo "it_kafka_topic: could not set $kv on $topic" >&2
+			return 1
+		}
 	done
 }
 

@@ -1,0 +1,2 @@
+build-dev/obj/common.o: src/common.c include/common.h
+include/common.h:

@@ -1,0 +1,2 @@
+build-dev/obj/hist.o: src/hist.c include/hist.h
+include/hist.h:

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -777,37 +778,6 @@ START_TEST(test_get_body_ignored)
 }
 END_TEST
 
-START_TEST(test_connection_limit)
-{
-	struct sockaddr_in sa = { .sin_family = AF_INET,
-	                          .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	int fds[16];
-	char url[128];
-	struct resp r;
-
-	start_server(60000);
-	sa.sin_port = htons((uint16_t)port);
-	/* Sixteen idle clients take every slot ... */
-	for (int i = 0; i < 16; i++) {
-		fds[i] = socket(AF_INET, SOCK_STREAM, 0);
-		ck_assert_int_eq(connect(fds[i], (struct sockaddr *)&sa, sizeof(sa)),
-		                 0);
-	}
-	usleep(100 * 1000);
-	/* ... so a seventeenth is not served (well within the 5 s idle
-	 * timeout that would free a slot) ... */
-	snprintf(url, sizeof(url), "http://127.0.0.1:%d/livez", port);
-	request(url, "GET", NULL, NULL, TIME_SCALE == 1 ? 300 : 2000, &r);
-	ck_assert_msg(r.rc != CURLE_OK, "served past the connection limit");
-	resp_free(&r);
-	/* ... until they go away. */
-	for (int i = 0; i < 16; i++)
-		close(fds[i]);
-	usleep(100 * 1000);
-	expect("/livez", 200, CT_TEXT, "ok\n");
-}
-END_TEST
-
 START_TEST(test_publish_copies)
 {
 	struct health_snapshot s;
@@ -944,7 +914,8 @@ END_TEST
  * header one byte at a time (each byte used to reset libmicrohttpd's idle
  * timeout). Whenever the server closes one, it comes back SLOW_REOPEN_MS
  * later, so the pressure lasts the whole test. Meanwhile GET /livez is
- * probed from PROBE_ADDR, as a kubelet on another address would. */
+ * probed from PROBE_ADDR, as a kubelet on another address would.
+ * CHECK_HTTP_FIGURES=1 in the environment prints what was measured. */
 #define SLOW_CONNS 200          /* attacking connections, all from 127.0.0.1 */
 #define SLOW_REOPEN_MS 500      /* a connection closed by the server returns */
 #define SLOW_SETTLE_MS 500      /* attack in place before the first probe */
@@ -965,10 +936,10 @@ static const struct slow_kind {
 	const char *opening;    /* sent once connected */
 	int trickle_ms;         /* then one byte this often; 0: nothing */
 } slow_kinds[] = {
-	{ "", 0 },                                           /* idle */
-	{ "GET /livez HTTP/1.1\r\nHost: x\r\nX-Pad: ", 500 }, /* slow header */
-	{ "GET /livez?", 1000 },                             /* slow request line */
-	{ "GET /livez HTTP/1.1\r\nX-Pad: ", 50 },             /* many bytes */
+	{ "", 0 },                                          /* idle */
+	{ "GET /livez HTTP/1.1\r\nHost: x\r\nX-Pad: ", 500 }, /* headers */
+	{ "GET /livez?", 1000 },                            /* request line */
+	{ "GET /livez HTTP/1.1\r\nX-Pad: ", 50 },            /* many bytes */
 };
 #define SLOW_NKINDS (sizeof(slow_kinds) / sizeof(slow_kinds[0]))
 
@@ -1033,7 +1004,8 @@ static void slow_closed(struct slow_conn *sc, const struct slow_kind *k,
 			slow_stats.held_closed++;
 			if (k->trickle_ms > 0)
 				slow_stats.trickled_closed++;
-			if (slow_stats.held_min_us == 0 || held < slow_stats.held_min_us)
+			if (slow_stats.held_min_us == 0 ||
+			    held < slow_stats.held_min_us)
 				slow_stats.held_min_us = held;
 			if (held > slow_stats.held_max_us)
 				slow_stats.held_max_us = held;
@@ -1073,7 +1045,8 @@ static void *slow_main(void *arg)
 			if (sc->fd < 0)
 				continue;
 			pfd[n] = (struct pollfd){
-				.fd = sc->fd, .events = sc->connected ? POLLIN : POLLOUT
+				.fd = sc->fd,
+				.events = sc->connected ? POLLIN : POLLOUT,
 			};
 			idx[n++] = i;
 		}
@@ -1081,7 +1054,8 @@ static void *slow_main(void *arg)
 		now = now_mono_us();
 		for (int j = 0; j < n; j++) {
 			struct slow_conn *sc = &slow_conns[idx[j]];
-			const struct slow_kind *k = &slow_kinds[idx[j] % SLOW_NKINDS];
+			const struct slow_kind *k =
+				&slow_kinds[idx[j] % SLOW_NKINDS];
 			char buf[512];
 			int soerr = 0;
 			socklen_t sl = sizeof(soerr);
@@ -1089,16 +1063,18 @@ static void *slow_main(void *arg)
 			if (pfd[j].revents == 0)
 				continue;
 			if (!sc->connected) {
-				if (getsockopt(sc->fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) != 0 ||
-				    soerr != 0) {
-					slow_closed(sc, k, now); /* refused: try again later */
+				if (getsockopt(sc->fd, SOL_SOCKET, SO_ERROR, &soerr,
+				               &sl) != 0 || soerr != 0) {
+					/* refused: try again later */
+					slow_closed(sc, k, now);
 					continue;
 				}
 				sc->connected = true;
 				sc->connected_us = now;
 				sc->next_us = now + k->trickle_ms * 1000LL;
 				slow_stats.opened++;
-				slow_send(sc, k, k->opening, strlen(k->opening), now);
+				slow_send(sc, k, k->opening, strlen(k->opening),
+				          now);
 				continue;
 			}
 			/* Readable: the server closed (0 or an error); any bytes
@@ -1179,10 +1155,10 @@ static short wait_fd(int fd, short events, int64_t deadline)
 	}
 }
 
-/* GET /livez from PROBE_ADDR. Returns the status code, 0 when there was
- * no complete status line within timeout_ms; *took_us is how long it
- * took either way. */
-static int probe_livez(int timeout_ms, int64_t *took_us)
+/* GET /livez from source address src. Returns the status code, 0 when
+ * there was no complete status line within timeout_ms; *took_us is how
+ * long it took either way. */
+static int probe_from(const char *src_addr, int timeout_ms, int64_t *took_us)
 {
 	static const char req[] = "GET /livez HTTP/1.1\r\nHost: x\r\n"
 	                          "Connection: close\r\n\r\n";
@@ -1196,12 +1172,12 @@ static int probe_livez(int timeout_ms, int64_t *took_us)
 	int fd, code = 0, soerr = 0;
 	socklen_t sl = sizeof(soerr);
 
-	ck_assert_int_eq(inet_pton(AF_INET, PROBE_ADDR, &src.sin_addr), 1);
+	ck_assert_int_eq(inet_pton(AF_INET, src_addr, &src.sin_addr), 1);
 	fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	ck_assert_int_ge(fd, 0);
 	if (bind(fd, (struct sockaddr *)&src, sizeof(src)) != 0) {
 		close(fd);
-		ck_abort_msg("bind %s: %s", PROBE_ADDR, strerror(errno));
+		ck_abort_msg("bind %s: %s", src_addr, strerror(errno));
 	}
 	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 &&
 	    errno != EINPROGRESS)
@@ -1237,7 +1213,9 @@ START_TEST(test_slow_clients)
 	int probes = 0, answered = 0, first_bad = 0;
 	int64_t worst_us = 0, end, next;
 	const char *figures = getenv("CHECK_HTTP_FIGURES");
+	char *log;
 
+	begin_capture(); /* refusals and closures are logged */
 	start_server(60000);
 	slow_start();
 	usleep(SLOW_SETTLE_MS * 1000);
@@ -1252,7 +1230,7 @@ START_TEST(test_slow_clients)
 		if (wait > 0)
 			usleep((useconds_t)wait);
 		next = now_mono_us() + PROBE_EVERY_MS * 1000LL;
-		code = probe_livez(PROBE_TIMEOUT_MS * TIME_SCALE, &took);
+		code = probe_from(PROBE_ADDR, PROBE_TIMEOUT_MS * TIME_SCALE, &took);
 		probes++;
 		if (code == 200)
 			answered++;
@@ -1262,6 +1240,7 @@ START_TEST(test_slow_clients)
 			worst_us = took;
 	}
 	slow_stop();
+	log = end_capture();
 
 	if (figures != NULL)
 		fprintf(stderr, "slow clients: %d/%d probes answered, slowest "
@@ -1295,6 +1274,152 @@ START_TEST(test_slow_clients)
 	ck_assert_msg(slow_stats.overdue == 0, "%u connections still open past "
 	              "the deadline (oldest %lld ms)", slow_stats.overdue,
 	              (long long)(slow_stats.oldest_open_us / 1000));
+	/* Closures are logged, but clients choose how often they happen: one
+	 * line in a minute. */
+	ck_assert_msg(count_substr(log, "that sent no complete request within "
+	                           "3 s") == 1, "%s", log);
+	free(log);
+}
+END_TEST
+
+/* A blocking connection to the server from source address src. */
+static int connect_from(const char *src_addr)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+	                          .sin_port = htons((uint16_t)port),
+	                          .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_in src = { .sin_family = AF_INET };
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(inet_pton(AF_INET, src_addr, &src.sin_addr), 1);
+	ck_assert_msg(bind(fd, (struct sockaddr *)&src, sizeof(src)) == 0,
+	              "bind %s: %s", src_addr, strerror(errno));
+	ck_assert_msg(connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0,
+	              "connect: %s", strerror(errno));
+	return fd;
+}
+
+/* The server's per-address cap, and a request from the same address. */
+#define PER_ADDRESS_LIMIT 32
+
+START_TEST(test_per_address_limit)
+{
+	static const char req[] = "GET /livez HTTP/1.1\r\nHost: x\r\n\r\n";
+	int fds[PER_ADDRESS_LIMIT], code;
+	int64_t took;
+
+	begin_capture(); /* libmicrohttpd logs each refusal */
+	start_server(60000);
+	/* Idle clients take 127.0.0.1's whole share (the checks below end
+	 * well within the 3 s request deadline that would close them) ... */
+	for (int i = 0; i < PER_ADDRESS_LIMIT; i++)
+		fds[i] = connect_from("127.0.0.1");
+	usleep(100 * 1000);
+	/* ... so one more from there is closed unanswered ... */
+	ck_assert_int_eq(raw_request(req, strlen(req)), 0);
+	/* ... while another address is served at once ... */
+	code = probe_from("127.0.0.2", 1000 * TIME_SCALE, &took);
+	ck_assert_msg(code == 200, "probe from 127.0.0.2: %d", code);
+	/* ... and 127.0.0.1 again once they go away. */
+	for (int i = 0; i < PER_ADDRESS_LIMIT; i++)
+		close(fds[i]);
+	usleep(100 * 1000);
+	expect("/livez", 200, CT_TEXT, "ok\n");
+	free(end_capture());
+}
+END_TEST
+
+START_TEST(test_connection_limit)
+{
+	enum { NOFILE = 40, LIMIT = NOFILE / 2 };
+	struct rlimit saved, low;
+	int fds[LIMIT], code;
+	int64_t took;
+	char *log, err[256] = "";
+
+	/* Under a low descriptor limit the server takes half of it. The
+	 * limit is read once, at start; it is restored before the clients
+	 * below (which share this process) open anything. */
+	ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, &saved), 0);
+	low = saved;
+	low.rlim_cur = NOFILE;
+	begin_capture();
+	if (setrlimit(RLIMIT_NOFILE, &low) != 0) {
+		free(end_capture());
+		return; /* a sandbox may refuse: nothing to check then */
+	}
+	srv = http_start("127.0.0.1:0", 60000, err, sizeof(err));
+	/* Back up before any assertion, which would leave it low for the
+	 * tests after this one under CK_FORK=no. */
+	ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &saved), 0);
+	ck_assert_msg(srv != NULL, "http_start: %s", err);
+	port = http_port(srv);
+	/* Twenty idle clients, under the per-address cap, take every slot
+	 * (well within the 3 s request deadline that would free them) ... */
+	for (int i = 0; i < LIMIT; i++)
+		fds[i] = connect_from("127.0.0.1");
+	usleep(100 * 1000);
+	/* ... so a probe from anywhere waits ... */
+	code = probe_from("127.0.0.2", TIME_SCALE == 1 ? 300 : 2000, &took);
+	ck_assert_msg(code == 0, "served past the connection limit: %d", code);
+	/* ... until they go away. */
+	for (int i = 0; i < LIMIT; i++)
+		close(fds[i]);
+	usleep(100 * 1000);
+	code = probe_from("127.0.0.2", 1000 * TIME_SCALE, &took);
+	ck_assert_msg(code == 200, "probe from 127.0.0.2: %d", code);
+	log = end_capture();
+	ck_assert_msg(strstr(log, "WARN  http: at most 20 connections, half the "
+	                     "descriptor limit (RLIMIT_NOFILE 40); raise it to "
+	                     "1024 for the usual 512\n") != NULL,
+	              "no warning in [%s]", log);
+	free(log);
+}
+END_TEST
+
+/* Sends s on fd; false when the server has closed. */
+static bool send_str(int fd, const char *s)
+{
+	return send(fd, s, strlen(s), MSG_NOSIGNAL) == (ssize_t)strlen(s);
+}
+
+START_TEST(test_deadline_whole_request)
+{
+	static const char *const parts[] = { "GET /livez HTTP/1.1\r\n",
+	                                     "Host: x\r\n", "\r\n" };
+	char buf[1024] = "";
+	size_t got = 0;
+	int fd;
+
+	start_server(60000);
+	fd = connect_from("127.0.0.1");
+	/* A complete request trickled over a second is served: the deadline
+	 * bounds the whole request, not the pace within it. */
+	for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
+		if (i > 0)
+			usleep(500 * 1000);
+		ck_assert(send_str(fd, parts[i]));
+	}
+	/* The reply ends the connection (libmicrohttpd 0.9.75 does so when a
+	 * reply is queued on the handler's first call), so no second request
+	 * on it can start a slow trickle after the first was answered. */
+	for (;;) {
+		ssize_t n;
+
+		ck_assert(wait_fd(fd, POLLIN, now_mono_us() + 2000000LL * TIME_SCALE));
+		n = recv(fd, buf + got, sizeof(buf) - 1 - got, 0);
+		ck_assert_int_ge(n, 0);
+		if (n == 0)
+			break;
+		got += (size_t)n;
+		buf[got] = '\0';
+		ck_assert_uint_lt(got, sizeof(buf) - 1);
+	}
+	close(fd);
+	ck_assert_msg(strncmp(buf, "HTTP/1.1 200 ", 13) == 0, "%s", buf);
+	ck_assert_ptr_nonnull(strstr(buf, "\r\nConnection: close\r\n"));
+	ck_assert_ptr_nonnull(strstr(buf, "\r\n\r\nok\n"));
 }
 END_TEST
 
@@ -1322,11 +1447,13 @@ Suite *http_suite(void)
 	tcase_add_test(tc, test_mhd_log_routed_and_limited);
 	tcase_add_test(tc, test_long_uri);
 	tcase_add_test(tc, test_get_body_ignored);
-	tcase_add_test(tc, test_connection_limit);
 	tcase_add_test(tc, test_publish_copies);
 	tcase_add_test(tc, test_publish_concurrent);
 	tcase_add_test(tc, test_stop_releases);
 	tcase_add_test(tc, test_slow_clients);
+	tcase_add_test(tc, test_per_address_limit);
+	tcase_add_test(tc, test_connection_limit);
+	tcase_add_test(tc, test_deadline_whole_request);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -3,7 +3,10 @@
  *
  * GET /livez (/healthz), /readyz, /slot[?pretty=1], /metrics. The relay
  * loop publishes snapshots and ticks; the HTTP thread only ever reads the
- * last published copy, so a slow client never touches the loop. */
+ * last published copy, so a slow client never touches the loop. Clients
+ * are bounded (512 connections, 32 per address, a complete request due
+ * within 3 s of accept): slow or idle clients on one address cannot lock
+ * out probes from another. */
 #ifndef RELAY_HTTP_H
 #define RELAY_HTTP_H
 
@@ -16,8 +19,10 @@
 struct http_server;
 
 /* Starts listening on listen ("127.0.0.1:8080", "[::1]:8080"; port 0
- * picks a free one). livez_timeout_ms: /livez fails when the loop has not
- * ticked for that long. Returns NULL with err filled. */
+ * picks a free one), with two threads: libmicrohttpd's and one that ends
+ * connections past the request deadline. livez_timeout_ms: /livez fails
+ * when the loop has not ticked for that long. Returns NULL with err
+ * filled. */
 struct http_server *http_start(const char *listen, int64_t livez_timeout_ms,
                                char *err, size_t errlen);
 
@@ -30,7 +35,8 @@ void http_publish(struct http_server *h, const struct health_snapshot *s);
 /* Marks the loop alive; now is now_mono_us(). Loop thread, lock-free. */
 void http_tick(struct http_server *h, int64_t now_mono_us);
 
-/* Stops the thread and frees h. NULL is a no-op. */
+/* Stops the threads, closes every connection and frees h. NULL is a
+ * no-op. */
 void http_stop(struct http_server *h);
 
 #endif

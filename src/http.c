@@ -6,7 +6,12 @@
  * atomic clock; handlers copy the snapshot out and render it without the
  * lock, so no client, however slow, can hold up the replication loop.
  * Responses carry only the renderings of health.h: never config, env or
- * conninfo. */
+ * conninfo.
+ *
+ * Nor can clients crowd out the probes: connections are capped per
+ * address, and a sweeper thread closes any connection that has not sent a
+ * complete request within HTTP_REQUEST_DEADLINE_US, which libmicrohttpd's
+ * own idle timeout (restarted by every byte) does not do. */
 #include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -18,8 +23,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <microhttpd.h>
@@ -29,15 +36,49 @@
 
 /* Request limits. A probe or a scrape is one short GET; anything bigger
  * is refused by libmicrohttpd before it reaches a handler. */
-#define HTTP_CONNECTION_LIMIT 16u   /* concurrent connections */
-#define HTTP_CONNECTION_TIMEOUT_S 5u /* idle connections are closed */
 #define HTTP_MEMORY_LIMIT 16384     /* per connection: request line,
                                      * headers and the response headers */
-#define HTTP_LISTEN_BACKLOG 16
+/* Handshakes the kernel completes before libmicrohttpd accepts them. A
+ * burst larger than this leaves the excess half-open, believed connected
+ * by the client and never seen by the server (16 did, under the 200
+ * connections of check_http.c). The kernel caps it at somaxconn. */
+#define HTTP_LISTEN_BACKLOG 512
+
+/* Connection limits. Each connection holds a descriptor and up to
+ * HTTP_MEMORY_LIMIT (512 of them: 8 MiB). 512 is half the usual soft
+ * RLIMIT_NOFILE of 1024, so clients can never take the descriptors libpq,
+ * librdkafka (a few sockets per broker) and the webhook need; under a
+ * lower soft limit http_start takes half of that instead. */
+#define HTTP_CONNECTION_LIMIT 512u
+/* From one address. A prober or a scraper needs one or two at a time, so
+ * one misbehaving process holds at most this many and a probe from any
+ * other address still gets in. */
+#define HTTP_PER_IP_LIMIT 32u
+/* A complete request (line and headers) is due this long after accept
+ * (or after the previous reply, see on_completed), however many bytes
+ * trickle in meanwhile: libmicrohttpd's timeout below restarts on every
+ * byte, so a client sending one a second would hold its slot forever. */
+#define HTTP_REQUEST_DEADLINE_US (3 * 1000000LL)
+#define HTTP_SWEEP_PERIOD_US (250 * 1000LL) /* deadline overshoot, at most */
+/* No progress at all for this long (while a reply is being sent, too):
+ * libmicrohttpd closes the connection. */
+#define HTTP_CONNECTION_TIMEOUT_S 5u
+
+/* Log lines clients can provoke: at most HTTP_LOG_BURST a window. */
+#define HTTP_LOG_BURST 10
+#define HTTP_LOG_WINDOW_US (60 * 1000000LL)
 
 #define CT_TEXT "text/plain; charset=utf-8"
 #define CT_JSON "application/json"
 #define CT_METRICS "text/plain; version=0.0.4; charset=utf-8"
+
+/* One accepted connection, from libmicrohttpd's NOTIFY_STARTED to its
+ * NOTIFY_CLOSED; the slot is the connection's socket context. */
+struct http_conn {
+	int fd;                 /* -1: slot free. libmicrohttpd owns it */
+	int64_t deadline_us;    /* a complete request is due; 0: none (one is
+	                         * being answered, or the sweeper shut it) */
+};
 
 struct http_server {
 	struct MHD_Daemon *mhd;
@@ -48,6 +89,15 @@ struct http_server {
 	pthread_mutex_t lock;           /* guards have_snapshot and snap */
 	bool have_snapshot;
 	struct health_snapshot snap;
+
+	/* Its own lock, so the loop's http_publish never waits for a sweep. */
+	pthread_mutex_t conn_lock;      /* guards conns and sweep_stop */
+	pthread_cond_t sweep_cond;      /* signalled to stop the sweeper */
+	bool sweep_stop;
+	bool sweeper_started;
+	pthread_t sweeper;
+	unsigned int conn_limit;        /* slots in conns */
+	struct http_conn *conns;
 };
 
 /* What a route answers. body is malloc'd and handed to libmicrohttpd. */
@@ -262,6 +312,135 @@ static enum MHD_Result send_reply(struct MHD_Connection *c, struct reply *r,
 	return ret;
 }
 
+/* ---- the request deadline (HTTP thread, sweeper thread) ---- */
+
+/* Connection c's slot, NULL if it got none. */
+static struct http_conn *conn_slot(struct MHD_Connection *c)
+{
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+
+	return ci != NULL ? ci->socket_context : NULL;
+}
+
+/* Starts c's deadline (arm) or clears it. */
+static void conn_deadline(struct http_server *h, struct MHD_Connection *c,
+                          bool arm)
+{
+	struct http_conn *hc = conn_slot(c);
+
+	if (hc == NULL)
+		return;
+	pthread_mutex_lock(&h->conn_lock);
+	hc->deadline_us = arm ? now_mono_us() + HTTP_REQUEST_DEADLINE_US : 0;
+	pthread_mutex_unlock(&h->conn_lock);
+}
+
+/* libmicrohttpd's connection notifier (HTTP thread): a slot per accepted
+ * connection, its deadline running from accept. libmicrohttpd 0.9.75
+ * calls CLOSED before it closes the descriptor, on every path, and never
+ * holds more connections than conn_limit, so a free slot always exists
+ * and a descriptor in a slot is still this connection's. */
+static void on_connection(void *cls, struct MHD_Connection *c,
+                          void **socket_context,
+                          enum MHD_ConnectionNotificationCode code)
+{
+	struct http_server *h = cls;
+	struct http_conn *hc = *socket_context;
+	const union MHD_ConnectionInfo *ci;
+
+	if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+		if (hc != NULL) {
+			pthread_mutex_lock(&h->conn_lock);
+			hc->fd = -1;
+			pthread_mutex_unlock(&h->conn_lock);
+		}
+		return;
+	}
+	ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+	if (ci == NULL)
+		return;
+	pthread_mutex_lock(&h->conn_lock);
+	for (unsigned int i = 0; i < h->conn_limit && hc == NULL; i++)
+		if (h->conns[i].fd < 0)
+			hc = &h->conns[i];
+	if (hc != NULL) {
+		hc->fd = ci->connect_fd;
+		hc->deadline_us = now_mono_us() + HTTP_REQUEST_DEADLINE_US;
+	}
+	pthread_mutex_unlock(&h->conn_lock);
+	/* No slot cannot happen (see above); if it did, the connection would
+	 * escape the deadline, so end it now. */
+	if (hc == NULL)
+		(void)shutdown(ci->connect_fd, SHUT_RDWR);
+	*socket_context = hc;
+}
+
+/* libmicrohttpd's request-completed notifier (HTTP thread): the reply is
+ * out (or failed). libmicrohttpd 0.9.75 then closes the connection, since
+ * on_request queues every reply on its first call; should a later version
+ * keep it alive instead, the next request is due within a fresh
+ * deadline. */
+static void on_completed(void *cls, struct MHD_Connection *c, void **req_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+	conn_deadline(cls, c, true);
+}
+
+/* The sweeper thread: every HTTP_SWEEP_PERIOD_US, shuts the connections
+ * whose deadline has passed. shutdown(), never close(): the descriptor is
+ * libmicrohttpd's, which then sees end of file and closes the connection
+ * and the descriptor itself. Done under conn_lock, which NOTIFY_CLOSED
+ * also takes before libmicrohttpd closes, so the number cannot have been
+ * reused for another file meanwhile. A thread of its own rather than a
+ * chore in http_tick(): the loop sleeps up to a second when idle, the
+ * deadline should not depend on the loop /livez watches, and http_tick
+ * stays lock-free. */
+static void *sweeper_main(void *arg)
+{
+	struct http_server *h = arg;
+	int64_t now, last_report = now_mono_us() - HTTP_LOG_WINDOW_US;
+	unsigned int shut = 0, n;
+	struct timespec ts;
+
+	pthread_mutex_lock(&h->conn_lock);
+	while (!h->sweep_stop) {
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		ts.tv_nsec += HTTP_SWEEP_PERIOD_US * 1000;
+		ts.tv_sec += ts.tv_nsec / 1000000000;
+		ts.tv_nsec %= 1000000000;
+		(void)pthread_cond_timedwait(&h->sweep_cond, &h->conn_lock, &ts);
+		if (h->sweep_stop)
+			break;
+		now = now_mono_us();
+		n = 0;
+		for (unsigned int i = 0; i < h->conn_limit; i++) {
+			struct http_conn *hc = &h->conns[i];
+
+			if (hc->fd < 0 || hc->deadline_us == 0 ||
+			    now < hc->deadline_us)
+				continue;
+			(void)shutdown(hc->fd, SHUT_RDWR);
+			hc->deadline_us = 0;
+			n++;
+		}
+		shut += n;
+		/* Clients choose how often this happens: one line a window. */
+		if (shut > 0 && now - last_report >= HTTP_LOG_WINDOW_US) {
+			pthread_mutex_unlock(&h->conn_lock);
+			log_warn("http: closed %u connection%s that sent no "
+			         "complete request within %lld s (at most one such "
+			         "line a minute)", shut, shut == 1 ? "" : "s",
+			         (long long)(HTTP_REQUEST_DEADLINE_US / 1000000));
+			pthread_mutex_lock(&h->conn_lock);
+			shut = 0;
+			last_report = now;
+		}
+	}
+	pthread_mutex_unlock(&h->conn_lock);
+	return NULL;
+}
+
 /* libmicrohttpd's access handler (HTTP thread). Answers on the first call,
  * once the headers are in: a body, if any, is never read (libmicrohttpd
  * then closes the connection after the reply). HEAD gets GET's headers
@@ -276,6 +455,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
 	const struct route *rt;
 	struct reply r = { 0 };
 
+	/* The request is in: from here on libmicrohttpd's own timeout is
+	 * enough (on_completed starts the next deadline). */
+	conn_deadline(h, c, false);
 	if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 &&
 	    strcmp(method, MHD_HTTP_METHOD_HEAD) != 0) {
 		reply_text(&r, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed\n");
@@ -293,9 +475,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
 /* libmicrohttpd's error log, routed to ours (any thread). Clients can
  * provoke these lines (every refused request logs one), so at most
  * HTTP_LOG_BURST lines per HTTP_LOG_WINDOW_US reach the log. */
-#define HTTP_LOG_BURST 10
-#define HTTP_LOG_WINDOW_US (60 * 1000000LL)
-
 static void on_mhd_log(void *cls, const char *fmt, va_list ap)
 {
 	struct http_server *h = cls;
@@ -433,14 +612,43 @@ static void close_if_same(int fd, ino_t ino)
 		close(fd);
 }
 
+/* HTTP_CONNECTION_LIMIT, or half the soft RLIMIT_NOFILE when that is
+ * lower (with a warning): the other half stays for everything else. */
+static unsigned int conn_limit(void)
+{
+	struct rlimit rl;
+	unsigned int n;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY ||
+	    rl.rlim_cur / 2 >= HTTP_CONNECTION_LIMIT)
+		return HTTP_CONNECTION_LIMIT;
+	n = rl.rlim_cur >= 2 ? (unsigned int)(rl.rlim_cur / 2) : 1;
+	log_warn("http: at most %u connections, half the descriptor limit "
+	         "(RLIMIT_NOFILE %llu); raise it to %u for the usual %u",
+	         n, (unsigned long long)rl.rlim_cur, 2 * HTTP_CONNECTION_LIMIT,
+	         HTTP_CONNECTION_LIMIT);
+	return n;
+}
+
+/* Frees h and what it holds; libmicrohttpd and the sweeper are stopped. */
+static void server_free(struct http_server *h)
+{
+	pthread_cond_destroy(&h->sweep_cond);
+	pthread_mutex_destroy(&h->conn_lock);
+	pthread_mutex_destroy(&h->lock);
+	free(h->conns);
+	free(h);
+}
+
 struct http_server *http_start(const char *addr, int64_t livez_timeout_ms,
                                char *err, size_t errlen)
 {
 	struct http_server *h;
+	pthread_condattr_t ca;
 	sigset_t all, old;
 	struct stat st;
 	bool v6 = false;
-	int fd;
+	int fd, rc = 0;
 	unsigned int flags;
 
 	fd = listen_socket(addr, &v6, err, errlen);
@@ -455,12 +663,23 @@ struct http_server *http_start(const char *addr, int64_t livez_timeout_ms,
 	atomic_store(&h->last_tick_us, now_mono_us());
 	atomic_store(&h->log_window_us, now_mono_us());
 	pthread_mutex_init(&h->lock, NULL);
+	pthread_mutex_init(&h->conn_lock, NULL);
+	/* The sweeper's waits are timed on the monotonic clock. */
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&h->sweep_cond, &ca);
+	pthread_condattr_destroy(&ca);
+	h->conn_limit = conn_limit();
+	h->conns = xcalloc(h->conn_limit, sizeof(*h->conns));
+	for (unsigned int i = 0; i < h->conn_limit; i++)
+		h->conns[i].fd = -1;
 
 	flags = MHD_USE_AUTO | MHD_USE_INTERNAL_POLLING_THREAD |
 	        MHD_USE_ERROR_LOG;
 	if (v6)
 		flags |= MHD_USE_IPv6;
-	/* The HTTP thread inherits this mask: signals go to the loop. */
+	/* The HTTP and sweeper threads inherit this mask: signals go to the
+	 * loop. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, &old);
 	h->mhd = MHD_start_daemon(
@@ -469,17 +688,30 @@ struct http_server *http_start(const char *addr, int64_t livez_timeout_ms,
 		 * stderr itself. */
 		MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, (void *)h,
 		MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd,
-		MHD_OPTION_CONNECTION_LIMIT, HTTP_CONNECTION_LIMIT,
+		MHD_OPTION_CONNECTION_LIMIT, h->conn_limit,
+		MHD_OPTION_PER_IP_CONNECTION_LIMIT, HTTP_PER_IP_LIMIT,
 		MHD_OPTION_CONNECTION_TIMEOUT, HTTP_CONNECTION_TIMEOUT_S,
 		MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP_MEMORY_LIMIT,
+		MHD_OPTION_NOTIFY_CONNECTION, on_connection, (void *)h,
+		MHD_OPTION_NOTIFY_COMPLETED, on_completed, (void *)h,
 		MHD_OPTION_END);
+	if (h->mhd != NULL) {
+		rc = pthread_create(&h->sweeper, NULL, sweeper_main, h);
+		h->sweeper_started = rc == 0;
+	}
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (h->mhd == NULL) {
 		set_err(err, errlen, "http.listen: cannot serve %s: libmicrohttpd "
 		        "failed to start (see the log above)", addr);
 		close_if_same(fd, st.st_ino);
-		pthread_mutex_destroy(&h->lock);
-		free(h);
+		server_free(h);
+		return NULL;
+	}
+	if (!h->sweeper_started) {
+		set_err(err, errlen, "http.listen: cannot serve %s: cannot "
+		        "start a thread: %s", addr, strerror(rc));
+		MHD_stop_daemon(h->mhd); /* closes fd */
+		server_free(h);
 		return NULL;
 	}
 	return h;
@@ -515,8 +747,14 @@ void http_stop(struct http_server *h)
 {
 	if (h == NULL)
 		return;
-	/* Joins the HTTP thread and closes the listening socket. */
+	/* The sweeper reads the slots: joined before they are freed. */
+	pthread_mutex_lock(&h->conn_lock);
+	h->sweep_stop = true;
+	pthread_cond_signal(&h->sweep_cond);
+	pthread_mutex_unlock(&h->conn_lock);
+	pthread_join(h->sweeper, NULL);
+	/* Joins the HTTP thread, closes every connection (each one through
+	 * on_connection) and the listening socket. */
 	MHD_stop_daemon(h->mhd);
-	pthread_mutex_destroy(&h->lock);
-	free(h);
+	server_free(h);
 }

@@ -19,7 +19,8 @@ PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 FINAL_CFLAGS = $(STD) $(WARN) $(OPT) -Iinclude -MMD -MP $(PKG_CFLAGS) $(CFLAGS)
 FINAL_LIBS   = $(PKG_LIBS) -lm -lpthread $(LIBS)
 
-LIB_SRCS := src/common.c src/log.c src/config.c src/w2j.c src/route.c \
+LIB_SRCS := src/common.c src/log.c src/config.c src/json_check.c src/w2j.c \
+            src/route.c \
             src/lsn_tracker.c src/repl.c src/publisher.c src/relay.c \
             src/watchdog.c src/monitor.c src/health.c src/http.c src/alert.c \
             src/hist.c src/cli.c

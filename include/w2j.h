@@ -78,7 +78,8 @@ void w2j_record_clear(struct w2j_record *rec);
  * "aggregate_id", "aggregate_type" (strings), "event_type" (a string, or
  * null or absent: no header) and "payload" (any JSON value, null
  * included). The payload is the member's text exactly as it is in
- * content, not re-encoded, so numbers keep every digit. content may point
+ * content, not re-encoded, so numbers keep every digit, also beyond the
+ * range of a double (1e400). content may point
  * into rec (its msg_content). Returns 0 with rec a W2J_EVENT that owns
  * its strings (lsn, xid and timestamp kept, prefix and content gone), or
  * -1 with the cause in err and rec unchanged. */

@@ -84,8 +84,7 @@
 -- * Needs wal_level = logical to be decodable, and a transaction id: it
 --   cannot run on a hot standby.
 -- * jsonb numbers keep every digit (the payload is passed through as
---   text); a number beyond +-1.8e308 in the payload cannot be checked by
---   the relay's JSON parser and stops the relay as a poison event.
+--   text), including numbers beyond +-1.8e308, which jsonb can hold.
 --
 -- Idempotent: CREATE OR REPLACE and REVOKE/GRANT can be applied again.
 

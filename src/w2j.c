@@ -12,7 +12,11 @@
  * wal2json prints for B/C and I records without building a tree; on
  * anything they are not sure about they step aside and jansson decides,
  * so both ways give the same record and the same error, byte for byte
- * (tests/unit/check_w2j.c compares them line by line). */
+ * (tests/unit/check_w2j.c compares them line by line).
+ *
+ * jansson cannot hold a number beyond a double (1e400), which is valid
+ * JSON; jc_check() (json_check.c) decides for those, both for payloads in
+ * text columns and for whole records (w2j_load_wide()). */
 #include <limits.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -22,6 +26,7 @@
 
 #include <jansson.h>
 
+#include "json_check.h"
 #include "w2j.h"
 
 /* The columns of an event, in struct w2j_spec order; the first four are
@@ -195,15 +200,86 @@ static bool w2j_is_json_type(json_t *type)
 	return t != NULL && (strcmp(t, "jsonb") == 0 || strcmp(t, "json") == 0);
 }
 
-/* Parses a payload that is not json/jsonb, to check that it is JSON.
- * Both decode paths call it, so they agree on what passes. INT_AS_REAL
- * keeps long integers from failing a valid document. */
-static json_t *w2j_load_payload(const char *s, size_t len, json_error_t *jerr)
+/* Checks that a payload that is not json/jsonb is JSON. Both decode
+ * paths call it, so they agree on what passes. jc_check() rather than
+ * jansson: it builds no tree, and it takes numbers of any size (1e400,
+ * which jansson refuses, is as valid in text as in jsonb). Returns 0, or
+ * -1 with the offset and reason in jc. */
+static int w2j_check_payload(const char *s, size_t len, struct jc_error *jc)
 {
-	return json_loadb(s, len,
-	                  JSON_DECODE_ANY | JSON_ALLOW_NUL |
-	                          JSON_DECODE_INT_AS_REAL,
-	                  jerr);
+	return jc_check(s, len, NULL, NULL, jc);
+}
+
+/* ---------------------------------------------- numbers beyond a double */
+
+/* jansson refuses a number that strtod() overflows (1e400, a 400-digit
+ * integer), though it is valid JSON: wal2json prints a numeric column so,
+ * and jsonb may hold one. w2j_load_wide() reads such a text all the same:
+ * jc_check() says whether it is JSON, and jansson reads a copy in which
+ * each of those numbers is "0.5" padded with spaces to the same length,
+ * so that every other byte stays where it was (jansson's error positions
+ * too). 0.5 is a real that is no whole number: wherever the decoder reads
+ * a number (xid, an id or key column, the payload) it refuses it as it
+ * would any real, so the stand-in never reaches an event. Values that are
+ * published are cut from the original text (w2j_member_text()). */
+struct w2j_wide {
+	const char *orig;
+	char *copy;
+};
+
+static void w2j_tame_number(const char *tok, size_t len, void *arg)
+{
+	struct w2j_wide *w = arg;
+	size_t at = (size_t)(tok - w->orig);
+
+	/* Never shorter than "2e308"; the length test only guards memset. */
+	if (!jc_beyond_double(tok, len) || len < 3)
+		return;
+	memcpy(w->copy + at, "0.5", 3);
+	memset(w->copy + at + 3, ' ', len - 3);
+}
+
+/* Parses s, which jansson refused with json_error_numeric_overflow, as
+ * described above, with jansson's flags; when the copy still holds an
+ * integer beyond 64 bits, again with JSON_DECODE_INT_AS_REAL, and then
+ * *int_as_real is set. Returns the tree, or NULL with jc->reason set when
+ * s is not JSON, or with jc->reason NULL and jerr filled when jansson
+ * refuses the copy (a duplicate key, \u0000 without JSON_ALLOW_NUL). */
+static json_t *w2j_load_wide(const char *s, size_t len, size_t flags,
+                             bool *int_as_real, json_error_t *jerr,
+                             struct jc_error *jc)
+{
+	struct w2j_wide w = { s, xmalloc(len ? len : 1) };
+	json_t *root = NULL;
+
+	jc->reason = NULL;
+	memcpy(w.copy, s, len);
+	if (jc_check(s, len, w2j_tame_number, &w, jc) == 0) {
+		root = json_loadb(w.copy, len, flags, jerr);
+		if (root == NULL && !(flags & JSON_DECODE_INT_AS_REAL) &&
+		    json_error_code(jerr) == json_error_numeric_overflow) {
+			root = json_loadb(w.copy, len, flags | JSON_DECODE_INT_AS_REAL,
+			                  jerr);
+			*int_as_real = true;
+		}
+	}
+	free(w.copy);
+	return root;
+}
+
+/* Line and column (in characters, as jansson counts them) of byte off. */
+static void w2j_line_col(const char *s, size_t off, int *line, int *col)
+{
+	*line = 1;
+	*col = 1;
+	for (size_t i = 0; i < off; i++) {
+		if (s[i] == '\n') {
+			(*line)++;
+			*col = 1;
+		} else if (((unsigned char)s[i] & 0xc0) != 0x80) {
+			(*col)++;
+		}
+	}
 }
 
 static int w2j_payload(json_t *col, json_t *v, struct w2j_str *out,
@@ -211,8 +287,7 @@ static int w2j_payload(json_t *col, json_t *v, struct w2j_str *out,
                        size_t errlen)
 {
 	json_t *type = json_object_get(col, "type");
-	json_t *parsed;
-	json_error_t jerr;
+	struct jc_error jc;
 
 	if (!json_is_string(v)) {
 		w2j_error(err, errlen, c,
@@ -230,16 +305,14 @@ static int w2j_payload(json_t *col, json_t *v, struct w2j_str *out,
 	if (w2j_is_json_type(type))
 		return 0;
 	/* Any other type is free text: check it before it reaches consumers. */
-	parsed = w2j_load_payload(out->ptr, out->len, &jerr);
-	if (parsed == NULL) {
+	if (w2j_check_payload(out->ptr, out->len, &jc) != 0) {
 		w2j_error(err, errlen, c,
 		          "column \"%s\" (type %s): payload is not JSON: %s at "
-		          "byte %d", name,
+		          "byte %zu", name,
 		          json_is_string(type) ? json_string_value(type) : "unknown",
-		          jerr.text, jerr.position);
+		          jc.reason, jc.offset);
 		return -1;
 	}
-	json_decref(parsed);
 	return 0;
 }
 
@@ -579,8 +652,9 @@ static bool w2j_scan_str(const char **p, const char *end, struct w2j_span *v)
  * beyond that jansson fails and w2j_decode_slow() reads the whole line
  * again with every integer a real, which is not worth mimicking. A real
  * is taken only when it is plainly below DBL_MAX (fewer than 309 digits
- * before the point once the exponent is applied), because jansson
- * refuses one that strtod() overflows; its value is never needed. */
+ * before the point once the exponent is applied): jansson refuses one
+ * that strtod() overflows, and w2j_decode_slow() then takes the line
+ * through w2j_load_wide(). Its value is never needed. */
 static bool w2j_scan_num(const char **p, const char *end, struct w2j_span *v)
 {
 	const char *s = *p, *d;
@@ -825,14 +899,12 @@ static int w2j_fast_event(struct w2j_record *rec, const struct w2j_span *ts,
 	}
 	if (!w2j_span_eq(&found[W2J_COL_PAYLOAD].type, "jsonb", 5) &&
 	    !w2j_span_eq(&found[W2J_COL_PAYLOAD].type, "json", 4)) {
-		json_error_t jerr;
-		json_t *parsed = w2j_load_payload(rec->payload.ptr,
-		                                  rec->payload.len, &jerr);
-		if (parsed == NULL) {
+		struct jc_error jc;
+		if (w2j_check_payload(rec->payload.ptr, rec->payload.len, &jc) !=
+		    0) {
 			free(buf);
 			return 1;
 		}
-		json_decref(parsed);
 	}
 	rec->kind = W2J_EVENT;
 	rec->root_ = (void *)((uintptr_t)buf | W2J_ROOT_BUF);
@@ -974,6 +1046,7 @@ int w2j_decode_slow(const char *line, size_t len,
                     char *err, size_t errlen)
 {
 	struct w2j_ctx c = { .rec = rec };
+	struct jc_error jc = { 0, NULL };
 	json_error_t jerr;
 	json_t *root, *v;
 	const char *action;
@@ -993,6 +1066,22 @@ int w2j_decode_slow(const char *line, size_t len,
 		                  JSON_REJECT_DUPLICATES | JSON_DECODE_INT_AS_REAL,
 		                  &jerr);
 		c.int_as_real = true;
+	}
+	if (root == NULL && json_error_code(&jerr) == json_error_numeric_overflow) {
+		/* Still: a number beyond a double, which no column the relay
+		 * reads can hold, and which must not stop it either. */
+		c.int_as_real = false;
+		root = w2j_load_wide(line, len, JSON_REJECT_DUPLICATES,
+		                     &c.int_as_real, &jerr, &jc);
+	}
+	if (root == NULL && jc.reason != NULL) {
+		int l, col;
+
+		w2j_line_col(line, jc.offset, &l, &col);
+		w2j_error(err, errlen, NULL,
+		          "malformed JSON at line %d, column %d (byte %zu): %s", l,
+		          col, jc.offset, jc.reason);
+		return -1;
 	}
 	if (root == NULL) {
 		w2j_error(err, errlen, NULL,
@@ -1175,8 +1264,9 @@ static const char *w2j_value_end(const char *p, const char *end)
 }
 
 /* Finds the text of the top-level member name of a JSON object that
- * jansson has already accepted (without duplicate keys), so the syntax
- * can be trusted. jansson would print a value back with its own spacing
+ * jansson has already accepted (without duplicate keys; or, with a number
+ * beyond a double, jc_check() and jansson its stand-in copy, which has the
+ * same structure byte for byte), so the syntax can be trusted. jansson would print a value back with its own spacing
  * and every number as a double (19.90 as 19.9, long integers rounded);
  * the member's own text is what PostgreSQL printed for the jsonb, byte
  * for byte. Returns false when there is no such member. */
@@ -1241,6 +1331,9 @@ int w2j_decode_emit(const char *content, size_t len, struct w2j_record *rec,
 	struct w2j_record ev;
 	struct w2j_str *dst[W2J_NCOLS] = { &ev.id, &ev.key, &ev.type, &ev.route,
 		                               &ev.payload };
+	const size_t flags = JSON_REJECT_DUPLICATES | JSON_DECODE_INT_AS_REAL |
+	                     JSON_DECODE_ANY;
+	struct jc_error jc = { 0, NULL };
 	json_error_t jerr;
 	json_t *root;
 	size_t need = 0;
@@ -1249,13 +1342,20 @@ int w2j_decode_emit(const char *content, size_t len, struct w2j_record *rec,
 
 	memset(val, 0, sizeof(val));
 	/* INT_AS_REAL: a long integer in the payload is valid JSON; the
-	 * payload's value is never taken from the tree anyway. */
-	root = json_loadb(content, len,
-	                  JSON_REJECT_DUPLICATES | JSON_DECODE_INT_AS_REAL |
-	                          JSON_DECODE_ANY, &jerr);
+	 * payload's value is never taken from the tree anyway, so a number
+	 * beyond a double may stand in for it too (w2j_load_wide()). */
+	root = json_loadb(content, len, flags, &jerr);
+	if (root == NULL && json_error_code(&jerr) == json_error_numeric_overflow) {
+		bool int_as_real = true; /* already, from flags */
+		root = w2j_load_wide(content, len, flags, &int_as_real, &jerr, &jc);
+	}
 	if (root == NULL) {
-		w2j_error(err, errlen, &c, "outbox message content is not JSON: "
-		          "%s at byte %d", jerr.text, jerr.position);
+		if (jc.reason != NULL)
+			w2j_error(err, errlen, &c, "outbox message content is not "
+			          "JSON: %s at byte %zu", jc.reason, jc.offset);
+		else
+			w2j_error(err, errlen, &c, "outbox message content is not "
+			          "JSON: %s at byte %d", jerr.text, jerr.position);
 		return -1;
 	}
 	if (!json_is_object(root)) {

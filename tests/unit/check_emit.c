@@ -237,10 +237,66 @@ START_TEST(test_emit_not_an_object)
 	/* Duplicates would make "which payload" ambiguous. */
 	refused("{\"id\":\"1\",\"aggregate_id\":\"k\",\"aggregate_type\":\"T\","
 	        "\"payload\":{},\"payload\":[]}", "content is not JSON");
-	/* A limit, documented in sql/emit.sql: jansson checks numbers as
-	 * doubles, so one beyond +-1.8e308 cannot pass (jsonb can hold it). */
+}
+END_TEST
+
+/* Numbers beyond a double (jsonb holds any numeric) are valid JSON: the
+ * event goes out, its payload the exact text. */
+START_TEST(test_emit_huge_numbers)
+{
+	static const char *const payloads[] = {
+		"{\"x\": 1e400}", "1e400", "-1E+400", "[1, -1E+400, 2e308, 0]",
+		"{\"a\": {\"b\": [9e99999]}, \"n\": 19.90, \"s\": \"1e400\"}",
+	};
+	char content[1024], digits[401];
+	struct w2j_record rec;
+	char err[512];
+
+	for (size_t i = 0; i < sizeof(payloads) / sizeof(payloads[0]); i++) {
+		snprintf(content, sizeof(content),
+		         "{\"id\": \"1\", \"payload\": %s, \"event_type\": \"E\", "
+		         "\"aggregate_id\": \"k\", \"aggregate_type\": \"T\"}",
+		         payloads[i]);
+		ck_assert_msg(emit(content, &rec, err, sizeof(err)) == 0, "%s: %s",
+		              content, err);
+		ck_str(rec.payload, payloads[i]);
+		ck_str(rec.id, "1");
+		ck_str(rec.type, "E");
+		w2j_record_clear(&rec);
+	}
+	/* A 400-digit integer, as a payload and beside it. */
+	for (size_t k = 0; k < 400; k++)
+		digits[k] = (char)('1' + k % 9);
+	digits[400] = '\0';
+	snprintf(content, sizeof(content),
+	         "{\"id\":\"1\",\"aggregate_id\":\"k\",\"aggregate_type\":\"T\","
+	         "\"extra\":%s,\"payload\":%s}", digits, digits);
+	ck_assert_msg(emit(content, &rec, err, sizeof(err)) == 0, "%s", err);
+	ck_str(rec.payload, digits);
+	w2j_record_clear(&rec);
+
+	/* Still no id, and still not JSON when something else is wrong. */
+	refused("{\"id\":1e400,\"aggregate_id\":\"k\",\"aggregate_type\":\"T\","
+	        "\"payload\":{}}", "member \"id\" is not a string");
 	refused("{\"id\":\"1\",\"aggregate_id\":\"k\",\"aggregate_type\":\"T\","
-	        "\"payload\":{\"x\": 1e400}}", "content is not JSON");
+	        "\"event_type\":-1E+400,\"payload\":{}}",
+	        "member \"event_type\" is not a string");
+	refused("{\"id\":\"1\",\"aggregate_id\":\"k\",\"aggregate_type\":\"T\","
+	        "\"payload\":[1e400,]}", "content is not JSON: ");
+	refused("{\"id\":\"1\",\"aggregate_id\":\"k\",\"aggregate_type\":\"T\","
+	        "\"payload\":1e400} x", "content is not JSON: ");
+	refused("{\"id\":\"1\",\"aggregate_id\":\"k\",\"aggregate_type\":\"T\","
+	        "\"payload\":[1e400, NaN]}", "content is not JSON: ");
+	refused("{\"id\":\"1\",\"aggregate_id\":\"k\",\"aggregate_type\":\"T\","
+	        "\"payload\":[1e400, \"\\ud800\"]}", "content is not JSON: ");
+	refused("{\"id\":\"1\",\"aggregate_id\":\"k\",\"aggregate_type\":\"T\","
+	        "\"payload\":[1e400, \"\x01\"]}", "content is not JSON: ");
+	refused("{\"id\":\"1\",\"aggregate_id\":\"k\",\"aggregate_type\":\"T\","
+	        "\"payload\":[1e400, \"\xff\"]}", "content is not JSON: ");
+	refused("{\"id\":\"1\",\"aggregate_id\":\"k\",\"aggregate_type\":\"T\","
+	        "\"payload\":1e400,\"payload\":{}}", "content is not JSON: ");
+	refused("[1e400]", "is a JSON array, not an object");
+	refused("1e400", "is a JSON scalar, not an object");
 }
 END_TEST
 
@@ -379,6 +435,7 @@ Suite *emit_suite(void)
 	tcase_add_test(tc, test_emit_missing_members);
 	tcase_add_test(tc, test_emit_wrong_types);
 	tcase_add_test(tc, test_emit_not_an_object);
+	tcase_add_test(tc, test_emit_huge_numbers);
 	tcase_add_test(tc, test_emit_error_names_position);
 	tcase_add_test(tc, test_schema_wildcard_both_paths);
 	tcase_add_test(tc, test_schema_wildcard_command);

@@ -2149,6 +2149,260 @@ START_TEST(test_scanner_mutations)
 }
 END_TEST
 
+/* --------------------------------------------- numbers beyond a double */
+
+/* JSON numbers that strtod() overflows, which jansson refuses: valid in a
+ * numeric column (wal2json prints it as a bare number) or in text. The
+ * 400-digit integer is built at run time. */
+static const char *const huge_numbers[] = {
+	"1e400", "-1E+400", "1.7976931348623159e308", "2e308", "9e99999",
+	"223456789e300", "-0.0000000001e411",
+};
+
+static char huge_int[401];
+
+static const char *huge(size_t i)
+{
+	if (i < sizeof(huge_numbers) / sizeof(huge_numbers[0]))
+		return huge_numbers[i];
+	for (size_t k = 0; k < 400; k++)
+		huge_int[k] = (char)('1' + k % 9);
+	huge_int[400] = '\0';
+	return huge_int;
+}
+#define N_HUGE (sizeof(huge_numbers) / sizeof(huge_numbers[0]) + 1)
+
+/* Decodes line, which must give an event; returns it in rec. */
+static void expect_event(const char *line, const struct w2j_spec *spec,
+                         struct w2j_record *rec)
+{
+	char err[512] = "";
+
+	ck_assert_msg(w2j_decode(line, strlen(line), spec, rec, err,
+	                         sizeof(err)) == 0,
+	              "%s: %s", line, err);
+	ck_assert_int_eq(rec->kind, W2J_EVENT);
+}
+
+START_TEST(test_huge_number_in_other_column)
+{
+	struct agree_stats st = { 0 };
+	struct w2j_record rec;
+	char line[2048];
+
+	for (size_t i = 0; i < N_HUGE; i++) {
+		const char *h = huge(i);
+
+		/* After the outbox columns, and before them. */
+		snprintf(line, sizeof(line),
+		         IROW(GOOD5 ",{\"name\":\"amount\",\"type\":\"numeric\","
+		              "\"value\":%s}," CREATED), h);
+		expect_event(line, &outbox_spec, &rec);
+		ck_assert_str_eq(rec.id.ptr, "u-1");
+		ck_assert_str_eq(rec.key.ptr, "k-1");
+		ck_assert_str_eq(rec.payload.ptr, "{}");
+		ck_assert_uint_eq(rec.lsn, 0xAB);
+		ck_assert_int_eq(rec.xid, 77);
+		w2j_record_clear(&rec);
+		paths_agree_all_specs(line, strlen(line), &st);
+
+		snprintf(line, sizeof(line),
+		         IROW("{\"name\":\"amount\",\"type\":\"numeric\","
+		              "\"value\":[%s,{\"x\":%s}]}," GOOD5), h, h);
+		expect_event(line, &outbox_spec, &rec);
+		ck_assert_str_eq(rec.route.ptr, "R");
+		w2j_record_clear(&rec);
+		paths_agree_all_specs(line, strlen(line), &st);
+
+		/* Integer columns stay integers: the huge number does not turn
+		 * the row's numbers into doubles. */
+		snprintf(line, sizeof(line),
+		         IROW(COL("id", "int8", "9007199254740993") ","
+		              COL("aggregate_id", "int8", "-5") "," GOOD_TYPE ","
+		              GOOD_ROUTE "," GOOD_PAYLOAD ",{\"name\":\"amount\","
+		              "\"type\":\"numeric\",\"value\":%s}"), h);
+		expect_event(line, &outbox_spec, &rec);
+		ck_assert_str_eq(rec.id.ptr, "9007199254740993");
+		ck_assert_str_eq(rec.key.ptr, "-5");
+		w2j_record_clear(&rec);
+		paths_agree_all_specs(line, strlen(line), &st);
+
+		/* A row of another table is skipped, not a poison record. */
+		snprintf(line, sizeof(line),
+		         IROW_ST("public", "orders",
+		                 COL("id", "int8", "1") ",{\"name\":\"amount\","
+		                 "\"type\":\"numeric\",\"value\":%s}"), h);
+		expect_kind(line, W2J_SKIP);
+		paths_agree_all_specs(line, strlen(line), &st);
+		/* B/C and M records too, however unlikely. */
+		snprintf(line, sizeof(line),
+		         "{\"action\":\"C\",\"xid\":7,\"lsn\":\"0/1\",\"nextlsn\":"
+		         "\"0/2\",\"x\":%s}", h);
+		expect_kind(line, W2J_COMMIT);
+		paths_agree_all_specs(line, strlen(line), &st);
+	}
+	/* Only orders_spec refuses: the orders row is its outbox, and the
+	 * huge number its payload. */
+	ck_assert_uint_eq(st.errors, N_HUGE);
+}
+END_TEST
+
+START_TEST(test_huge_number_text_payload)
+{
+	static const char *const texts[] = {
+		"{\\\"a\\\":%s}", "%s", "  [1, %s, \\\"%s\\\"]\\n",
+		"{\\\"a\\\": {\\\"b\\\": [%s]}, \\\"c\\\": -0.0}",
+	};
+	struct agree_stats st = { 0 };
+	struct w2j_record rec;
+	char text[1024], want[1024], line[2048];
+
+	for (size_t i = 0; i < N_HUGE; i++) {
+		for (size_t t = 0; t < sizeof(texts) / sizeof(texts[0]); t++) {
+			const char *h = huge(i);
+			size_t n = 0;
+
+			snprintf(text, sizeof(text), texts[t], h, h);
+			/* What the text column holds: the JSON string unescaped. */
+			for (const char *s = text; *s != '\0'; s++) {
+				if (s[0] == '\\' && s[1] == 'n') {
+					want[n++] = '\n';
+					s++;
+				} else if (s[0] != '\\') {
+					want[n++] = *s;
+				}
+			}
+			want[n] = '\0';
+			snprintf(line, sizeof(line),
+			         IROW(GOOD_ID "," GOOD_KEY "," GOOD_TYPE "," GOOD_ROUTE
+			              ",{\"name\":\"payload\",\"type\":\"text\","
+			              "\"value\":\"%s\"}"), text);
+			expect_event(line, &outbox_spec, &rec);
+			ck_assert_str_eq(rec.payload.ptr, want);
+			ck_assert_uint_eq(rec.payload.len, n);
+			w2j_record_clear(&rec);
+			paths_agree_all_specs(line, strlen(line), &st);
+		}
+	}
+}
+END_TEST
+
+/* The outbox's own columns: a huge number is still no id, key, type,
+ * route or payload, and the messages are the usual ones. */
+START_TEST(test_huge_number_in_outbox_roles)
+{
+	struct agree_stats st = { 0 };
+	char line[2048];
+
+	for (size_t i = 0; i < N_HUGE; i++) {
+		const char *h = huge(i);
+
+		snprintf(line, sizeof(line),
+		         IROW(GOOD_ID "," GOOD_KEY "," GOOD_TYPE "," GOOD_ROUTE
+		              ",{\"name\":\"payload\",\"type\":\"numeric\","
+		              "\"value\":%s}"), h);
+		expect_error(line, "column \"payload\" (type numeric) is not a "
+		                   "string but a JSON number; store the payload as "
+		                   "json, jsonb or text in public.outbox (event id "
+		                   "u-1, LSN 0/AB, xid 77)");
+		paths_agree_all_specs(line, strlen(line), &st);
+		snprintf(line, sizeof(line),
+		         IROW(GOOD_ID ",{\"name\":\"aggregate_id\",\"type\":"
+		              "\"numeric\",\"value\":%s}," GOOD_TYPE "," GOOD_ROUTE
+		              "," GOOD_PAYLOAD), h);
+		expect_error(line, "column \"aggregate_id\" must be a string or an "
+		                   "integer");
+		paths_agree_all_specs(line, strlen(line), &st);
+		snprintf(line, sizeof(line),
+		         IROW("{\"name\":\"id\",\"type\":\"numeric\",\"value\":%s},"
+		              GOOD_KEY "," GOOD_TYPE "," GOOD_ROUTE "," GOOD_PAYLOAD),
+		         h);
+		expect_error(line, "column \"id\" must be a string or an integer");
+		paths_agree_all_specs(line, strlen(line), &st);
+		snprintf(line, sizeof(line),
+		         "{\"action\":\"B\",\"xid\":%s,\"lsn\":\"0/1\","
+		         "\"nextlsn\":\"0/2\"}", h);
+		expect_error(line, "\"xid\" is not a transaction id (LSN 0/1)");
+		paths_agree_all_specs(line, strlen(line), &st);
+	}
+}
+END_TEST
+
+/* Text payloads that are not JSON, huge numbers or not. */
+static const char *const not_json_texts[] = {
+	"", " ", "{\\\"a\\\":01}", "[1,]", "[1e400,]", "{\\\"a\\\":1e400,}",
+	"\\\"a\\u0001b\\\"", "\\\"\\u0001\\\"", "[1e400, \\\"\\t\\\"]",
+	"\\\"\\\\ud800\\\"", "\\\"\\\\udc00\\\"", "\\\"\\\\ud800\\\\u0041\\\"",
+	"[1e400, \\\"\\\\ud83d\\\"]", "{} x", "1e400 x", "1e400 1e400",
+	"{\\\"a\\\":1e400} {}", "NaN", "Infinity", "-Infinity", "[NaN]",
+	"{\\\"a\\\":Infinity}", "+1", ".5e400", "1e400.5", "01e400", "1.e400",
+	"1e", "1e+", "-", "0x10", "[1e400", "{\\\"a\\\"", "{\\\"a\\\" 1e400}",
+	"{1e400:1}", "[1e400}", "\\\"abc", "'a'", "nul", "truex", "[true false]",
+	"\\ufeff{}",
+};
+
+START_TEST(test_not_json_still_refused)
+{
+	struct agree_stats st = { 0 };
+	char line[2048];
+
+	for (size_t i = 0; i < sizeof(not_json_texts) / sizeof(not_json_texts[0]);
+	     i++) {
+		snprintf(line, sizeof(line),
+		         IROW(GOOD_ID "," GOOD_KEY "," GOOD_TYPE "," GOOD_ROUTE
+		              ",{\"name\":\"payload\",\"type\":\"text\","
+		              "\"value\":\"%s\"}"), not_json_texts[i]);
+		expect_error(line, "column \"payload\" (type text): payload is not "
+		                   "JSON: ");
+		expect_error(line, " at byte ");
+		paths_agree_all_specs(line, strlen(line), &st);
+	}
+}
+END_TEST
+
+/* A record with a huge number and, after it, something that is not JSON:
+ * still malformed, whatever stands in for the number inside. */
+START_TEST(test_malformed_after_huge_number)
+{
+	static const char *const tails[] = {
+		"} x", "}}", "},", "", "]", "],", "]]}",
+		",{\"name\":\"b\",\"type\":\"numeric\",\"value\":01}]}",
+		",{\"name\":\"b\",\"type\":\"numeric\",\"value\":NaN}]}",
+		",{\"name\":\"b\",\"type\":\"numeric\",\"value\":-Infinity}]}",
+		",{\"name\":\"b\",\"type\":\"text\",\"value\":\"a\x01\"}]}",
+		",{\"name\":\"b\",\"type\":\"text\",\"value\":\"a\xff\"}]}",
+		",{\"name\":\"b\",\"type\":\"text\",\"value\":\"a\xed\xa0\x80\"}]}",
+		",{\"name\":\"b\",\"type\":\"text\",\"value\":\"a\xc0\x80\"}]}",
+		",{\"name\":\"b\",\"type\":\"text\",\"value\":\"\\ud800\"}]}",
+		",{\"name\":\"b\",\"type\":\"text\",\"value\":\"\\udc00\\ud800\"}]}",
+		",{\"name\":\"b\",\"type\":\"text\",\"value\":\"\\u0000\"}]}",
+		",{\"name\":\"b\",\"type\":\"text\",\"value\":\"\\x\"}]}",
+		",{\"name\":\"b\",\"type\":\"numeric\",\"value\":1e400,}]}",
+		",{\"name\":\"b\",\"name\":\"c\",\"type\":\"x\",\"value\":1}]}",
+		"]}\n\n}",
+	};
+	struct agree_stats st = { 0 };
+	char line[2048];
+
+	for (size_t i = 0; i < N_HUGE; i++) {
+		for (size_t t = 0; t < sizeof(tails) / sizeof(tails[0]); t++) {
+			snprintf(line, sizeof(line),
+			         "{\"action\":\"I\",\"xid\":77,\"timestamp\":\"2026-11-29 "
+			         "20:09:17.5376+00\",\"lsn\":\"0/AB\",\"schema\":"
+			         "\"public\",\"table\":\"outbox\",\"columns\":[" GOOD5
+			         ",{\"name\":\"amount\",\"type\":\"numeric\",\"value\":"
+			         "%s}%s", huge(i), tails[t]);
+			if (strcmp(tails[t], "]}\n\n}") == 0)
+				expect_error(line, "malformed JSON at line 3");
+			else
+				expect_error(line, "malformed JSON at line 1, column ");
+			paths_agree_all_specs(line, strlen(line), &st);
+		}
+	}
+	ck_assert_uint_eq(st.errors, st.lines);
+}
+END_TEST
+
 START_TEST(test_record_clear_zeroed)
 {
 	struct w2j_record rec;
@@ -2204,6 +2458,12 @@ Suite *w2j_suite(void)
 	tcase_add_test(scanner, test_scanner_records_independent);
 	tcase_add_test(scanner, test_scanner_mutations);
 	suite_add_tcase(s, scanner);
+
+	tcase_add_test(scanner, test_huge_number_in_other_column);
+	tcase_add_test(scanner, test_huge_number_text_payload);
+	tcase_add_test(scanner, test_huge_number_in_outbox_roles);
+	tcase_add_test(scanner, test_not_json_still_refused);
+	tcase_add_test(scanner, test_malformed_after_huge_number);
 
 	tcase_add_test(misc, test_timestamp_values);
 	tcase_add_test(misc, test_timestamp_against_timegm);

@@ -4,15 +4,19 @@
  * Every input is decoded three ways, w2j_decode(), jansson alone and the
  * scanners alone, which must agree exactly: same return code, same record
  * byte for byte, same error text; the scanners may only step aside. The
- * first byte picks the spec, the rest is the line.
+ * first byte picks the spec, the rest is the line. When its top bit is
+ * set, the line is also read as outbox_emit() content (a payload that
+ * comes out must be bytes of the input) and as a document for
+ * jc_check(), which must accept what jansson accepts once the numbers
+ * beyond a double are tamed for jansson (see check_json_check.c).
  *
  * The Makefile links every .c file of tests/unit into the unit tests, so
  * all of this compiles to nothing unless W2J_FUZZ is defined:
  *
  *   clang-14 -std=c11 -D_GNU_SOURCE -DW2J_FUZZ -g -O1 -Iinclude \
  *       -fsanitize=fuzzer,address,undefined \
- *       tests/unit/fuzz_w2j.c src/w2j.c src/common.c -ljansson \
- *       -o /tmp/fuzz_w2j
+ *       tests/unit/fuzz_w2j.c src/w2j.c src/json_check.c src/common.c \
+ *       -ljansson -o /tmp/fuzz_w2j
  *   mkdir -p /tmp/w2j-corpus && cat tests/fixtures/[a-z]*.jsonl |
  *       while IFS= read -r l; do printf '\0%s' "$l" \
  *           >/tmp/w2j-corpus/$(printf %s "$l" | md5sum | cut -c1-16); done
@@ -24,6 +28,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
+
+#include "json_check.h"
 #include "w2j.h"
 
 int w2j_decode_fast(const char *line, size_t len,
@@ -77,6 +84,71 @@ static void fuzz_same(const struct w2j_record *a, const struct w2j_record *b,
 	fuzz_same_str(&a->payload, &b->payload, line, len);
 }
 
+/* The emit decoder: no crash, and a payload that is input text. */
+static void fuzz_emit(const char *line, size_t len)
+{
+	struct w2j_record rec;
+	char err[512];
+
+	memset(&rec, 0, sizeof(rec));
+	rec.kind = W2J_MESSAGE;
+	rec.xid = -1;
+	if (w2j_decode_emit(line, len, &rec, err, sizeof(err)) != 0)
+		return;
+	if (rec.payload.ptr == NULL || rec.id.ptr == NULL ||
+	    rec.payload.ptr[rec.payload.len] != '\0' ||
+	    memmem(line, len, rec.payload.ptr, rec.payload.len) == NULL)
+		fuzz_fail("emit payload is not text of the content", line, len);
+	w2j_record_clear(&rec);
+}
+
+struct fuzz_tamed {
+	const char *orig;
+	char *copy;
+};
+
+static void fuzz_tame(const char *tok, size_t len, void *arg)
+{
+	struct fuzz_tamed *t = arg;
+
+	if (!jc_beyond_double(tok, len))
+		return;
+	memset(t->copy + (tok - t->orig), ' ', len);
+	t->copy[tok - t->orig] = '0';
+}
+
+/* jc_check() against jansson, less their two known differences: a raw
+ * NUL byte and \u0000 in a member name. */
+static void fuzz_jc(const char *line, size_t len)
+{
+	struct fuzz_tamed t = { line, NULL };
+	struct jc_error jc;
+	json_error_t jerr;
+	json_t *root;
+	int rc;
+
+	if (memchr(line, '\0', len) != NULL)
+		return;
+	t.copy = malloc(len ? len : 1);
+	if (t.copy == NULL)
+		return;
+	memcpy(t.copy, line, len);
+	rc = jc_check(line, len, fuzz_tame, &t, &jc);
+	root = json_loadb(t.copy, len,
+	                  JSON_DECODE_ANY | JSON_ALLOW_NUL |
+	                          JSON_DECODE_INT_AS_REAL,
+	                  &jerr);
+	if (!(root == NULL &&
+	      json_error_code(&jerr) == json_error_null_byte_in_key)) {
+		if ((rc == 0) != (root != NULL))
+			fuzz_fail("jc_check and jansson disagree", line, len);
+		if (rc != 0 && jc.offset > (size_t)jerr.position)
+			fuzz_fail("jc_check stops after jansson", line, len);
+	}
+	json_decref(root);
+	free(t.copy);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	const struct w2j_spec *spec;
@@ -111,6 +183,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		w2j_record_clear(&a);
 	if (rb == 0)
 		w2j_record_clear(&b);
+	if (data[0] & 0x80) {
+		fuzz_emit(line, len);
+		fuzz_jc(line, len);
+	}
 	return 0;
 }
 #else

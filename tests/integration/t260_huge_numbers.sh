@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# t250_huge_numbers -- numbers beyond the range of a double (1e400) are
+# t260_huge_numbers -- numbers beyond the range of a double (1e400) are
 # valid JSON, and the events around them are published:
 #  (1) public.outbox with an extra numeric column holding 1e400, -1e400 and
 #      a 400-digit integer (wal2json prints each as a bare number of about
 #      400 digits), jsonb payloads holding such numbers, and outbox_emit()
 #      messages whose payload holds one;
-#  (2) outbox.table = t250.* over a json and a text payload table, both
+#  (2) outbox.table = t260.* over a json and a text payload table, both
 #      with the numeric column: json '{"x":1e400}' kept as written, text
 #      '{"x":1e400}', '1e400' and others checked as JSON and passed on.
 # Each Kafka value is byte for byte what SELECT payload::text returns (for
@@ -17,7 +17,7 @@ source "$(dirname "$0")/lib.sh"
 it_init
 
 run=$(date +%s) # fresh topics even when run twice against the same broker
-db=t250_huge
+db=t260_huge
 ta=T250a_$run
 tb=T250b_$run
 
@@ -151,30 +151,30 @@ it_stop_relay "$relay1" || rc=$?
 it_check "(1) relay exits 0 on SIGTERM" test "$rc" -eq 0
 
 # =============================================================== (2)
-slot2=t250_schema
-it_sql "$db" "CREATE SCHEMA t250;
-	CREATE TABLE t250.ev_json (id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+slot2=t260_schema
+it_sql "$db" "CREATE SCHEMA t260;
+	CREATE TABLE t260.ev_json (id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
 		aggregate_type text NOT NULL, aggregate_id text NOT NULL,
 		event_type text NOT NULL, payload json NOT NULL, amount numeric);
-	CREATE TABLE t250.ev_text (id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+	CREATE TABLE t260.ev_text (id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
 		aggregate_type text NOT NULL, aggregate_id text NOT NULL,
 		event_type text NOT NULL, payload text NOT NULL, amount numeric)"
 it_sql "$db" "SELECT pg_create_logical_replication_slot('$slot2', 'wal2json')" >/dev/null
 conf2=$IT_TEST_DIR/relay2.conf
 log2=$IT_TEST_DIR/relay2.log
 it_write_config "$conf2" "$db" "$slot2" status.interval.ms=500 \
-	'outbox.table=t250.*'
+	'outbox.table=t260.*'
 it_start_relay "$conf2" "$log2"
 relay2=$IT_RELAY_PID
 it_check "(2) relay holds slot $slot2" it_wait_slot_active "$db" "$slot2" 30
 
 digits=$(printf '8%.0s' $(seq 400))
 cat >"$IT_TEST_DIR/rows2.sql" <<EOF
-INSERT INTO t250.ev_json (aggregate_type, aggregate_id, event_type, payload, amount)
+INSERT INTO t260.ev_json (aggregate_type, aggregate_id, event_type, payload, amount)
 VALUES ('$tb', 'j-1', 'Json', '{"x":1e400}', 1e400),
        ('$tb', 'j-2', 'Json', '[1e400, -1E+400, $digits]', -1e400),
        ('$tb', 'j-3', 'Json', ' {"y" :  2e308 } ', NULL);
-INSERT INTO t250.ev_text (aggregate_type, aggregate_id, event_type, payload, amount)
+INSERT INTO t260.ev_text (aggregate_type, aggregate_id, event_type, payload, amount)
 VALUES ('$tb', 't-1', 'Text', '{"x":1e400}', 1e400),
        ('$tb', 't-2', 'Text', '1e400', NULL),
        ('$tb', 't-3', 'Text', '  [-1E+400, 2e308, "1e400", $digits] ', 7),
@@ -182,9 +182,9 @@ VALUES ('$tb', 't-1', 'Text', '{"x":1e400}', 1e400),
 EOF
 it_sql_file "$db" "$IT_TEST_DIR/rows2.sql" >/dev/null
 it_sql "$db" "SELECT aggregate_id || E'\t' ||
-	encode(convert_to(payload::text, 'UTF8'), 'hex') FROM t250.ev_json
+	encode(convert_to(payload::text, 'UTF8'), 'hex') FROM t260.ev_json
 	UNION ALL SELECT aggregate_id || E'\t' ||
-	encode(convert_to(payload::text, 'UTF8'), 'hex') FROM t250.ev_text" \
+	encode(convert_to(payload::text, 'UTF8'), 'hex') FROM t260.ev_text" \
 	>"$IT_TEST_DIR/b.want"
 out2=$IT_TEST_DIR/b.json
 if it_consume_wait "outbox.event.$tb" "$out2" 7 30; then

@@ -40,6 +40,9 @@ struct relay_config {
 	int64_t status_min_interval_ms;
 	int64_t inflight_max_events;
 	int64_t inflight_max_bytes;
+	int64_t pg_permanent_error_retries;
+	int64_t pg_receive_timeout_ms;
+	int64_t kafka_contact_timeout_ms;
 	int64_t reconnect_backoff_ms;
 	int64_t reconnect_backoff_max_ms;
 	int64_t standby_retry_ms;

@@ -52,6 +52,14 @@ struct relay_figures {
 	                             * stopping, fail-stopped */
 	char reason[256];           /* why not streaming; "" when streaming */
 	bool kafka_up;
+	int64_t kafka_contact_age_us; /* since the last answer of a broker
+	                             * (ack or metadata probe); -1 no producer */
+	bool kafka_stale;           /* ... beyond kafka.contact.timeout.ms */
+	int64_t pg_rx_age_us;       /* since the last frame of the replication
+	                             * stream while reading; -1 no session */
+	bool pg_stale;              /* ... beyond pg.receive.timeout.ms / 2 */
+	bool pg_up;                 /* set by the monitor: the stream answers,
+	                             * or the watchdog's last sample worked */
 	uint64_t received_lsn;
 	uint64_t confirmable_lsn;   /* watermark: acked prefix */
 	uint64_t confirmed_lsn;     /* last flush LSN sent */

@@ -174,6 +174,14 @@ int64_t lsn_oldest_pending_ts(const struct lsn_tracker *lt);
 /* Records that flush_lsn was sent to the server. */
 void lsn_mark_confirmed(struct lsn_tracker *lt, uint64_t flush_lsn);
 
+/* Events between the watermark and the read position that bound memory
+ * and pause reading when a stuck event holds the watermark: every event
+ * of a transaction the watermark has not passed, except the acked events
+ * of the transaction still open (it cannot be confirmed before its C
+ * record is read, so counting those would stall any transaction larger
+ * than the window; they cost a counter, not memory). */
+uint64_t lsn_window_events(const struct lsn_tracker *lt);
+
 /* The oldest transaction still holding an event, or NULL: the one a
  * failed delivery blocks. Borrowed until the next call that changes lt. */
 const struct lsn_txn *lsn_head(const struct lsn_tracker *lt);

@@ -88,6 +88,10 @@ bool pub_fatal(struct publisher *p, char *err, size_t errlen, int *code);
 /* Messages queued or in flight inside librdkafka. */
 int pub_outq_len(const struct publisher *p);
 
+/* Microseconds since a broker last answered: an ack, or the metadata
+ * request a probe thread sends when nothing else did for a while. */
+int64_t pub_contact_age_us(const struct publisher *p);
+
 /* True when at least one broker connection is up. */
 bool pub_broker_up(const struct publisher *p);
 

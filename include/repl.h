@@ -23,7 +23,10 @@ enum repl_err {
 	REPL_ERR_TRANSIENT,   /* network, server restart: back off, retry */
 	REPL_ERR_SLOT_BUSY,   /* slot active for another process: standby */
 	REPL_ERR_FATAL,       /* slot missing, foreign or invalidated: stop */
-	REPL_ERR_CONFIG,      /* outbox table or a column does not exist */
+	REPL_ERR_CONFIG,      /* outbox table or a column does not exist, a
+	                       * bad connection option or TLS setup, an
+	                       * unknown database */
+	REPL_ERR_AUTH,        /* password, pg_hba or the role's rights */
 };
 
 struct repl_slot_info {
@@ -43,6 +46,7 @@ struct repl_stream {
 	int timeline;
 	struct repl_slot_info slot;
 	enum repl_err stream_err; /* class of the last repl_read() failure */
+	bool connect_failed;      /* repl_start() failed before connecting */
 	bool in_copy;             /* START_REPLICATION succeeded */
 };
 
@@ -63,6 +67,13 @@ enum repl_err repl_start(struct repl_stream *rs, const char *conninfo,
                          const char *slot, const struct w2j_spec *spec,
                          const char *msg_prefixes, char *err,
                          size_t errlen) RELAY_MUSTCHECK;
+
+/* Classifies an error at connection time: sqlstate ("" when libpq
+ * refused before any server answered) and libpq's message. Permanent
+ * ones (REPL_ERR_AUTH, REPL_ERR_CONFIG) get a one-line hint in *hint
+ * (static). Table-driven; exposed for tests. */
+enum repl_err repl_classify_connect(const char *sqlstate, const char *message,
+                                    const char **hint);
 
 /* The socket to poll(), or -1. */
 int repl_socket(const struct repl_stream *rs);
@@ -89,6 +100,12 @@ int repl_flush(struct repl_stream *rs, char *err, size_t errlen) RELAY_MUSTCHECK
 
 /* Ends the stream politely (CopyDone) and closes the connection. */
 void repl_close(struct repl_stream *rs);
+
+/* The relay reads only an ordinary table (relkind 'r') as outbox.table:
+ * returns 0 for one, else -1 with the reason and the way out in err
+ * (partitioned tables, views, ...). The daemon and --check both ask this. */
+int repl_relkind_refusal(char relkind, const char *schema, const char *table,
+                         char *err, size_t errlen);
 
 /* Builds the START_REPLICATION command into out. msg_prefixes (NULL:
  * none) becomes wal2json's add-msg-prefixes, so only the relay's own

@@ -2528,11 +2528,10 @@ static void check_table(struct cli_checks *c, PGconn *conn,
 			n += (size_t)snprintf(detail + n, sizeof(detail) - n, "%s%s %s",
 			                      i ? ", " : "", cols[i], PQgetvalue(res, r, 1));
 	}
-	if (strcmp(kind, "p") == 0)
-		check_item(c, "outbox_table", CHECK_WARN, 0, "name the partitions, or "
-		           "publish through a plain table", "%s.%s is partitioned: "
-		           "wal2json reports rows under each partition's name (%s)",
-		           cfg->outbox_schema, cfg->outbox_table, detail);
+	if (repl_relkind_refusal(kind[0], cfg->outbox_schema, cfg->outbox_table,
+	                         fix, sizeof(fix)) < 0)
+		check_item(c, "outbox_table", CHECK_FAIL, RELAY_EXIT_CONFIG, NULL,
+		           "%s (the relay refuses it, exit 78)", fix);
 	else if (strcmp(ptype, "json") != 0 && strcmp(ptype, "jsonb") != 0)
 		check_item(c, "outbox_table", CHECK_WARN, 0, "make the payload column "
 		           "jsonb (ALTER TABLE ... ALTER COLUMN ... TYPE jsonb USING "

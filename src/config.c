@@ -69,6 +69,14 @@ static const struct cfg_key cfg_keys[] = {
 	  10000000, 0, "events produced and not yet acked before reading pauses" },
 	{ "inflight.max.bytes", CFG_INT, OFF(inflight_max_bytes), "134217728",
 	  65536, INT64_C(1) << 40, 0, "bytes produced and not yet acked before reading pauses" },
+	{ "pg.permanent.error.retries", CFG_INT, OFF(pg_permanent_error_retries),
+	  "3", 1, 1000, 0, "a wrong password, pg_hba refusal, unknown database "
+	  "or bad option at connect stops the relay at once before it first "
+	  "streamed, after this many attempts in a row once it has" },
+	{ "pg.receive.timeout.ms", CFG_INT, OFF(pg_receive_timeout_ms), "20000",
+	  2000, 3600000, 0, "no message from the server while reading: a status "
+	  "update asks for one at a quarter of this, /readyz fails at half, the "
+	  "relay reconnects at the whole" },
 	{ "reconnect.backoff.ms", CFG_INT, OFF(reconnect_backoff_ms), "500", 10,
 	  600000, 0, "first reconnect delay; doubles up to the max, with jitter" },
 	{ "reconnect.backoff.max.ms", CFG_INT, OFF(reconnect_backoff_max_ms),
@@ -84,6 +92,9 @@ static const struct cfg_key cfg_keys[] = {
 	{ "kafka.failure.max.replays", CFG_INT, OFF(kafka_failure_max_replays),
 	  "5", 1, 1000, 0, "the same transaction failing in Kafka this many "
 	  "times in a row is a poison event (exit 65)" },
+	{ "kafka.contact.timeout.ms", CFG_INT, OFF(kafka_contact_timeout_ms),
+	  "15000", 1000, 3600000, 0, "no answer from a broker (ack or metadata "
+	  "probe) for this long: /readyz fails (relay key, not librdkafka's)" },
 	{ "producer.allow.unsafe", CFG_BOOL, OFF(producer_allow_unsafe), "false",
 	  0, 0, 0, "allow producer settings that can reorder or lose events" },
 	{ "log.level", CFG_STR, OFF(log_level), "info", 0, 0, CFG_F_REQUIRED,

@@ -819,6 +819,15 @@ static void slot_metrics(struct mbuf *b, const struct health_snapshot *s)
 
 	fixed_str(ws, sizeof(ws), sf->wal_status, sizeof(sf->wal_status));
 
+	/* The gauges below are as of this sample: stale while PostgreSQL
+	 * cannot be reached, which this says (and pg_up). */
+	family(b, "slot_sample_timestamp_seconds", "gauge",
+	       "Unix time of the watchdog's latest successful slot sample; "
+	       "absent before the first.");
+	if (sf->valid)
+		sample_d(b, "slot_sample_timestamp_seconds",
+		         (double)sf->sampled_at_us / 1e6);
+
 	family(b, "slot_active", "gauge",
 	       "1 when a walsender is streaming from the slot "
 	       "(pg_replication_slots.active).");
@@ -910,6 +919,33 @@ static const struct {
 #undef RU
 };
 
+/* The relay's state as a Prometheus state set: one series per state,
+ * exactly one of them 1. */
+static void relay_state_set(struct mbuf *b, const struct relay_figures *rf)
+{
+	static const struct {
+		const char *state, *from[3];
+	} states[] = {
+		{ "streaming", { "streaming" } },
+		{ "standby", { "standby" } },
+		{ "backoff", { "backoff", "connecting" } },
+		{ "stopped", { "stopping", "fail-stopped" } },
+	};
+	char st[sizeof(rf->state) + 1];
+
+	fixed_str(st, sizeof(st), rf->state, sizeof(rf->state));
+	family(b, "state", "gauge",
+	       "The relay's state, one series per state (a state set): "
+	       "streaming, standby (another process holds the slot), backoff "
+	       "(connecting or waiting to), stopped (stopping or fail-stopped).");
+	for (size_t i = 0; i < sizeof(states) / sizeof(states[0]); i++) {
+		bool on = false;
+		for (size_t k = 0; k < 3 && states[i].from[k] != NULL; k++)
+			on = on || strcmp(st, states[i].from[k]) == 0;
+		mb_printf(b, PFX "state{state=\"%s\"} %d\n", states[i].state, on);
+	}
+}
+
 char *health_render_metrics(const struct health_snapshot *s)
 {
 	const struct relay_figures *rf = &s->relay;
@@ -932,8 +968,21 @@ char *health_render_metrics(const struct health_snapshot *s)
 	sample_u(&b, "health_state", (uint64_t)s->eval.state);
 
 	family(&b, "kafka_up", "gauge",
-	       "1 when the Kafka producer reports a broker up.");
-	sample_u(&b, "kafka_up", rf->kafka_up ? 1 : 0);
+	       "1 when the Kafka producer reports a broker up and one answered "
+	       "within kafka.contact.timeout.ms.");
+	sample_u(&b, "kafka_up", rf->kafka_up && !rf->kafka_stale ? 1 : 0);
+	family(&b, "kafka_contact_age_seconds", "gauge",
+	       "Time since a Kafka broker last answered (an ack or the relay's "
+	       "metadata probe); absent without a producer.");
+	if (rf->kafka_contact_age_us >= 0)
+		sample_d(&b, "kafka_contact_age_seconds",
+		         (double)rf->kafka_contact_age_us / 1e6);
+	family(&b, "pg_up", "gauge",
+	       "1 when PostgreSQL answers: the replication stream sent something "
+	       "within half of pg.receive.timeout.ms, or (without a stream) the "
+	       "watchdog's last sample worked.");
+	sample_u(&b, "pg_up", rf->pg_up ? 1 : 0);
+	relay_state_set(&b, rf);
 
 	for (size_t i = 0; i < sizeof(relay_u64) / sizeof(relay_u64[0]); i++) {
 		uint64_t v;

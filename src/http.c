@@ -212,8 +212,16 @@ static void route_readyz(struct http_server *h, struct MHD_Connection *c,
 		reply_text(r, MHD_HTTP_SERVICE_UNAVAILABLE, "not streaming: %s%s%s\n",
 		           s->relay.state, s->relay.reason[0] ? ": " : "",
 		           s->relay.reason);
+	else if (s->relay.pg_stale)
+		reply_text(r, MHD_HTTP_SERVICE_UNAVAILABLE, "no message from "
+		           "PostgreSQL for %lld s (pg.receive.timeout.ms)\n",
+		           (long long)(s->relay.pg_rx_age_us / 1000000));
 	else if (!s->relay.kafka_up)
 		reply_text(r, MHD_HTTP_SERVICE_UNAVAILABLE, "kafka broker down\n");
+	else if (s->relay.kafka_stale)
+		reply_text(r, MHD_HTTP_SERVICE_UNAVAILABLE, "no answer from a Kafka "
+		           "broker for %lld s (kafka.contact.timeout.ms)\n",
+		           (long long)(s->relay.kafka_contact_age_us / 1000000));
 	else if (!state_is_healthy(s->eval.state))
 		reply_text(r, MHD_HTTP_SERVICE_UNAVAILABLE, "slot %s: %s\n",
 		           health_state_name(s->eval.state), s->eval.reasons);

@@ -354,6 +354,17 @@ void lsn_mark_confirmed(struct lsn_tracker *lt, uint64_t flush_lsn)
 	lt->confirmed = max_u64(lt->confirmed, flush_lsn);
 }
 
+uint64_t lsn_window_events(const struct lsn_tracker *lt)
+{
+	uint64_t n = lt->held_events;
+
+	if (lt->in_txn && lt->cur_has_events) {
+		const struct lsn_txn *t = entry_at(lt, lt->len - 1);
+		n -= t->events - t->pending;
+	}
+	return n;
+}
+
 const struct lsn_txn *lsn_head(const struct lsn_tracker *lt)
 {
 	return lt->len > 0 ? entry_at(lt, 0) : NULL;

@@ -33,7 +33,7 @@ static void on_signal(int signo)
 	int saved = errno;
 	char b = (char)signo;
 
-	if (signo != SIGUSR1 && ++sig_count >= 2) {
+	if (signo != SIGUSR1 && signo != SIGHUP && ++sig_count >= 2) {
 		ssize_t w = write(STDERR_FILENO, msg, sizeof(msg) - 1);
 		(void)w;
 		_exit(RELAY_EXIT_FAILURE);
@@ -225,6 +225,9 @@ int main(int argc, char **argv)
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
+	/* Not a stop: a terminal closing or a "reload" from a supervisor
+	 * must not kill the relay without its final status update. */
+	sigaction(SIGHUP, &sa, NULL);
 	if (getenv("RELAY_TEST_STALL_MS") != NULL)
 		sigaction(SIGUSR1, &sa, NULL); /* test hook, see relay.c */
 	signal(SIGPIPE, SIG_IGN);

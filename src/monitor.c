@@ -128,6 +128,17 @@ enum health_state mon_update(struct monitor *m, const struct relay_figures *rf,
 	}
 	s->relay = *rf;
 	s->now_us = now;
+	{
+		/* PostgreSQL answers: the stream is fresh, or (standby, backoff)
+		 * the watchdog's latest sample worked and is recent. */
+		char wderr[8];
+		bool sample_ok = s->slot.valid &&
+		                 now - s->slot.sampled_at_us <=
+		                     3 * m->cfg->watchdog_interval_ms * 1000;
+		wd_last_error(m->wd, wderr, sizeof(wderr));
+		s->relay.pg_up = (rf->pg_rx_age_us >= 0 && !rf->pg_stale) ||
+		                 (rf->pg_rx_age_us < 0 && sample_ok && wderr[0] == '\0');
+	}
 	s->ntopics = ntopics < 16 ? ntopics : 16;
 	for (size_t i = 0; i < s->ntopics; i++) {
 		memcpy(s->topics[i], topics[i], sizeof(s->topics[i]));

@@ -7,6 +7,9 @@
  * can never be dropped from the queue and leave a gap behind it. */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <time.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,7 +38,54 @@ struct publisher {
 	int64_t stat_queue_msgs;
 	char *known[16];        /* topics whose metadata was asked for */
 	size_t nknown;
+
+	/* Broker contact, for readiness: a SIGSTOPped or wedged broker keeps
+	 * its TCP connections, so "connected" proves nothing. */
+	_Atomic int64_t last_contact_us; /* now_mono_us() of the last answer */
+	pthread_t prober;
+	bool prober_started;
+	pthread_mutex_t probe_lock;
+	pthread_cond_t probe_cond;
+	bool probe_stop;
 };
+
+/* The probe: when no broker answered for PROBE_IDLE_US, a metadata
+ * request (brokers only: one small round trip) every PROBE_PERIOD_US.
+ * rd_kafka_metadata() is thread-safe and blocks, hence the thread. */
+#define PROBE_PERIOD_US (1000 * 1000)
+#define PROBE_IDLE_US (2 * 1000 * 1000)
+#define PROBE_TIMEOUT_MS 2000
+
+static void *prober_main(void *arg)
+{
+	struct publisher *p = arg;
+	struct timespec ts;
+
+	pthread_mutex_lock(&p->probe_lock);
+	while (!p->probe_stop) {
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		ts.tv_nsec += (PROBE_PERIOD_US % 1000000) * 1000;
+		ts.tv_sec += PROBE_PERIOD_US / 1000000 + ts.tv_nsec / 1000000000;
+		ts.tv_nsec %= 1000000000;
+		(void)pthread_cond_timedwait(&p->probe_cond, &p->probe_lock, &ts);
+		if (p->probe_stop)
+			break;
+		if (now_mono_us() - atomic_load(&p->last_contact_us) < PROBE_IDLE_US)
+			continue;
+		pthread_mutex_unlock(&p->probe_lock);
+		{
+			const struct rd_kafka_metadata *md = NULL;
+			if (rd_kafka_metadata(p->rk, 0, NULL, &md, PROBE_TIMEOUT_MS) ==
+			    RD_KAFKA_RESP_ERR_NO_ERROR) {
+				atomic_store(&p->last_contact_us, now_mono_us());
+				rd_kafka_metadata_destroy(md);
+			}
+		}
+		pthread_mutex_lock(&p->probe_lock);
+	}
+	pthread_mutex_unlock(&p->probe_lock);
+	return NULL;
+}
 
 static void set_err(char *err, size_t errlen, const char *fmt, ...)
 	RELAY_PRINTF(3, 4);
@@ -187,6 +237,7 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m,
 		rep.errstr = why;
 	} else {
 		p->brokers_down = 0;
+		atomic_store(&p->last_contact_us, now_mono_us());
 	}
 	p->dr(p->opaque, &rep);
 }
@@ -310,10 +361,18 @@ struct publisher *pub_new(const struct relay_config *cfg, pub_dr_fn dr,
 	}
 	p->dr = dr;
 	p->opaque = opaque;
-	for (size_t i = 0; i < sizeof(safe) / sizeof(safe[0]); i++)
-		if (cfg_kafka_get(cfg, safe[i][0]) == NULL &&
-		    conf_set(kc, safe[i][0], safe[i][1], err, errlen) < 0)
+	for (size_t i = 0; i < sizeof(safe) / sizeof(safe[0]); i++) {
+		const char *idem = cfg_kafka_get(cfg, "enable.idempotence");
+		if (cfg_kafka_get(cfg, safe[i][0]) != NULL)
+			continue;
+		/* librdkafka refuses gapless without idempotence, which only
+		 * producer.allow.unsafe=true can turn off. */
+		if (strcmp(safe[i][0], "enable.gapless.guarantee") == 0 &&
+		    idem != NULL && strcmp(idem, "true") != 0)
+			continue;
+		if (conf_set(kc, safe[i][0], safe[i][1], err, errlen) < 0)
 			goto fail;
+	}
 	/* librdkafka's queue must hold the relay's whole window, so that
 	 * QUEUE_FULL stays an exception rather than the normal brake. */
 	if (cfg_kafka_get(cfg, "queue.buffering.max.messages") == NULL) {
@@ -345,6 +404,22 @@ struct publisher *pub_new(const struct relay_config *cfg, pub_dr_fn dr,
 	}
 	p->mainq = rd_kafka_queue_get_main(p->rk);
 	rd_kafka_queue_io_event_enable(p->mainq, p->evfd[1], "1", 1);
+	/* Counts as contact until the first probe can tell. */
+	atomic_store(&p->last_contact_us, now_mono_us());
+	{
+		pthread_condattr_t ca;
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&p->probe_cond, &ca);
+		pthread_condattr_destroy(&ca);
+		pthread_mutex_init(&p->probe_lock, NULL);
+		if (pthread_create(&p->prober, NULL, prober_main, p) != 0) {
+			set_err(err, errlen, "starting the broker probe: %s",
+			        strerror(errno));
+			goto fail;
+		}
+		p->prober_started = true;
+	}
 	return p;
 fail:
 	if (kc != NULL)
@@ -455,6 +530,11 @@ int pub_outq_len(const struct publisher *p)
 	return rd_kafka_outq_len(p->rk);
 }
 
+int64_t pub_contact_age_us(const struct publisher *p)
+{
+	return now_mono_us() - atomic_load(&((struct publisher *)p)->last_contact_us);
+}
+
 bool pub_broker_up(const struct publisher *p)
 {
 	return !p->brokers_down;
@@ -476,6 +556,15 @@ void pub_free(struct publisher *p)
 {
 	if (p == NULL)
 		return;
+	if (p->prober_started) {
+		pthread_mutex_lock(&p->probe_lock);
+		p->probe_stop = true;
+		pthread_cond_signal(&p->probe_cond);
+		pthread_mutex_unlock(&p->probe_lock);
+		pthread_join(p->prober, NULL); /* at most one probe timeout */
+		pthread_cond_destroy(&p->probe_cond);
+		pthread_mutex_destroy(&p->probe_lock);
+	}
 	if (p->rk != NULL) {
 		/* Whatever is still queued comes back as failed reports; the
 		 * slot replays it. */

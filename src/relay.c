@@ -51,10 +51,15 @@ struct relay {
 	enum relay_state state;
 	int64_t retry_at_us;
 	unsigned attempt;
+	bool ever_streamed;             /* a session reached START_REPLICATION */
+	int64_t perm_failures;          /* permanent connect errors in a row */
 	int64_t session_start_us;
 	int64_t last_status_us;         /* when the last status update went out */
 	uint64_t server_wal_end;        /* highest WAL end the server reported
 	                                 * this session: never confirm past it */
+	int64_t last_rx_us;             /* last frame from the server (while
+	                                 * reading; reset while paused) */
+	bool pinged;                    /* a reply was requested since then */
 	int64_t next_stats_us;
 	bool reply_now;
 	bool more_input;                /* read budget ran out: frames may wait in libpq */
@@ -272,7 +277,16 @@ static int64_t status_period_us(const struct relay *r)
 	return us;
 }
 
+static void send_status_req(struct relay *r, bool force_log, bool ping);
+
 static void send_status(struct relay *r, bool force_log)
+{
+	send_status_req(r, force_log, false);
+}
+
+/* ping: ask the server to answer at once (replyRequested), to learn
+ * whether it is still there. */
+static void send_status_req(struct relay *r, bool force_log, bool ping)
 {
 	uint64_t flush = lsn_confirmable(&r->lt);
 	uint64_t recv;
@@ -292,7 +306,7 @@ static void send_status(struct relay *r, bool force_log)
 	if (flush < r->lt.confirmed)
 		flush = r->lt.confirmed;
 	recv = r->lt.received_lsn > flush ? r->lt.received_lsn : flush;
-	if (repl_send_status(&r->rs, recv, flush, false, err, sizeof(err)) < 0) {
+	if (repl_send_status(&r->rs, recv, flush, ping, err, sizeof(err)) < 0) {
 		log_warn("%s", err);
 		r->restart_pending = true;
 		return;
@@ -438,6 +452,35 @@ static void rewound_stop(struct relay *r)
 	begin_stop(r, RELAY_EXIT_UNAVAILABLE);
 }
 
+/* An error no retry can fix. Before the relay ever streamed it is a
+ * misconfiguration: stop at once. After, a failed connect may be a
+ * password being rotated under a running relay: pg.permanent.error.
+ * retries attempts in a row first, with the usual backoff. */
+static void permanent_error(struct relay *r, enum repl_err rc, const char *err)
+{
+	int code = rc == REPL_ERR_AUTH     ? RELAY_EXIT_NOPERM
+	           : rc == REPL_ERR_CONFIG ? RELAY_EXIT_CONFIG
+	                                   : RELAY_EXIT_UNAVAILABLE;
+
+	if (r->rs.connect_failed && r->ever_streamed &&
+	    ++r->perm_failures < r->cfg->pg_permanent_error_retries) {
+		int64_t d = backoff_us(r);
+		log_warn("%s; attempt %lld of %lld, retrying in %lld ms", err,
+		         (long long)r->perm_failures,
+		         (long long)r->cfg->pg_permanent_error_retries,
+		         (long long)(d / 1000));
+		r->state = ST_BACKOFF;
+		snprintf(r->reason, sizeof(r->reason), "PostgreSQL refuses the "
+		         "connection (see the log); retrying");
+		r->retry_at_us = now_mono_us() + d;
+		return;
+	}
+	log_error("%s", err);
+	snprintf(r->reason, sizeof(r->reason), "PostgreSQL refuses the relay "
+	         "(see the log)");
+	begin_stop(r, code);
+}
+
 static void try_connect(struct relay *r)
 {
 	enum lsn_resume resume;
@@ -457,9 +500,13 @@ static void try_connect(struct relay *r)
 	switch (rc) {
 	case REPL_OK:
 		r->have_rs = true;
+		r->ever_streamed = true;
+		r->perm_failures = 0;
 		r->reason[0] = '\0';
 		r->state = ST_STREAMING;
 		r->session_start_us = now_mono_us();
+		r->last_rx_us = r->session_start_us;
+		r->pinged = false;
 		r->server_wal_end = r->rs.system_lsn;
 		resume = lsn_resume(&r->lt, &(struct lsn_server){
 			.system_id = r->rs.system_id,
@@ -500,6 +547,7 @@ static void try_connect(struct relay *r)
 		return;
 	case REPL_ERR_TRANSIENT: {
 		int64_t d = backoff_us(r);
+		r->perm_failures = 0;
 		log_warn("%s; retrying in %lld ms", err, (long long)(d / 1000));
 		r->state = ST_BACKOFF;
 		snprintf(r->reason, sizeof(r->reason), "cannot stream from "
@@ -508,12 +556,9 @@ static void try_connect(struct relay *r)
 		return;
 	}
 	case REPL_ERR_FATAL:
-		log_error("%s", err);
-		begin_stop(r, RELAY_EXIT_UNAVAILABLE);
-		return;
 	case REPL_ERR_CONFIG:
-		log_error("%s", err);
-		begin_stop(r, RELAY_EXIT_CONFIG);
+	case REPL_ERR_AUTH:
+		permanent_error(r, rc, err);
 		return;
 	}
 }
@@ -599,6 +644,8 @@ static enum handled handle_msg(struct relay *r, const struct repl_msg *m)
 
 	if (m->wal_end > r->server_wal_end)
 		r->server_wal_end = m->wal_end;
+	r->last_rx_us = now_mono_us();
+	r->pinged = false;
 	if (m->type == 'k') {
 		if (m->reply_requested)
 			r->reply_now = true; /* else wal_sender_timeout ends the stream */
@@ -674,11 +721,10 @@ static enum handled handle_msg(struct relay *r, const struct repl_msg *m)
 
 static bool reading_allowed(const struct relay *r)
 {
-	/* The window spans everything between the watermark and the read
-	 * position: events librdkafka holds (of any session) and every event
-	 * of a transaction the watermark has not passed, acked or not. One
-	 * stuck event thus pauses reading instead of letting later, acked
-	 * transactions pile up behind it. */
+	/* The window: events and bytes librdkafka holds (of any session),
+	 * and the events between the watermark and the read position (see
+	 * lsn_window_events()). One stuck event thus pauses reading instead
+	 * of letting later, acked transactions pile up behind it. */
 	uint64_t max_ev = (uint64_t)r->cfg->inflight_max_events;
 	uint64_t max_b = (uint64_t)r->cfg->inflight_max_bytes;
 
@@ -686,7 +732,7 @@ static bool reading_allowed(const struct relay *r)
 	       !r->restart_pending && !r->queue_full &&
 	       !(r->iso_wait && r->lt.inflight > 0) &&
 	       r->win_events < max_ev && r->win_bytes < max_b &&
-	       r->lt.held_events < max_ev && r->lt.held_bytes < max_b;
+	       lsn_window_events(&r->lt) < max_ev;
 }
 
 static void read_stream(struct relay *r)
@@ -745,6 +791,12 @@ static int compute_timeout(const struct relay *r, int64_t now)
 		t = r->retry_at_us - now;
 	if (r->cfg->stats_interval_ms > 0 && r->next_stats_us - now < t)
 		t = r->next_stats_us - now;
+	if (r->have_rs && reading_allowed(r)) {
+		int64_t limit = r->cfg->pg_receive_timeout_ms * 1000;
+		int64_t due = r->last_rx_us + (r->pinged ? limit : limit / 4) - now;
+		if (due < t)
+			t = due;
+	}
 	if (r->reply_now || r->restart_pending || r->state == ST_CONNECTING ||
 	    r->more_input)
 		t = 0;
@@ -764,7 +816,11 @@ static void drain_signals(struct relay *r, int sigfd)
 	bool stop = false;
 
 	for (ssize_t i = 0; i < n; i++) {
-		if (buf[i] == (char)SIGUSR1 && r->stall_ms > 0) {
+		if (buf[i] == (char)SIGHUP) {
+			log_info("SIGHUP: the configuration is read only at start, "
+			         "so nothing changes; restart the relay to apply a new "
+			         "one (it replays nothing it has confirmed)");
+		} else if (buf[i] == (char)SIGUSR1 && r->stall_ms > 0) {
 			/* Test hook (RELAY_TEST_STALL_MS): a stuck loop, for
 			 * /livez. Never installed otherwise. */
 			log_warn("test hook: blocking the loop for %lld ms",
@@ -830,6 +886,12 @@ static void fill_figures(struct relay *r, struct relay_figures *f)
 		snprintf(f->state, sizeof(f->state), "%s", state_names[r->state]);
 	snprintf(f->reason, sizeof(f->reason), "%s", r->reason);
 	f->kafka_up = r->pub != NULL && pub_broker_up(r->pub);
+	f->kafka_contact_age_us = r->pub != NULL ? pub_contact_age_us(r->pub) : -1;
+	f->kafka_stale = f->kafka_contact_age_us >
+	                 r->cfg->kafka_contact_timeout_ms * 1000;
+	f->pg_rx_age_us = r->have_rs ? now_mono_us() - r->last_rx_us : -1;
+	f->pg_stale = r->have_rs &&
+	              f->pg_rx_age_us > r->cfg->pg_receive_timeout_ms * 1000 / 2;
 	f->received_lsn = r->lt.received_lsn;
 	f->confirmable_lsn = lsn_confirmable(&r->lt);
 	f->confirmed_lsn = r->lt.confirmed;
@@ -997,6 +1059,26 @@ int relay_run(const struct relay_config *cfg, int sigfd)
 			send_status(r, false);
 			if (now - r->session_start_us > SESSION_STABLE_US)
 				r->attempt = 0;
+		}
+		/* A connection that stays silent while we read is dead or stuck
+		 * (a half-open TCP connection, a stopped walsender): ask for an
+		 * answer at a quarter of pg.receive.timeout.ms, give up at the
+		 * whole. While reads are paused, silence means nothing. */
+		if (r->have_rs && !r->restart_pending) {
+			int64_t quiet = now - r->last_rx_us;
+			int64_t limit = r->cfg->pg_receive_timeout_ms * 1000;
+			if (!reading_allowed(r)) {
+				r->last_rx_us = now;
+			} else if (quiet >= limit) {
+				log_warn("no message from PostgreSQL for %lld ms "
+				         "(pg.receive.timeout.ms): the connection is dead or "
+				         "the walsender stuck; reconnecting",
+				         (long long)(quiet / 1000));
+				r->restart_pending = true;
+			} else if (quiet >= limit / 4 && !r->pinged) {
+				send_status_req(r, false, true);
+				r->pinged = true;
+			}
 		}
 		/* The transactions that failed in Kafka are confirmed now: the
 		 * backstop starts over, and the one-at-a-time replay ends. */

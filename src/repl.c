@@ -3,6 +3,8 @@
  *
  * Frame layouts follow the streaming replication protocol; each field is
  * parsed with an explicit length check, as pg_recvlogical does. */
+#include <errno.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -86,22 +88,158 @@ static bool conninfo_has(PQconninfoOption *opts, const char *kw)
 	return false;
 }
 
+/* Errors while connecting that no retry can fix: a server's SQLSTATE, or
+ * libpq's own words when it refuses the connection options or the TLS
+ * setup before any server answered (libpq's messages are English: the
+ * relay never calls setlocale()). Anything else (refused, timed out,
+ * DNS, the server starting up or full) is transient. */
+static const struct {
+	const char *sqlstate;   /* NULL: match text instead */
+	const char *text;       /* substring of libpq's message */
+	enum repl_err cls;
+	const char *hint;
+} connect_errors[] = {
+	{ "28P01", NULL, REPL_ERR_AUTH, "check the password (~/.pgpass or "
+	  "PGPASSFILE; never in pg.conninfo or argv)" },
+	{ "28000", NULL, REPL_ERR_AUTH, "pg_hba.conf must allow this role a "
+	  "connection to this database (the \"replication\" keyword does not "
+	  "cover logical replication connections)" },
+	{ "42501", NULL, REPL_ERR_AUTH, "the role needs the REPLICATION "
+	  "attribute (sql/roles.sql)" },
+	{ "3D000", NULL, REPL_ERR_CONFIG, "check dbname in pg.conninfo" },
+	{ NULL, "invalid ", REPL_ERR_CONFIG, "fix the option in pg.conninfo" },
+	{ NULL, "could not match ", REPL_ERR_CONFIG, "fix the host and port "
+	  "lists in pg.conninfo" },
+	{ NULL, "certificate verify failed", REPL_ERR_CONFIG, "sslrootcert must "
+	  "hold the CA that signed the server's certificate" },
+	{ NULL, "does not match host name", REPL_ERR_CONFIG, "with "
+	  "sslmode=verify-full the host in pg.conninfo must be a name in the "
+	  "server's certificate" },
+	{ NULL, "root certificate file", REPL_ERR_CONFIG, "sslrootcert must name "
+	  "a readable file" },
+	{ NULL, "server does not support SSL", REPL_ERR_CONFIG, "the server has "
+	  "ssl=off: turn it on, or lower sslmode" },
+};
+
+/* The SQLSTATE in a message built with PQERRORS_VERBOSE ("FATAL:  28P01:
+ * ..."), or "" when there is none. */
+static void verbose_sqlstate(const char *m, char out[6])
+{
+	const char *p = strstr(m, "FATAL:  ");
+
+	out[0] = '\0';
+	if (p == NULL)
+		return;
+	p += 8;
+	for (int i = 0; i < 5; i++)
+		if (!((p[i] >= '0' && p[i] <= '9') || (p[i] >= 'A' && p[i] <= 'Z')))
+			return;
+	if (p[5] != ':')
+		return;
+	memcpy(out, p, 5);
+	out[5] = '\0';
+}
+
+/* The message without PQERRORS_VERBOSE's LOCATION line, on one line. */
+static void tidy_message(const char *m, char *out, size_t outlen)
+{
+	size_t n = 0;
+
+	for (const char *p = m; *p != '\0' && n + 1 < outlen; p++) {
+		if (*p == '\n') {
+			while (p[1] == ' ')
+				p++;
+			if (strncmp(p + 1, "LOCATION:", 9) == 0) {
+				p = strchr(p + 1, '\n');
+				if (p == NULL)
+					break;
+				p--;
+				continue;
+			}
+			if (p[1] != '\0')
+				out[n++] = ' ';
+			continue;
+		}
+		out[n++] = *p;
+	}
+	while (n > 0 && out[n - 1] == ' ')
+		n--;
+	out[n] = '\0';
+}
+
+enum repl_err repl_classify_connect(const char *sqlstate, const char *message,
+                                    const char **hint)
+{
+	*hint = "";
+	for (size_t i = 0; i < sizeof(connect_errors) / sizeof(connect_errors[0]);
+	     i++) {
+		if (connect_errors[i].sqlstate != NULL
+		        ? strcmp(sqlstate, connect_errors[i].sqlstate) == 0
+		        : sqlstate[0] == '\0' &&
+		              strstr(message, connect_errors[i].text) != NULL) {
+			*hint = connect_errors[i].hint;
+			return connect_errors[i].cls;
+		}
+	}
+	return REPL_ERR_TRANSIENT;
+}
+
+/* Waits for PQconnectPoll to finish, with the deadline libpq applies to
+ * PQconnectdb itself (connect_timeout per host). */
+static bool connect_wait(PGconn *conn, int64_t deadline_us)
+{
+	PostgresPollingStatusType st = PGRES_POLLING_WRITING;
+
+	for (;;) {
+		struct pollfd p = { .fd = PQsocket(conn) };
+		int64_t left = deadline_us - now_mono_us();
+
+		if (st == PGRES_POLLING_OK)
+			return true;
+		if (st == PGRES_POLLING_FAILED)
+			return false;
+		if (left <= 0)
+			return false;
+		p.events = st == PGRES_POLLING_READING ? POLLIN : POLLOUT;
+		if (p.fd >= 0 && poll(&p, 1, (int)(left / 1000) + 1) < 0 &&
+		    errno != EINTR)
+			return false;
+		st = PQconnectPoll(conn);
+	}
+}
+
 /* Opens the replication=database connection. The user's conninfo wins for
- * every setting except replication; the relay only fills in defaults. */
-static PGconn *open_conn(const char *conninfo, char *err, size_t errlen)
+ * every setting except replication; the relay only fills in defaults.
+ * Returns NULL with the error's class in *cls and the message in err. */
+static PGconn *open_conn(const char *conninfo, enum repl_err *cls, char *err,
+                         size_t errlen)
 {
 	const char *kw[16], *val[16];
 	PQconninfoOption *opts;
 	char *perr = NULL;
-	int n = 0;
+	int n = 0, hosts = 1;
+	int64_t timeout_s = 10;
+	char state[6], msg[1024];
+	const char *hint;
 	PGconn *conn;
 
+	*cls = REPL_ERR_TRANSIENT;
 	opts = PQconninfoParse(conninfo, &perr);
 	if (opts == NULL) {
 		/* perr may quote the string; never echo it. */
 		set_err(err, errlen, "pg.conninfo is not a valid connection string");
 		PQfreemem(perr);
+		*cls = REPL_ERR_CONFIG;
 		return NULL;
+	}
+	for (PQconninfoOption *o = opts; o->keyword != NULL; o++) {
+		if (o->val == NULL)
+			continue;
+		if (strcmp(o->keyword, "connect_timeout") == 0 && atoi(o->val) > 0)
+			timeout_s = atoi(o->val);
+		if (strcmp(o->keyword, "host") == 0)
+			for (const char *c = o->val; *c; c++)
+				hosts += *c == ',';
 	}
 	kw[n] = "dbname", val[n++] = conninfo;
 	if (!conninfo_has(opts, "application_name"))
@@ -121,14 +259,28 @@ static PGconn *open_conn(const char *conninfo, char *err, size_t errlen)
 	kw[n] = NULL, val[n] = NULL;
 	PQconninfoFree(opts);
 
-	conn = PQconnectdbParams(kw, val, 1);
-	if (PQstatus(conn) != CONNECTION_OK) {
-		set_err(err, errlen, "could not connect to PostgreSQL: %s",
-		        pq_err(conn));
-		PQfinish(conn);
-		return NULL;
+	/* Started by hand, to ask for verbose errors before the server's
+	 * first answer: they carry the SQLSTATE that tells a wrong password
+	 * from a server that is still starting. */
+	conn = PQconnectStartParams(kw, val, 1);
+	if (conn != NULL && PQstatus(conn) != CONNECTION_BAD) {
+		PQsetErrorVerbosity(conn, PQERRORS_VERBOSE);
+		if (connect_wait(conn, now_mono_us() + timeout_s * hosts * 1000000)) {
+			PQsetErrorVerbosity(conn, PQERRORS_DEFAULT);
+			return conn;
+		}
 	}
-	return conn;
+	tidy_message(conn != NULL ? PQerrorMessage(conn) : "out of memory", msg,
+	             sizeof(msg));
+	if (msg[0] == '\0')
+		snprintf(msg, sizeof(msg), "timed out after %llds",
+		         (long long)(timeout_s * hosts));
+	verbose_sqlstate(msg, state);
+	*cls = repl_classify_connect(state, msg, &hint);
+	set_err(err, errlen, "could not connect to PostgreSQL: %s%s%s", msg,
+	        hint[0] ? "; " : "", hint);
+	PQfinish(conn);
+	return NULL;
 }
 
 static enum repl_err identify(struct repl_stream *rs, char *err, size_t errlen)
@@ -300,6 +452,46 @@ out:
 	return rc;
 }
 
+/* What wal2json can read as the outbox: only an ordinary table's own
+ * inserts carry its name. Everything else is refused with the way out. */
+static const struct {
+	char relkind;
+	const char *what;
+	const char *fix;
+} relkinds[] = {
+	{ 'p', "a partitioned table, and wal2json names the partition in every "
+	  "record, never the parent: the relay would read no event at all and "
+	  "confirm past them",
+	  "put the partitions in a schema of their own and set outbox.table = "
+	  "<schema>.* (sql/cleanup.sql sets up outbox_part.*; with pg_partman, "
+	  "create the parent in a schema of its own: the child tables are created "
+	  "next to it)" },
+	{ 'v', "a view, and only a table's rows are written to the WAL",
+	  "point outbox.table at the table the application inserts into" },
+	{ 'm', "a materialized view, and its rows are not decoded",
+	  "point outbox.table at the table the application inserts into" },
+	{ 'f', "a foreign table, and its rows live in another server's WAL",
+	  "run the relay against the server that holds the table" },
+};
+
+int repl_relkind_refusal(char relkind, const char *schema, const char *table,
+                         char *err, size_t errlen)
+{
+	if (relkind == 'r')
+		return 0;
+	for (size_t i = 0; i < sizeof(relkinds) / sizeof(relkinds[0]); i++) {
+		if (relkinds[i].relkind == relkind) {
+			set_err(err, errlen, "outbox.table: %s.%s is %s; %s", schema,
+			        table, relkinds[i].what, relkinds[i].fix);
+			return -1;
+		}
+	}
+	set_err(err, errlen, "outbox.table: %s.%s is not an ordinary table "
+	        "(relkind '%c'); point outbox.table at the table the application "
+	        "inserts into", schema, table, relkind);
+	return -1;
+}
+
 /* Checks that the outbox table and the configured columns exist, so a
  * typo in the configuration fails at start instead of never matching. */
 static enum repl_err check_table(struct repl_stream *rs,
@@ -331,7 +523,7 @@ static enum repl_err check_table(struct repl_stream *rs,
 		return REPL_ERR_TRANSIENT;
 	}
 	snprintf(sql, sizeof(sql),
-	         "SELECT a.attname FROM pg_catalog.pg_attribute a "
+	         "SELECT a.attname, c.relkind FROM pg_catalog.pg_attribute a "
 	         "JOIN pg_catalog.pg_class c ON c.oid = a.attrelid "
 	         "JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace "
 	         "WHERE n.nspname = %s AND c.relname = %s AND a.attnum > 0 "
@@ -351,6 +543,9 @@ static enum repl_err check_table(struct repl_stream *rs,
 		        "\"Outbox\" is public.Outbox)", spec->schema, spec->table);
 		goto out;
 	}
+	if (repl_relkind_refusal(PQgetvalue(res, 0, 1)[0], spec->schema,
+	                         spec->table, err, errlen) < 0)
+		goto out;
 	for (int i = 0; i < 5; i++) {
 		bool found = false;
 		for (int r = 0; r < PQntuples(res) && !found; r++)
@@ -439,9 +634,11 @@ enum repl_err repl_start(struct repl_stream *rs, const char *conninfo,
 	enum repl_err rc;
 
 	memset(rs, 0, sizeof(*rs));
-	rs->conn = (struct pg_conn *)open_conn(conninfo, err, errlen);
-	if (rs->conn == NULL)
-		return REPL_ERR_TRANSIENT;
+	rs->conn = (struct pg_conn *)open_conn(conninfo, &rc, err, errlen);
+	if (rs->conn == NULL) {
+		rs->connect_failed = true;
+		return rc;
+	}
 	if ((rc = identify(rs, err, errlen)) != REPL_OK)
 		goto fail;
 	if ((rc = check_slot(rs, slot, err, errlen)) != REPL_OK)

@@ -1280,7 +1280,7 @@ static struct prom *render_prom(const struct health_snapshot *s)
 		ck_abort_msg("%s", p->err);
 	}
 	/* Every family, with or without samples, is announced. */
-	ck_assert_uint_eq(p->nf, 38);
+	ck_assert_uint_eq(p->nf, 42);
 	for (size_t i = 0; i < p->nf; i++)
 		ck_assert_msg(strncmp(p->f[i].name, PFX, strlen(PFX)) == 0, "%s",
 		              p->f[i].name);
@@ -1432,6 +1432,44 @@ START_TEST(test_metrics_values)
 	pval(p, PFX "commit_to_ack_seconds_count", "", 0);
 	pval(p, PFX "commit_to_ack_seconds_bucket", "le=\"+Inf\"", 0);
 	free(p);
+}
+END_TEST
+
+/* The state set has exactly one series at 1, for every state the loop
+ * can be in; pg_up, the contact age and the sample time are there. */
+START_TEST(test_metrics_state_set)
+{
+	static const struct {
+		const char *loop, *set;
+	} cases[] = {
+		{ "streaming", "streaming" }, { "standby", "standby" },
+		{ "connecting", "backoff" }, { "backoff", "backoff" },
+		{ "stopping", "stopped" }, { "fail-stopped", "stopped" },
+	};
+	static const char *const all[] = { "streaming", "standby", "backoff",
+		                               "stopped" };
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct health_snapshot s;
+		struct prom *p;
+		char lab[64];
+
+		full_snapshot(&s);
+		snprintf(s.relay.state, sizeof(s.relay.state), "%s", cases[i].loop);
+		s.relay.pg_up = i % 2 == 0;
+		s.relay.kafka_contact_age_us = 1500000;
+		health_evaluate(&s.slot, &s.relay, &s.thresholds, 0, s.now_us,
+		                &s.eval);
+		p = render_prom(&s);
+		for (size_t k = 0; k < 4; k++) {
+			snprintf(lab, sizeof(lab), "state=\"%s\"", all[k]);
+			pval(p, PFX "state", lab, strcmp(all[k], cases[i].set) == 0);
+		}
+		pval(p, PFX "pg_up", "", i % 2 == 0);
+		pval(p, PFX "kafka_contact_age_seconds", "", 1.5);
+		pval(p, PFX "slot_sample_timestamp_seconds", "",
+		     (double)s.slot.sampled_at_us / 1e6);
+		free(p);
+	}
 }
 END_TEST
 
@@ -1654,6 +1692,7 @@ Suite *health_suite(void)
 	tcase_add_test(tm, test_prom_parser_rejects);
 	tcase_add_test(tm, test_metrics_values);
 	tcase_add_test(tm, test_metrics_omitted);
+	tcase_add_test(tm, test_metrics_state_set);
 	tcase_add_test(tm, test_metrics_topics_dedup);
 	tcase_add_test(tm, test_metrics_histogram);
 	tcase_add_test(tm, test_metrics_histogram_conservative);

@@ -414,6 +414,31 @@ START_TEST(test_readyz_reasons)
 }
 END_TEST
 
+/* Connected is not answering: a stopped walsender or broker keeps its
+ * TCP connection, so readiness also asks when each last said something. */
+START_TEST(test_readyz_silence)
+{
+	struct health_snapshot s;
+
+	start_server(60000);
+	snap_init(&s, HEALTH_OK);
+	s.relay.pg_rx_age_us = 12 * 1000000LL;
+	s.relay.pg_stale = true;
+	http_publish(srv, &s);
+	expect("/readyz", 503, CT_TEXT, "no message from PostgreSQL for 12 s "
+	       "(pg.receive.timeout.ms)\n");
+	s.relay.pg_stale = false;
+	s.relay.kafka_contact_age_us = 16 * 1000000LL;
+	s.relay.kafka_stale = true;
+	http_publish(srv, &s);
+	expect("/readyz", 503, CT_TEXT, "no answer from a Kafka broker for 16 s "
+	       "(kafka.contact.timeout.ms)\n");
+	s.relay.kafka_stale = false;
+	http_publish(srv, &s);
+	expect("/readyz", 200, CT_TEXT, "ready\n");
+}
+END_TEST
+
 START_TEST(test_slot_by_state)
 {
 	static const long codes[] = { 200, 200, 503, 503 };
@@ -1437,6 +1462,7 @@ Suite *http_suite(void)
 	tcase_add_test(tc, test_livez_never_ticked);
 	tcase_add_test(tc, test_no_snapshot);
 	tcase_add_test(tc, test_readyz_reasons);
+	tcase_add_test(tc, test_readyz_silence);
 	tcase_add_test(tc, test_slot_by_state);
 	tcase_add_test(tc, test_metrics);
 	tcase_add_test(tc, test_head);

@@ -446,11 +446,34 @@ START_TEST(test_held_window)
 	ck_assert_uint_eq(lt.held_bytes, 1000);
 	ck_assert_uint_eq(lt.len, 100);
 	ck_assert_ptr_eq(lsn_head(&lt), lsn_find(&lt, t[0]));
+	ck_assert_uint_eq(lsn_window_events(&lt), 100);
 	ack_ok(t[0]);
 	ck_assert_uint_eq(lt.held_events, 0);
 	ck_assert_uint_eq(lt.held_bytes, 0);
 	ck_assert_uint_eq(lt.len, 0);
+	ck_assert_uint_eq(lsn_window_events(&lt), 0);
 	ck_assert_ptr_null(lsn_head(&lt));
+}
+END_TEST
+
+/* One transaction larger than any window: its acked events must not
+ * count while it is open, or reading would stop before its commit. */
+START_TEST(test_window_open_txn)
+{
+	uint64_t tok;
+
+	reset(0x100);
+	ck_assert_int_eq(lsn_begin(&lt, 9, 1, 0x900), LSN_PUBLISH);
+	for (int i = 0; i < 1000; i++) {
+		tok = lsn_event(&lt, 10);
+		if (i % 10 != 0)
+			ack_ok(tok);
+	}
+	ck_assert_uint_eq(lt.held_events, 1000);
+	ck_assert_uint_eq(lsn_window_events(&lt), 100); /* the unacked ones */
+	lsn_commit(&lt, 0x900);
+	/* Closed, not confirmable yet: all of it counts now. */
+	ck_assert_uint_eq(lsn_window_events(&lt), 1000);
 }
 END_TEST
 
@@ -859,6 +882,7 @@ Suite *lsn_tracker_suite(void)
 	tcase_add_test(ex, test_resume_other_system);
 	tcase_add_test(ex, test_resume_rewound_other_txn);
 	tcase_add_test(ex, test_held_window);
+	tcase_add_test(ex, test_window_open_txn);
 	tcase_add_test(ex, test_idle);
 	tcase_add_test(ex, test_event_undo);
 	tcase_add_test(ex, test_received);

@@ -68,6 +68,55 @@ START_TEST(test_command_too_small)
 }
 END_TEST
 
+/* Connect-time errors: what stops the relay, what is retried. The
+ * messages are libpq's and the server's own (PostgreSQL 15). */
+START_TEST(test_classify_connect)
+{
+	static const struct {
+		const char *state, *msg;
+		enum repl_err want;
+	} cases[] = {
+		{ "28P01", "connection to server at \"127.0.0.1\", port 5432 failed: "
+		  "FATAL:  28P01: password authentication failed for user \"r\"",
+		  REPL_ERR_AUTH },
+		{ "28000", "FATAL:  28000: no pg_hba.conf entry for replication "
+		  "connection from host \"127.0.0.1\", user \"r\", no encryption",
+		  REPL_ERR_AUTH },
+		{ "42501", "FATAL:  42501: must be superuser or replication role to "
+		  "start walsender", REPL_ERR_AUTH },
+		{ "3D000", "FATAL:  3D000: database \"nope\" does not exist",
+		  REPL_ERR_CONFIG },
+		{ "", "invalid integer value \"abc\" for connection option \"port\"",
+		  REPL_ERR_CONFIG },
+		{ "", "invalid sslmode value: \"sometimes\"", REPL_ERR_CONFIG },
+		{ "", "could not match 2 port numbers to 3 hosts", REPL_ERR_CONFIG },
+		{ "", "connection to server at \"db\" (10.0.0.1), port 5432 failed: "
+		  "SSL error: certificate verify failed", REPL_ERR_CONFIG },
+		/* transient */
+		{ "", "connection to server at \"127.0.0.1\", port 5432 failed: "
+		  "Connection refused", REPL_ERR_TRANSIENT },
+		{ "", "could not translate host name \"db\" to address: Temporary "
+		  "failure in name resolution", REPL_ERR_TRANSIENT },
+		{ "57P03", "FATAL:  57P03: the database system is starting up",
+		  REPL_ERR_TRANSIENT },
+		{ "53300", "FATAL:  53300: sorry, too many clients already",
+		  REPL_ERR_TRANSIENT },
+		/* a server message that happens to say "invalid" is not libpq's */
+		{ "XX000", "FATAL:  XX000: invalid something", REPL_ERR_TRANSIENT },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *hint = NULL;
+		enum repl_err got = repl_classify_connect(cases[i].state, cases[i].msg,
+		                                          &hint);
+		ck_assert_msg(got == cases[i].want, "case %zu (%s): got %d want %d",
+		              i, cases[i].msg, got, cases[i].want);
+		ck_assert_ptr_nonnull(hint);
+		if (got != REPL_ERR_TRANSIENT)
+			ck_assert_msg(hint[0] != '\0', "case %zu: no hint", i);
+	}
+}
+END_TEST
+
 Suite *repl_suite(void)
 {
 	Suite *s = suite_create("repl");
@@ -76,6 +125,7 @@ Suite *repl_suite(void)
 	tcase_add_test(tc, test_command_escapes_table);
 	tcase_add_test(tc, test_command_msg_prefixes);
 	tcase_add_test(tc, test_command_too_small);
+	tcase_add_test(tc, test_classify_connect);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -4,7 +4,8 @@
 # default, 10 s, everywhere here):
 #  (a) the first standby status update comes right after START_REPLICATION
 #      (pg_stat_replication.reply_time is set within 3 s of the slot
-#      turning active);
+#      turning active), and the first stats line shows the slot's
+#      position as confirmed_lsn (not 0/0);
 #  (b) three single events, a second apart: each one's commit is confirmed
 #      (slot confirmed_flush_lsn) within 3 s of being written;
 #  (c) 300 one-event transactions over ~3 s: the updates are coalesced,
@@ -49,6 +50,15 @@ if it_wait_slot_active "$db" "$db" 30; then
 	done
 	it_check "(a) a status update within 3 s of START_REPLICATION (reply_time set)" \
 		test "$got" = t
+	# The stats line names the slot's position from the start, not 0/0.
+	line=
+	for ((i = 0; i < 30; i++)); do
+		line=$(grep 'stats: state=streaming' "$log" | head -n1 || true)
+		[[ -n $line ]] && break
+		sleep 0.1
+	done
+	it_check "(a) the first stats line shows the confirmed LSN, not 0/0" \
+		bash -c '[[ $1 == *" confirmed_lsn="* && $1 != *" confirmed_lsn=0/0 "* ]]' _ "$line"
 else
 	not_ok "(a) relay streams" "$(it_show_log "$log")"
 fi

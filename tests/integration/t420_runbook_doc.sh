@@ -244,6 +244,9 @@ assert "eta_seconds" in d and "outbox_lag_seconds" in d
 block slot-row
 expect slot-row 0 "pg_replication_slots row of the slot: wal2json, inactive" \
 	"^$db\|wal2json\|$db\|f\|\|reserved\|"
+block rewind-where
+expect rewind-where 0 "where the server stands: WAL end, timeline, system id, the slot" \
+	'^[0-9A-F]+/[0-9A-F]+\|1\|[0-9]+\|[0-9A-F]+/[0-9A-F]+$'
 # output_plugin_libraries exists only on recent 15.x minors: where the
 # server lacks it, its blocks are skipped (and counted as seen).
 if it_pg_has_setting output_plugin_libraries; then

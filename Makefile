@@ -23,7 +23,7 @@ LIB_SRCS := src/common.c src/log.c src/config.c src/json_check.c src/w2j.c \
             src/route.c \
             src/lsn_tracker.c src/repl.c src/publisher.c src/relay.c \
             src/watchdog.c src/monitor.c src/health.c src/http.c src/alert.c \
-            src/hist.c src/cli.c
+            src/hist.c src/ledger.c src/cli.c
 MAIN_SRC := src/main.c
 LIB_OBJS := $(LIB_SRCS:src/%.c=$(BUILD)/obj/%.o)
 MAIN_OBJ := $(BUILD)/obj/main.o
@@ -31,7 +31,8 @@ MAIN_OBJ := $(BUILD)/obj/main.o
 UNIT_SRCS := $(wildcard tests/unit/*.c)
 UNIT_OBJS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/obj/unit/%.o)
 
-.PHONY: all deps check unit integration demo bench-smoke clean install
+.PHONY: all deps check unit integration demo bench-smoke clean install \
+        reliability soak
 
 all: $(BUILD)/outbox-relay
 
@@ -77,6 +78,16 @@ check: deps
 demo: deps
 	$(MAKE) all
 	tests/env/demo.sh
+
+# The fault matrix (docs/reliability.md): one row per scenario.
+reliability: deps
+	$(MAKE) all $(BUILD)/kafka-mock
+	tests/reliability/run.sh
+
+# The same with more rounds (F1 100 kills, a 300 s crash loop).
+soak: deps
+	$(MAKE) all $(BUILD)/kafka-mock
+	SOAK=1 tests/reliability/run.sh
 
 bench-smoke: deps
 	$(MAKE) all

@@ -35,6 +35,7 @@ struct relay_config {
 	char *route_by_field;
 	char *route_topic_replacement;
 	char *outbox_emit_prefix;   /* outbox_emit() messages; "" off */
+	char *slot_ledger_topic;    /* ledger.h; "" off */
 
 	int64_t status_interval_ms;
 	int64_t status_min_interval_ms;

@@ -66,7 +66,8 @@ enum pub_send_result {
 	PUB_FATAL,    /* producer is dead: tear down and replay */
 };
 
-/* Produces one record (key, value and headers are copied). */
+/* Produces one record (key, value and headers are copied; h may be
+ * NULL: no headers). */
 enum pub_send_result pub_send(struct publisher *p, const char *topic,
                               const char *key, size_t key_len,
                               const char *value, size_t value_len,

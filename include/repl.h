@@ -31,6 +31,7 @@ enum repl_err {
 
 struct repl_slot_info {
 	char plugin[64];
+	char database[64];
 	bool active;
 	int active_pid;
 	char wal_status[32];

@@ -28,6 +28,7 @@
 
 #include "cli.h"
 #include "health.h"
+#include "ledger.h"
 #include "repl.h"
 #include "route.h"
 #include "w2j.h"
@@ -52,6 +53,7 @@ enum cli_action {
 	CLI_SKIP_TXN,
 	CLI_DRY_RUN,
 	CLI_DRAIN,
+	CLI_ACCEPT_SLOT,
 };
 
 #define A(x) (1u << (x))
@@ -73,9 +75,11 @@ static const struct cli_flag {
 	{ "--skip-transaction", CLI_SKIP_TXN, true, 0 },
 	{ "--dry-run", CLI_DRY_RUN, false, 0 },
 	{ "--drain", CLI_DRAIN, false, 0 },
+	{ "--accept-slot", CLI_ACCEPT_SLOT, false, 0 },
 	{ "--if-not-exists", CLI_NONE, false, A(CLI_CREATE_SLOT) },
 	{ "--yes", CLI_NONE, false,
-	  A(CLI_DROP_SLOT) | A(CLI_ADVANCE_SLOT) | A(CLI_SKIP_TXN) },
+	  A(CLI_DROP_SLOT) | A(CLI_ADVANCE_SLOT) | A(CLI_SKIP_TXN) |
+	  A(CLI_ACCEPT_SLOT) },
 	{ "--json", CLI_NONE, false, A_ALL },
 	{ "--to-dlq", CLI_NONE, true, A(CLI_SKIP_TXN) },
 	{ "--max-events", CLI_NONE, true, A(CLI_DRY_RUN) },
@@ -989,6 +993,142 @@ bad:
 	return NULL;
 }
 
+/* ------------------------------------------------------------ slot ledger */
+
+/* The ledger key of the slot (ledger.h): the server's system identifier
+ * comes from IDENTIFY_SYSTEM, which any role that may stream can run. */
+static int cli_ledger_key(const struct relay_config *cfg, const char *database,
+                          char *key, size_t keylen, char *err, size_t errlen)
+{
+	PGconn *conn = cli_connect(cfg, true, 0, err, errlen);
+	PGresult *res;
+	int rc = -1;
+
+	if (conn == NULL)
+		return -1;
+	res = PQexec(conn, "IDENTIFY_SYSTEM");
+	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1) {
+		set_err(err, errlen, "IDENTIFY_SYSTEM: %s", res_text(res, conn));
+	} else if (ledger_key(PQgetvalue(res, 0, 0), database, cfg->slot_name, key,
+	                      keylen) < 0) {
+		set_err(err, errlen, "slot ledger key too long");
+	} else {
+		rc = 0;
+	}
+	PQclear(res);
+	PQfinish(conn);
+	return rc;
+}
+
+/* One read of the ledger (a reader opened for it). */
+static int cli_ledger_read(const struct relay_config *cfg, const char *key,
+                           bool create, struct ledger_entry *e, char *err,
+                           size_t errlen)
+{
+	struct ledger *l = ledger_open(cfg, err, errlen);
+	int rc;
+
+	if (l == NULL)
+		return -1;
+	rc = ledger_read(l, key, create, e, 10000, err, errlen);
+	ledger_close(l);
+	return rc;
+}
+
+/* Records in the slot ledger, before the slot moves there, that it is at
+ * lsn (what: who moves it): otherwise the relay would refuse the slot as
+ * moved behind its back. Returns 0 (also when the ledger is off), or -1
+ * after printing why; then the caller must not move the slot. */
+static int cli_ledger_record(const struct relay_config *cfg,
+                             const char *database, uint64_t lsn,
+                             const char *what)
+{
+	char key[256], err[1400], sysid[32];
+	char *value;
+	int rc;
+
+	if (cfg->slot_ledger_topic[0] == '\0')
+		return 0;
+	if (cli_ledger_key(cfg, database, key, sizeof(key), err, sizeof(err)) < 0) {
+		cli_err("slot ledger: %s", err);
+		return -1;
+	}
+	snprintf(sysid, sizeof(sysid), "%.*s", (int)strcspn(key, "/"), key);
+	value = ledger_value(sysid, database, cfg->slot_name, lsn, what);
+	rc = ledger_write(cfg, key, value, 10000, err, sizeof(err));
+	free(value);
+	if (rc < 0) {
+		cli_err("slot ledger: %s", err);
+		return -1;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------ --accept-slot */
+
+/* The relay refuses a slot whose position is past what the ledger holds
+ * (dropped and created again, advanced by hand). After an operator made
+ * sure that was deliberate, this records the slot's position as it is. */
+static int act_accept_slot(const struct relay_config *cfg,
+                           const struct cli_opts *o)
+{
+	const char *name = cfg->slot_name;
+	struct ledger_entry e;
+	struct cli_slot s;
+	char err[1400], key[256];
+	PGconn *conn;
+	int rc = RELAY_EXIT_UNAVAILABLE;
+
+	if (cfg->slot_ledger_topic[0] == '\0') {
+		cli_err("slot.ledger.topic is empty: there is no ledger to record in");
+		return RELAY_EXIT_CONFIG;
+	}
+	conn = cli_connect(cfg, false, 0, err, sizeof(err));
+	if (conn == NULL) {
+		cli_err("%s", err);
+		return RELAY_EXIT_UNAVAILABLE;
+	}
+	if (cli_slot_read(conn, name, &s, err, sizeof(err)) < 0) {
+		cli_err("%s", err);
+		goto out;
+	}
+	if ((rc = cli_slot_usable(&s, name, SLOT_ALLOW_ACTIVE)) != 0)
+		goto out;
+	rc = RELAY_EXIT_UNAVAILABLE;
+	if (cli_ledger_key(cfg, s.database, key, sizeof(key), err, sizeof(err)) < 0 ||
+	    cli_ledger_read(cfg, key, true, &e, err, sizeof(err)) < 0) {
+		cli_err("slot ledger: %s", err);
+		goto out;
+	}
+	if (e.found && s.confirmed_lsn <= e.lsn) {
+		printf("slot \"%s\" at " LSN_FMT " is not past the ledger's " LSN_FMT
+		       " (by %s at %s): nothing to accept\n", name,
+		       LSN_ARGS(s.confirmed_lsn), LSN_ARGS(e.lsn), e.by, e.at);
+		rc = RELAY_EXIT_OK;
+		goto out;
+	}
+	if (!o->yes) {
+		cli_err("refusing to accept slot \"%s\" at " LSN_FMT " without --yes: "
+		        "events committed after " LSN_FMT " and before it may never "
+		        "have been published", name, LSN_ARGS(s.confirmed_lsn),
+		        LSN_ARGS(e.found ? e.lsn : 0));
+		rc = RELAY_EXIT_USAGE;
+		goto out;
+	}
+	if (cli_ledger_record(cfg, s.database, s.confirmed_lsn, "accept-slot") < 0)
+		goto out;
+	fprintf(stderr, "AUDIT: slot %s accepted at " LSN_FMT " by user %s (the "
+	        "ledger had " LSN_FMT "%s%s)\n", name, LSN_ARGS(s.confirmed_lsn),
+	        s.user, LSN_ARGS(e.found ? e.lsn : 0), e.found ? ", by " : "",
+	        e.found ? e.by : "");
+	printf("slot \"%s\" accepted at " LSN_FMT ": the relay streams from it "
+	       "again\n", name, LSN_ARGS(s.confirmed_lsn));
+	rc = RELAY_EXIT_OK;
+out:
+	PQfinish(conn);
+	return rc;
+}
+
 /* ------------------------------------------------------------ --create-slot */
 
 static int create_exists(const struct cli_opts *o, const struct cli_slot *s,
@@ -1058,6 +1198,18 @@ static int act_create_slot(const struct relay_config *cfg,
 		cli_err("creating replication slot \"%s\": %s", name,
 		        res_text(res, conn));
 		goto out;
+	}
+	{
+		/* A slot created on purpose: recorded, so the relay takes it even
+		 * where the ledger knew an older slot of that name. */
+		uint64_t cp = 0;
+		const char *v = PQgetvalue(res, 0, 1);
+		if (lsn_parse(v, strlen(v), &cp) < 0 ||
+		    cli_slot_read(conn, name, &s, err, sizeof(err)) < 0 ||
+		    cli_ledger_record(cfg, s.database, cp, "create-slot") < 0)
+			cli_err("slot \"%s\" was created but not recorded in the slot "
+			        "ledger: if the relay refuses it, run outbox-relay "
+			        "--accept-slot --yes", name);
 	}
 	if (o->json) {
 		json_t *j = json_object();
@@ -1368,7 +1520,8 @@ out:
 /* Moves the slot to target with pg_replication_slot_advance and prints
  * the audit line. *moved_to gets the slot's new position. Returns 0 or
  * RELAY_EXIT_UNAVAILABLE. */
-static int cli_advance(PGconn *conn, const char *name, uint64_t from,
+static int cli_advance(const struct relay_config *cfg, PGconn *conn,
+                       const char *name, const char *database, uint64_t from,
                        uint64_t target, const char *user, uint64_t events,
                        const char *ids, const char *what, uint64_t *moved_to)
 {
@@ -1377,6 +1530,12 @@ static int cli_advance(PGconn *conn, const char *name, uint64_t from,
 	PGresult *res;
 	int rc = RELAY_EXIT_UNAVAILABLE;
 
+	/* The ledger first: a slot found past it is refused by the relay. */
+	if (cli_ledger_record(cfg, database, target,
+	                      what[0] ? "skip-transaction" : "advance-slot") < 0) {
+		cli_err("slot \"%s\" was not advanced", name);
+		return RELAY_EXIT_UNAVAILABLE;
+	}
 	snprintf(lsn, sizeof(lsn), LSN_FMT, LSN_ARGS(target));
 	res = PQexecParams(conn, "SELECT end_lsn::text FROM "
 	                   "pg_catalog.pg_replication_slot_advance($1, $2::pg_lsn)",
@@ -1463,8 +1622,8 @@ static int act_advance_slot(const struct relay_config *cfg,
 		       (unsigned long long)t.txns, pl(t.txns),
 		       t.nids ? " (ids: " : "", ids, t.nids ? ")" : "");
 	fflush(stdout);
-	rc = cli_advance(conn, name, s.confirmed_lsn, target, s.user, t.events,
-	                 ids, "", &moved);
+	rc = cli_advance(cfg, conn, name, s.database, s.confirmed_lsn, target,
+	                 s.user, t.events, ids, "", &moved);
 	if (rc != 0)
 		goto out;
 	if (o->json) {
@@ -1833,8 +1992,8 @@ static int act_skip_txn(const struct relay_config *cfg,
 	         (long long)k.want_xid,
 	         k.produced ? ", published first to dead-letter topic " : "",
 	         k.produced ? o->dlq_topic : "");
-	if (cli_advance(conn, name, s.confirmed_lsn, k.commit_end, s.user,
-	                k.events, ids, what, &moved) != 0)
+	if (cli_advance(cfg, conn, name, s.database, s.confirmed_lsn, k.commit_end,
+	                s.user, k.events, ids, what, &moved) != 0)
 		goto out;
 	if (moved != k.commit_end) {
 		cli_err("slot \"%s\" ended at " LSN_FMT ", not at the commit end "
@@ -2585,6 +2744,45 @@ static void check_slot(struct cli_checks *c, const struct cli_slot *s,
 	}
 }
 
+/* The slot against the slot ledger, as the relay will check it (read
+ * only: a missing topic is not created here). */
+static void check_ledger(struct cli_checks *c, const struct relay_config *cfg,
+                         const struct cli_slot *s)
+{
+	struct ledger_entry e;
+	char err[1400], key[256];
+
+	if (cfg->slot_ledger_topic[0] == '\0') {
+		check_item(c, "slot_ledger", CHECK_WARN, 0, "set slot.ledger.topic",
+		           "off: a slot dropped and created again would not be noticed");
+		return;
+	}
+	if (cli_ledger_key(cfg, s->database, key, sizeof(key), err,
+	                   sizeof(err)) < 0 ||
+	    cli_ledger_read(cfg, key, false, &e, err, sizeof(err)) < 0) {
+		check_item(c, "slot_ledger", CHECK_FAIL, RELAY_EXIT_UNAVAILABLE,
+		           "the relay confirms nothing it cannot record there",
+		           "%s", err);
+		return;
+	}
+	if (ledger_check(&e, cfg->slot_name, s->confirmed_lsn, err,
+	                 sizeof(err)) < 0) {
+		check_item(c, "slot_ledger", CHECK_FAIL, RELAY_EXIT_UNAVAILABLE, NULL,
+		           "%s", err);
+		return;
+	}
+	if (e.found)
+		check_item(c, "slot_ledger", CHECK_OK, 0, NULL, "%s: slot at " LSN_FMT
+		           ", recorded " LSN_FMT " (by %s at %s)",
+		           cfg->slot_ledger_topic, LSN_ARGS(s->confirmed_lsn),
+		           LSN_ARGS(e.lsn), e.by, e.at);
+	else
+		check_item(c, "slot_ledger", CHECK_OK, 0, NULL, "%s: %s; the relay's "
+		           "first confirm records the slot", cfg->slot_ledger_topic,
+		           e.no_topic ? "no such topic yet (the relay creates it, "
+		                        "compacted)" : "no record of the slot yet");
+}
+
 static void check_postgres(struct cli_checks *c, const struct relay_config *cfg,
                            int64_t timeout_ms)
 {
@@ -2620,6 +2818,8 @@ static void check_postgres(struct cli_checks *c, const struct relay_config *cfg,
 	check_table(c, conn, cfg);
 	if (slot_read)
 		check_slot(c, &s, cfg->slot_name);
+	if (slot_read && s.exists && s.confirmed_known)
+		check_ledger(c, cfg, &s);
 	PQfinish(conn);
 }
 
@@ -3032,6 +3232,8 @@ int cli_main(const struct relay_config *cfg, int argc, char **argv)
 		return act_dry_run(cfg, &o);
 	case CLI_DRAIN:
 		return act_drain(cfg, &o, argc, argv);
+	case CLI_ACCEPT_SLOT:
+		return act_accept_slot(cfg, &o);
 	case CLI_NONE:
 		break;
 	}

@@ -57,6 +57,10 @@ static const struct cfg_key cfg_keys[] = {
 	{ "route.topic.replacement", CFG_STR, OFF(route_topic_replacement),
 	  "outbox.event.${routedByValue}", 0, 0, CFG_F_REQUIRED,
 	  "topic template; ${routedByValue} is the route.by.field value" },
+	{ "slot.ledger.topic", CFG_STR, OFF(slot_ledger_topic), "outbox-relay.slots",
+	  0, 0, 0, "compacted Kafka topic recording every position the slot is "
+	  "moved to (by the relay and the runbook CLI), so that a slot dropped "
+	  "and created again is refused; empty: off" },
 	{ "outbox.emit.prefix", CFG_STR, OFF(outbox_emit_prefix), "", 0, 0,
 	  0, "logical message prefix of outbox_emit() events (sql/emit.sql), e.g. "
 	  "outbox; empty (default) off: any role that can connect can emit messages" },

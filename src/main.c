@@ -69,6 +69,8 @@ static void usage(FILE *out)
 	        "                              print pending events as JSON, publish nothing\n"
 	        "      --drain [--timeout-ms=N]\n"
 	        "                              run until caught up with the WAL at start\n"
+	        "      --accept-slot --yes     record the slot's position in the slot\n"
+	        "                              ledger after a deliberate recreate\n"
 	        "\n"
 	        "Options:\n"
 	        "  -c, --config=FILE      read key = value lines from FILE\n"
@@ -127,6 +129,7 @@ int main(int argc, char **argv)
 		{ "max-events", required_argument, NULL, 'R' },
 		{ "timeout-ms", required_argument, NULL, 'R' },
 		{ "drain", no_argument, NULL, 'R' },
+		{ "accept-slot", no_argument, NULL, 'R' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct relay_config cfg;

@@ -462,7 +462,7 @@ enum pub_send_result pub_send(struct publisher *p, const char *topic,
 
 	warm_topic(p, topic);
 	hdrs = rd_kafka_headers_new(ROUTE_H_COUNT);
-	for (int i = 0; i < ROUTE_H_COUNT; i++)
+	for (int i = 0; h != NULL && i < ROUTE_H_COUNT; i++)
 		if (h->value[i] != NULL)
 			rd_kafka_header_add(hdrs, h->name[i], -1, h->value[i],
 			                    (ssize_t)h->len[i]);

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "hist.h"
+#include "ledger.h"
 #include "log.h"
 #include "lsn_tracker.h"
 #include "monitor.h"
@@ -26,6 +27,10 @@
 #include "w2j.h"
 
 #define READ_BUDGET 4096          /* frames per loop turn, keeps timers fair */
+#define LEDGER_TOKEN UINT64_MAX   /* delivery token of the ledger's records */
+#define LEDGER_READ_TIMEOUT_MS 2000 /* blocks the loop: well within
+                                     * http.livez.timeout.ms */
+#define LEDGER_RETRY_US (10 * INT64_C(1000000)) /* after a failed read */
 #define SESSION_STABLE_US (30 * INT64_C(1000000))
 
 enum relay_state {
@@ -108,6 +113,15 @@ struct relay {
 	 * record, so the healthy records before the refused one get through
 	 * and the refused one is named. 0/0: off. */
 	uint64_t iso_from, iso_to;
+	/* The slot ledger (ledger.h): the relay confirms nothing past what
+	 * the ledger holds for the slot; it records the watermark first. */
+	struct ledger *ledger;          /* owned; the reader, NULL until used */
+	char ledger_key[256];           /* "" while the ledger is off */
+	bool ledger_verified;           /* this session's slot was checked */
+	int64_t ledger_retry_us;        /* when to try reading it again */
+	uint64_t ledger_lsn;            /* recorded and acked */
+	uint64_t ledger_sending;        /* a record for this in flight; 0 none */
+	int64_t ledger_sent_us;         /* when the last one was produced */
 	/* The backstop: the same transaction failing again and again. */
 	uint64_t replay_lsn;            /* its commit end */
 	int64_t replay_count;           /* failures in a row */
@@ -229,6 +243,24 @@ static void on_dr(void *opaque, const struct pub_report *rep)
 	const struct lsn_txn *t;
 	int64_t ts = 0;
 
+	if (rep->token == LEDGER_TOKEN) {
+		uint64_t lsn = r->ledger_sending;
+		r->ledger_sending = 0;
+		/* An ack counts even while stopping: the final confirm needs it. */
+		if (rep->ok) {
+			if (lsn > r->ledger_lsn)
+				r->ledger_lsn = lsn;
+			return;
+		}
+		if (r->tearing_down || r->stopping)
+			return;
+		snprintf(r->replay_err, sizeof(r->replay_err), "%.200s", rep->errstr);
+		log_error("kafka: writing the slot ledger failed: %s; the producer is "
+		          "rebuilt and the slot replays", rep->errstr);
+		r->restart_pending = true;
+		r->restart_kafka = true;
+		return;
+	}
 	r->win_events--;
 	r->win_bytes -= rep->bytes;
 	r->queue_full = false;
@@ -279,6 +311,67 @@ static int64_t status_period_us(const struct relay *r)
 
 static void send_status_req(struct relay *r, bool force_log, bool ping);
 
+/* What may be confirmed now: the watermark, bounded by the server's WAL
+ * end and by what the slot ledger holds. */
+static uint64_t confirm_target(const struct relay *r)
+{
+	uint64_t t = lsn_confirmable(&r->lt);
+
+	if (t > r->server_wal_end)
+		t = r->server_wal_end;
+	if (r->ledger_key[0] != '\0' &&
+	    t > (r->ledger_verified ? r->ledger_lsn : r->lt.confirmed))
+		t = r->ledger_verified ? r->ledger_lsn : r->lt.confirmed;
+	return t;
+}
+
+static bool confirm_due(const struct relay *r)
+{
+	return confirm_target(r) > r->lt.confirmed;
+}
+
+/* The ledger is behind the watermark: a record is due. */
+static bool ledger_due(const struct relay *r)
+{
+	uint64_t w = lsn_confirmable(&r->lt);
+
+	if (w > r->server_wal_end)
+		w = r->server_wal_end;
+	return r->ledger_key[0] != '\0' && r->ledger_verified && r->pub != NULL &&
+	       r->have_rs && r->ledger_sending == 0 && w > r->ledger_lsn &&
+	       w > r->lt.confirmed;
+}
+
+/* Records the watermark in the slot ledger, through the relay's own
+ * producer; the confirm follows its ack (on_dr). */
+static void ledger_record(struct relay *r, int64_t now)
+{
+	uint64_t w = lsn_confirmable(&r->lt);
+	char err[256], *value;
+
+	if (w > r->server_wal_end)
+		w = r->server_wal_end;
+	value = ledger_value(r->rs.system_id, r->rs.slot.database,
+	                     r->cfg->slot_name, w, "relay");
+	switch (pub_send(r->pub, r->cfg->slot_ledger_topic, r->ledger_key,
+	                 strlen(r->ledger_key), value, strlen(value), NULL,
+	                 LEDGER_TOKEN, err, sizeof(err))) {
+	case PUB_SENT:
+		r->ledger_sending = w;
+		r->ledger_sent_us = now;
+		break;
+	case PUB_FULL:
+		break; /* the next turn tries again */
+	case PUB_REJECTED:
+	case PUB_FATAL:
+		log_error("kafka: writing the slot ledger: %s", err);
+		r->restart_pending = true;
+		r->restart_kafka = true;
+		break;
+	}
+	free(value);
+}
+
 static void send_status(struct relay *r, bool force_log)
 {
 	send_status_req(r, force_log, false);
@@ -303,6 +396,11 @@ static void send_status_req(struct relay *r, bool force_log, bool ping)
 		          LSN_ARGS(r->server_wal_end));
 		flush = r->server_wal_end;
 	}
+	/* Nothing past what the slot ledger holds: a slot moved past it is
+	 * refused at the next start (a recreated slot). */
+	if (r->ledger_key[0] != '\0' &&
+	    flush > (r->ledger_verified ? r->ledger_lsn : r->lt.confirmed))
+		flush = r->ledger_verified ? r->ledger_lsn : r->lt.confirmed;
 	if (flush < r->lt.confirmed)
 		flush = r->lt.confirmed;
 	recv = r->lt.received_lsn > flush ? r->lt.received_lsn : flush;
@@ -481,6 +579,74 @@ static void permanent_error(struct relay *r, enum repl_err rc, const char *err)
 	begin_stop(r, code);
 }
 
+/* Reads the slot's ledger record and checks the slot against it (see
+ * ledger_session_start()). Returns false when the slot is refused (the
+ * relay stops); a failed read returns true with ledger_verified still
+ * false and a retry scheduled: the session streams on, but nothing past
+ * the slot's own position is confirmed before the check. */
+static bool ledger_verify(struct relay *r, int64_t now)
+{
+	struct ledger_entry e;
+	char err[1024];
+
+	if (r->ledger == NULL &&
+	    (r->ledger = ledger_open(r->cfg, err, sizeof(err))) == NULL) {
+		log_error("slot ledger: %s", err);
+		begin_stop(r, RELAY_EXIT_CONFIG);
+		return false;
+	}
+	if (ledger_read(r->ledger, r->ledger_key, true, &e, LEDGER_READ_TIMEOUT_MS,
+	                err, sizeof(err)) < 0) {
+		if (r->ledger_retry_us == 0)
+			log_warn("%s; streaming on, but nothing is confirmed past the "
+			         "slot's position until the ledger can be read (retried "
+			         "every %lld s)", err,
+			         (long long)(LEDGER_RETRY_US / 1000000));
+		r->ledger_retry_us = now + LEDGER_RETRY_US;
+		return true;
+	}
+	if (r->ledger_retry_us != 0)
+		log_info("slot ledger: read again");
+	r->ledger_retry_us = 0;
+	if (ledger_check(&e, r->cfg->slot_name, r->rs.slot.confirmed_flush, err,
+	                 sizeof(err)) < 0) {
+		log_error("%s", err);
+		snprintf(r->reason, sizeof(r->reason), "the slot was moved without "
+		         "the relay (see the log)");
+		begin_stop(r, RELAY_EXIT_UNAVAILABLE);
+		return false;
+	}
+	if (!e.found)
+		log_info("slot ledger: no record of slot \"%s\" in %s yet; the first "
+		         "confirm writes one", r->cfg->slot_name,
+		         r->cfg->slot_ledger_topic);
+	if (e.found && e.lsn > r->ledger_lsn)
+		r->ledger_lsn = e.lsn;
+	else if (!e.found)
+		r->ledger_lsn = 0;
+	r->ledger_verified = true;
+	return true;
+}
+
+/* The slot against the ledger, at the start of every session. Returns
+ * false when the session cannot go on (the slot is refused). */
+static bool ledger_session_start(struct relay *r)
+{
+	r->ledger_key[0] = '\0';
+	r->ledger_verified = false;
+	r->ledger_retry_us = 0;
+	if (r->cfg->slot_ledger_topic[0] == '\0')
+		return true;
+	if (ledger_key(r->rs.system_id, r->rs.slot.database, r->cfg->slot_name,
+	               r->ledger_key, sizeof(r->ledger_key)) < 0) {
+		log_error("slot ledger: key for slot \"%s\" too long",
+		          r->cfg->slot_name);
+		begin_stop(r, RELAY_EXIT_CONFIG);
+		return false;
+	}
+	return ledger_verify(r, now_mono_us());
+}
+
 static void try_connect(struct relay *r)
 {
 	enum lsn_resume resume;
@@ -532,6 +698,8 @@ static void try_connect(struct relay *r)
 			rewound_stop(r);
 			return;
 		}
+		if (!ledger_session_start(r))
+			return;
 		/* At once, not after status.interval.ms: a relay restarted often
 		 * must still confirm, and pg_stat_replication shows it alive. */
 		send_status(r, false);
@@ -783,9 +951,15 @@ static int compute_timeout(const struct relay *r, int64_t now)
 
 	if (r->have_rs && r->last_status_us + status_period_us(r) - now < t)
 		t = r->last_status_us + status_period_us(r) - now;
-	if (r->have_rs && lsn_confirm_due(&r->lt) &&
+	if (r->have_rs && confirm_due(r) &&
 	    r->last_status_us + r->cfg->status_min_interval_ms * 1000 - now < t)
 		t = r->last_status_us + r->cfg->status_min_interval_ms * 1000 - now;
+	if (ledger_due(r) &&
+	    r->ledger_sent_us + r->cfg->status_min_interval_ms * 1000 - now < t)
+		t = r->ledger_sent_us + r->cfg->status_min_interval_ms * 1000 - now;
+	if (r->have_rs && r->ledger_key[0] != '\0' && !r->ledger_verified &&
+	    r->ledger_retry_us - now < t)
+		t = r->ledger_retry_us - now;
 	if ((r->state == ST_BACKOFF || r->state == ST_STANDBY) &&
 	    r->retry_at_us - now < t)
 		t = r->retry_at_us - now;
@@ -842,7 +1016,10 @@ static void drain_signals(struct relay *r, int sigfd)
  * acked, or the shutdown timeout ran out. */
 static bool drained(struct relay *r, int64_t now)
 {
-	if (r->lt.inflight == 0 || r->pub == NULL)
+	/* Acked, and recorded in the ledger so the final update confirms it. */
+	bool ledger_behind = ledger_due(r) || r->ledger_sending != 0;
+
+	if (r->pub == NULL || (r->lt.inflight == 0 && !ledger_behind))
 		return true;
 	if (now >= r->drain_deadline_us) {
 		log_warn("shutdown timeout: %llu events not acked; the slot replays "
@@ -1047,13 +1224,23 @@ int relay_run(const struct relay_config *cfg, int sigfd)
 		if (r->have_rs && !r->restart_pending)
 			read_stream(r);
 
+		/* A ledger that could not be read at the session's start. */
+		if (r->have_rs && !r->restart_pending && !r->stopping &&
+		    r->ledger_key[0] != '\0' && !r->ledger_verified &&
+		    now >= r->ledger_retry_us)
+			(void)ledger_verify(r, now);
+		/* The ledger first (at most one record per status.min.interval.
+		 * ms), then the confirm it allows. */
+		if (!r->restart_pending && ledger_due(r) &&
+		    now - r->ledger_sent_us >= r->cfg->status_min_interval_ms * 1000)
+			ledger_record(r, now);
 		/* Status updates go out as soon as the watermark moves (at most
 		 * one per status.min.interval.ms), and on the keepalive timer
 		 * whatever else is happening, also while Kafka is stalled and
 		 * reads are paused. */
 		if (r->have_rs && !r->restart_pending &&
 		    (r->reply_now || now - r->last_status_us >= status_period_us(r) ||
-		     (lsn_confirm_due(&r->lt) &&
+		     (confirm_due(r) &&
 		      now - r->last_status_us >=
 		          r->cfg->status_min_interval_ms * 1000))) {
 			send_status(r, false);
@@ -1109,6 +1296,7 @@ int relay_run(const struct relay_config *cfg, int sigfd)
 	unacked = r->win_events; /* finish() purges what is left */
 	finish(r);
 	mon_stop(r->mon);
+	ledger_close(r->ledger);
 	getrusage(RUSAGE_SELF, &ru);
 	log_stats(r, "summary");
 	log_info("summary: peak_rss_kb=%ld unacked_at_exit=%llu exit=%d",

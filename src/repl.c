@@ -324,7 +324,7 @@ static enum repl_err check_slot(struct repl_stream *rs, const char *slot,
 	         "SELECT plugin, slot_type, database = current_database(), active, "
 	         "coalesce(active_pid, 0), coalesce(wal_status, ''), "
 	         "coalesce(confirmed_flush_lsn::text, ''), "
-	         "coalesce(restart_lsn::text, '') "
+	         "coalesce(restart_lsn::text, ''), coalesce(database::text, '') "
 	         "FROM pg_catalog.pg_replication_slots WHERE slot_name = %s", lit);
 	PQfreemem(lit);
 	res = PQexec(PGC(rs), sql);
@@ -355,6 +355,8 @@ static enum repl_err check_slot(struct repl_stream *rs, const char *slot,
 		goto out;
 	}
 	snprintf(rs->slot.plugin, sizeof(rs->slot.plugin), "%s", PQgetvalue(res, 0, 0));
+	snprintf(rs->slot.database, sizeof(rs->slot.database), "%s",
+	         PQgetvalue(res, 0, 8));
 	snprintf(rs->slot.wal_status, sizeof(rs->slot.wal_status), "%s",
 	         PQgetvalue(res, 0, 5));
 	rs->slot.active = strcmp(PQgetvalue(res, 0, 3), "t") == 0;

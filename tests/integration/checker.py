@@ -16,11 +16,23 @@
 # transaction must take their aggregates in ascending id order (no
 # deadlocks); the pgbench script from `pgbench-script` does.
 #
+# The rich workload (setup-sql --rich, pgbench-script --rich) adds, in the
+# same transaction as each event: a ledger row (agg_ledger: agg, seq, id;
+# it commits or rolls back with the event, so it is the independent
+# record of what was committed), a row of another table (noise), and a
+# payload "note" of unicode and control characters derived from (agg,
+# seq) (checked with --notes). Each event is, at random, an outbox row
+# (mode 0), an outbox row deleted again in its transaction (mode 1: the
+# insert is still decoded and published) or an outbox_emit() message
+# (mode 2: sql/emit.sql, relay with outbox.emit.prefix=outbox).
+#
 # Usage:
 #   checker.py --self-test
-#   checker.py setup-sql --type T --aggs N      SQL: agg_seq, emit()
+#   checker.py setup-sql --type T --aggs N [--rich]   SQL: agg_seq, emit()
 #   checker.py pgbench-script --aggs N [--rollback-pct P] [--multi-pct P]
+#                             [--rich [--delete-pct P] [--emit-pct P]]
 #   checker.py check --expected FILE [--ids FILE] [--topic T] [--no-dups]
+#                    [--faults N] [--notes]
 #                    [--covered LSN=SNAPSHOT]... [--quiet] RECORDS.json...
 #
 # check: RECORDS are kcat -C -J outputs (one JSON object a line: topic,
@@ -43,10 +55,20 @@
 #   (f) with --covered LSN=SNAPSHOT (repeatable): SNAPSHOT is a kcat -J
 #       consume taken while the slot's confirmed_flush_lsn was LSN and no
 #       relay ran; every event whose commit end (pg_lsn, from RECORDS) is
-#       <= LSN must be in it: PostgreSQL was told it was in Kafka.
-# Prints one summary line. Exit status: 0 all good; 1 a violation (or
-# duplicates with --no-dups); 2 only events missing so far (a caller may
-# consume again and retry); 3 bad input or usage.
+#       <= LSN must be in it: PostgreSQL was told it was in Kafka;
+#   (g) with --faults N (the harness injected N faults): a key's records
+#       read 1, 2, 3, ... and a re-delivery may only repeat a suffix: each
+#       record is the next seq, or a restart at an earlier seq from which
+#       the following records count up again (A1 A2 A3 A2 A3 A4), at most
+#       N restarts per key; anything else (A1 A2 A1 A3, A1 A3 A2) is an
+#       order violation. --faults 0: no duplicate at all;
+#   (h) with --notes: each payload's "note" is the text the rich workload
+#       derives from (agg, seq), byte for byte after JSON decoding.
+# Prints one summary line (committed, consumed, missing, duplicates,
+# leaked = rolled back but published, order violations, keys split over
+# partitions, ...). Exit status: 0 all good; 1 a violation (or duplicates
+# with --no-dups); 2 only events missing so far (a caller may consume
+# again and retry); 3 bad input or usage.
 import argparse
 import io
 import json
@@ -78,10 +100,61 @@ def lsn_fmt(v):
 
 # ---------------------------------------------------------------- writer SQL
 
-def setup_sql(agg_type, aggs):
+def note_of(agg, seq):
+    """The rich workload's payload note for (agg, seq); the SQL in
+    setup_sql(rich=True) builds the same text."""
+    return f'ü€😀 "q" \\ {chr(1 + seq % 31)}\t{agg}:{seq}'
+
+
+RICH_SQL = """
+CREATE TABLE agg_ledger (
+    agg  text   NOT NULL,
+    seq  int    NOT NULL,
+    id   uuid   NOT NULL,
+    mode int    NOT NULL,
+    PRIMARY KEY (agg, seq)
+);
+CREATE TABLE noise (id int PRIMARY KEY, n bigint NOT NULL DEFAULT 0);
+INSERT INTO noise SELECT i FROM generate_series(1, 16) AS i;
+-- One event in the rich workload: the next seq under the row lock, a
+-- ledger row in the same transaction, a row of another table, and the
+-- event as an outbox row (mode 0), a row deleted again (1) or an
+-- outbox_emit() message (2). Returns the event id.
+CREATE FUNCTION emit_rich(p_id int, p_rb boolean, p_mode int) RETURNS uuid
+LANGUAGE plpgsql AS $$
+DECLARE
+    v_agg  text;
+    v_n    int;
+    v_id   uuid;
+    v_pl   jsonb;
+BEGIN
+    UPDATE agg_seq SET n = n + 1 WHERE id = p_id RETURNING agg, n
+        INTO STRICT v_agg, v_n;
+    v_pl := jsonb_build_object('agg', v_agg, 'seq', v_n, 'note',
+                'ü€😀 "q" \\ ' || chr(1 + v_n %% 31) || E'\t' || v_agg || ':' || v_n)
+            || CASE WHEN p_rb THEN '{"rb": true}'::jsonb ELSE '{}'::jsonb END;
+    IF p_mode = 2 THEN
+        v_id := public.outbox_emit('%(type)s', v_agg, 'SeqEvent', v_pl);
+    ELSE
+        INSERT INTO outbox (aggregate_type, aggregate_id, event_type, payload)
+        VALUES ('%(type)s', v_agg, 'SeqEvent', v_pl) RETURNING id INTO v_id;
+        IF p_mode = 1 THEN
+            DELETE FROM outbox WHERE id = v_id;
+        END IF;
+    END IF;
+    INSERT INTO agg_ledger VALUES (v_agg, v_n, v_id, p_mode);
+    UPDATE noise SET n = n + 1 WHERE id = 1 + (v_n %% 16);
+    RETURN v_id;
+END
+$$;
+"""
+
+
+def setup_sql(agg_type, aggs, rich=False):
     if not re.match(r"^[A-Za-z0-9_.-]+$", agg_type):
         raise InputError("--type must match [A-Za-z0-9_.-]+")
-    return f"""\
+    extra = RICH_SQL % {"type": agg_type} if rich else ""
+    return extra + f"""\
 CREATE TABLE agg_seq (
     id  int  PRIMARY KEY,
     agg text NOT NULL UNIQUE,
@@ -109,11 +182,36 @@ $$;
 """
 
 
-def pgbench_script(aggs, rollback_pct, multi_pct):
+def pgbench_script(aggs, rollback_pct, multi_pct, rich=False, delete_pct=15,
+                   emit_pct=15):
     aggs = int(aggs)
     if aggs < 2:
         raise InputError("--aggs must be at least 2")
     half = aggs // 2
+    if rich:
+        # mode: 2 (outbox_emit) under emit_pct, 1 (insert then delete)
+        # under the next delete_pct, else 0 (a row).
+        e, d = int(emit_pct), int(emit_pct) + int(delete_pct)
+        return f"""\
+\\set a random(1, {aggs})
+\\set r random(1, 100)
+\\set m random(1, 100)
+\\set k random(1, 100)
+\\set lo random(1, {half})
+\\set hi random({half + 1}, {aggs})
+BEGIN;
+\\if :m <= {int(multi_pct)}
+SELECT emit_rich(:lo, :r <= {int(rollback_pct)}, CASE WHEN :k <= {e} THEN 2 WHEN :k <= {d} THEN 1 ELSE 0 END);
+SELECT emit_rich(:hi, :r <= {int(rollback_pct)}, CASE WHEN :k > {d} THEN 2 ELSE 0 END);
+\\else
+SELECT emit_rich(:a, :r <= {int(rollback_pct)}, CASE WHEN :k <= {e} THEN 2 WHEN :k <= {d} THEN 1 ELSE 0 END);
+\\endif
+\\if :r <= {int(rollback_pct)}
+ROLLBACK;
+\\else
+COMMIT;
+\\endif
+"""
     # Two-event transactions take a < b, in that order: no deadlocks.
     return f"""\
 \\set a random(1, {aggs})
@@ -238,8 +336,10 @@ def where(r):
     return f"{r['topic']}[{r['partition']}]@{r['offset']}"
 
 
-def check(recs, expected, ids=None, topic=None, no_dups=False, covered=()):
+def check(recs, expected, ids=None, topic=None, no_dups=False, covered=(),
+          faults=None, notes=False):
     res = Result()
+    leaked = 0
     # Offsets are unique per topic-partition: a repeated one means the
     # input was consumed twice or is corrupt, not a relay duplicate.
     seen_off = {}
@@ -274,8 +374,12 @@ def check(recs, expected, ids=None, topic=None, no_dups=False, covered=()):
         agg, seq = p["agg"], p["seq"]
         r["_ev"] = (agg, seq)
         if p.get("rb") is True:
+            leaked += 1
             res.bad("rolled_back", f"{w}: ({agg}, {seq}) comes from a "
                     f"rolled-back transaction (payload rb=true)")
+        if notes and p.get("note") != note_of(agg, seq):
+            res.bad("note", f"{w}: ({agg}, {seq}) note {p.get('note')!r}, "
+                    f"want {note_of(agg, seq)!r}")
         if key != agg:
             res.bad("key", f"{w}: key {key!r} but payload agg {agg!r}")
         h = headers_of(r)
@@ -331,8 +435,33 @@ def check(recs, expected, ids=None, topic=None, no_dups=False, covered=()):
 
     # (c) one partition per key, first occurrences in order.
     replays = 0
+    split = 0
     for key, rs in per_key.items():
+        if faults is not None:
+            # (g) next seq, or a restart from which the records count up
+            # again: a replay repeats a suffix, at most `faults` times.
+            prev, restarts = 0, 0
+            for r in rs:
+                ev = r.get("_ev")
+                if ev is None:
+                    continue
+                seq = ev[1]
+                if seq == prev + 1:
+                    prev = seq
+                    continue
+                if seq <= prev:
+                    restarts += 1
+                    if restarts > faults:
+                        res.bad("order", f"key {key!r}: seq {seq} at {where(r)} "
+                                f"repeats after seq {prev}: restart {restarts} "
+                                f"with {faults} fault(s) recorded")
+                else:
+                    res.bad("order", f"key {key!r}: seq {seq} at {where(r)} "
+                            f"follows seq {prev}: a re-delivery must repeat a "
+                            f"suffix, counting up from where it restarts")
+                prev = seq
         if len(key_parts[key]) > 1:
+            split += 1
             res.bad("partition", f"key {key!r} is in several partitions: "
                     f"{sorted(key_parts[key])}")
             continue
@@ -408,6 +537,10 @@ def check(recs, expected, ids=None, topic=None, no_dups=False, covered=()):
 
     dup_events = sum(1 for c in copies.values() if c > 1)
     res.stats = {
+        "committed": sum(expected.values()),
+        "leaked": leaked,
+        "order_violations": sum(1 for k, _ in res.violations if k == "order"),
+        "split_keys": split,
         "records": sum(copies.values()),
         "events": len(events),
         "expected": sum(expected.values()),
@@ -433,9 +566,12 @@ def report(res, no_dups, quiet=False):
                EXIT_INCOMPLETE: "INCOMPLETE"}[code]
     line = ("checker: %s records=%d events=%d expected=%d missing=%d "
             "duplicates=%d dup_events=%d replays=%d aggregates=%d max_pg_lsn=%s"
+            " committed=%d consumed=%d leaked=%d order_violations=%d "
+            "split_keys=%d"
             % (verdict, s["records"], s["events"], s["expected"], s["missing"],
                s["duplicates"], s["dup_events"], s["replays"], s["aggregates"],
-               s["max_pg_lsn"]))
+               s["max_pg_lsn"], s["committed"], s["records"], s["leaked"],
+               s["order_violations"], s["split_keys"]))
     print(line)
     if not quiet:
         for kind, msg in res.violations[:MAX_SHOWN * 3]:
@@ -463,7 +599,7 @@ def cmd_check(args):
             raise InputError(f"--covered {spec!r}: want LSN=FILE")
         covered.append((lsn, path, read_records([path])))
     res = check(recs, expected, ids=ids, topic=args.topic, no_dups=args.no_dups,
-                covered=covered)
+                covered=covered, faults=args.faults, notes=args.notes)
     return report(res, args.no_dups, args.quiet)
 
 
@@ -566,6 +702,31 @@ def self_test():
         ("confirmed event not in Kafka", stream([1, 2, 3]), exp,
          {"covered": [(0x1200, "snap", stream([1], (1, 2)))]}, EXIT_VIOLATION,
          "confirmed_unpublished"),
+        ("--faults 1: replayed suffix A1 A2 A3 A2 A3", stream([1, 2, 3, 2, 3]),
+         exp, {"faults": 1}, EXIT_OK, None),
+        ("--faults 1: restart then on to new A1 A2 A1 A2 A3", stream([1, 2, 1, 2, 3]),
+         exp, {"faults": 1}, EXIT_OK, None),
+        ("--faults 1: not a suffix A1 A2 A1 A3", stream([1, 2, 1, 3]), exp,
+         {"faults": 1}, EXIT_VIOLATION, "order"),
+        ("--faults 0: a replay without a fault", stream([1, 2, 3, 2, 3]), exp,
+         {"faults": 0}, EXIT_VIOLATION, "order"),
+        ("--faults 1: two restarts A1 A2 A1 A2 A1 A2 A3",
+         stream([1, 2, 1, 2, 1, 2, 3]), exp, {"faults": 1}, EXIT_VIOLATION, "order"),
+        ("--faults 2: two restarts A1 A2 A1 A2 A1 A2 A3",
+         stream([1, 2, 1, 2, 1, 2, 3]), exp, {"faults": 2}, EXIT_OK, None),
+        ("--faults 3: a gap A1 A3 A2", stream([1, 3, 2]), exp, {"faults": 3},
+         EXIT_VIOLATION, "order"),
+        ("--notes: note as derived", stream([1, 2, 3]), exp, {"notes": True},
+         EXIT_VIOLATION, "note"),
+        ("--notes: right notes", [_rec(T, 0, i, A, q, payload=json.dumps(
+            {"agg": A, "seq": q, "note": note_of(A, q)})) for i, q in
+            enumerate([1, 2, 3])] + [_rec(T, 1, i, B, q, payload=json.dumps(
+            {"agg": B, "seq": q, "note": note_of(B, q)})) for i, q in
+            enumerate([1, 2])], exp, {"notes": True}, EXIT_OK, None),
+        ("--notes: a control character lost", [_rec(T, 0, i, A, q, payload=json.dumps(
+            {"agg": A, "seq": q, "note": note_of(A, q).replace("\t", " ")}))
+            for i, q in enumerate([1, 2, 3])] + stream([], (1, 2)), exp,
+         {"notes": True}, EXIT_VIOLATION, "note"),
         ("id differs from the outbox row", stream([1, 2, 3]), exp,
          {"ids": {(A, 1): "id-st-1-1", (A, 2): "xx", (A, 3): "id-st-1-3",
                   (B, 1): "id-st-2-1", (B, 2): "id-st-2-2"}}, EXIT_VIOLATION, "id"),
@@ -616,6 +777,8 @@ def self_test():
         try:
             assert "\\if :r <= 10" in pgbench_script(200, 10, 25)
             assert "CREATE FUNCTION emit" in setup_sql("st", 3)
+            assert "CREATE FUNCTION emit_rich" in setup_sql("st", 3, True)
+            assert "emit_rich(:a" in pgbench_script(20, 10, 25, True)
             print("self-test: ok: writer SQL renders")
         except AssertionError:
             print("self-test: FAILED: writer SQL renders")
@@ -639,15 +802,21 @@ def main(argv=None):
     c.add_argument("--topic")
     c.add_argument("--no-dups", action="store_true")
     c.add_argument("--covered", action="append", metavar="LSN=SNAPSHOT")
+    c.add_argument("--faults", type=int, metavar="N")
+    c.add_argument("--notes", action="store_true")
     c.add_argument("--quiet", action="store_true")
     c.add_argument("records", nargs="+")
     s = sub.add_parser("setup-sql")
     s.add_argument("--type", required=True)
     s.add_argument("--aggs", type=int, required=True)
+    s.add_argument("--rich", action="store_true")
     p = sub.add_parser("pgbench-script")
     p.add_argument("--aggs", type=int, required=True)
     p.add_argument("--rollback-pct", type=int, default=10)
     p.add_argument("--multi-pct", type=int, default=25)
+    p.add_argument("--rich", action="store_true")
+    p.add_argument("--delete-pct", type=int, default=15)
+    p.add_argument("--emit-pct", type=int, default=15)
     try:
         args = ap.parse_args(argv)
     except SystemExit as e:
@@ -656,11 +825,12 @@ def main(argv=None):
         if args.cmd == "check":
             return cmd_check(args)
         if args.cmd == "setup-sql":
-            sys.stdout.write(setup_sql(args.type, args.aggs))
+            sys.stdout.write(setup_sql(args.type, args.aggs, args.rich))
             return EXIT_OK
         if args.cmd == "pgbench-script":
             sys.stdout.write(pgbench_script(args.aggs, args.rollback_pct,
-                                            args.multi_pct))
+                                            args.multi_pct, args.rich,
+                                            args.delete_pct, args.emit_pct))
             return EXIT_OK
     except (InputError, OSError, UnicodeDecodeError) as e:
         print(f"checker: bad input: {e}")

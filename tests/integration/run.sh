@@ -56,8 +56,10 @@ for t in "${tests[@]}"; do
 	echo "# ---- $name"
 	: >"$IT_RESULTS"
 	rc=0
+	t_start=$SECONDS
 	# -k: a test whose TERM trap hangs is killed 10 s later.
 	timeout -k 10 "${IT_TEST_TIMEOUT:-600}" bash "$t" </dev/null || rc=$?
+	echo "# time $name $((SECONDS - t_start)) s"
 	p=$(grep -c '^ok' "$IT_RESULTS" || true)
 	f=$(grep -c '^not ok' "$IT_RESULTS" || true)
 	s=$(grep -c '^skip' "$IT_RESULTS" || true)

@@ -536,6 +536,27 @@ ids = sorted(json.loads(l)["headers"]["id"] for l in open(sys.argv[1]) if l.stri
 assert ids == sorted(sys.argv[2:]), ids
 ' "$RUNDIR/after-republish.out" "$lost1" "$lost2"
 
+# ------------------------------------------------------------ slot moved behind the relay's back
+
+it_sql "$db" "SELECT pg_drop_replication_slot('$db')" >/dev/null
+it_sql "$db" "SELECT pg_create_logical_replication_slot('$db', 'wal2json')" >/dev/null
+txn "$INS ('$(new_uuid)', '$type', 'm-1', 'Moved', '{}')" >/dev/null
+logM=$IT_TEST_DIR/relay-moved.log
+it_start_relay "$cfg" "$logM"
+rcM=0
+for ((i = 0; i < 300; i++)); do it_relay_alive "$IT_RELAY_PID" || break; sleep 0.1; done
+it_stop_relay || rcM=$?
+it_check "a slot recreated with SQL: the relay exits 69 at start" test "$rcM" = 69
+it_check "its log has the message the doc quotes" \
+	grep -q 'past .* which the slot ledger last recorded .*dropped and created again' "$logM"
+block accept-slot
+expect accept-slot 0 "--accept-slot --yes records the slot's position" \
+	"^slot \"$db\" accepted at [0-9A-F]+/[0-9A-F]+" '^AUDIT: slot .* accepted at'
+RC=0
+timeout 120 "$RELAY_BIN" --config "$cfg" --check >"$RUNDIR/post-accept.out" 2>&1 || RC=$?
+it_check "runbook:accept-slot: --check says ok slot_ledger again" \
+	grep -qE '^ok +slot_ledger: ' "$RUNDIR/post-accept.out"
+
 # ------------------------------------------------------------ coverage
 
 mapfile -t doc_ids < <(awk '{ print $1 }' "$BLOCKS/ids")

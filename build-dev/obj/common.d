@@ -1,2 +1,0 @@
-build-dev/obj/common.o: src/common.c include/common.h
-include/common.h:

@@ -1,2 +1,0 @@
-build-dev/obj/hist.o: src/hist.c include/hist.h
-include/hist.h:

@@ -1,1 +1,0 @@
-build-dev/obj/unit/check_main.o: tests/unit/check_main.c

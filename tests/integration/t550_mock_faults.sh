@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# t550_mock_faults -- reliability matrix F7/F8: Kafka faults a single
+# real broker cannot produce, on librdkafka's mock cluster (3 brokers,
+# build/kafka-mock), while a writer commits. In turn: the leader of a
+# partition changes; a broker goes down (no leader change: its partitions
+# wait) and comes back; Produce answered NOT_LEADER_FOR_PARTITION,
+# REQUEST_TIMED_OUT and NOT_ENOUGH_REPLICAS (retried by librdkafka);
+# Produce answered OUT_OF_ORDER_SEQUENCE_NUMBER and INVALID_PRODUCER_EPOCH
+# (fatal for the idempotent producer: the relay rebuilds it and replays
+# from the slot); 500 ms of added round trip on every broker. Then the
+# checker, consuming the mock cluster's topic: nothing missing, nothing
+# leaked, re-deliveries only suffixes (one per fault at most).
+set -euo pipefail
+# shellcheck source=lib.sh
+source "$(dirname "$0")/lib.sh"
+# shellcheck source=mock.sh
+source "$(dirname "$0")/mock.sh"
+it_init
+
+CHECKER=$IT_ROOT/tests/integration/checker.py
+db=t550_mock
+type=t550_$(date +%s)
+topic=outbox.event.$type
+aggs=20
+stopfile=$IT_TEST_DIR/writer.stop
+it_setup_db "$db"
+python3 "$CHECKER" setup-sql --type "$type" --aggs "$aggs" | it_sql_file "$db" -
+python3 "$CHECKER" pgbench-script --aggs "$aggs" --rollback-pct 5 --multi-pct 20 \
+	>"$IT_TEST_DIR/writer.pgbench"
+if ! mock_start --brokers 3; then
+	not_ok "mock cluster starts" "$(cat "$MOCK_LOG" 2>/dev/null)"
+	it_summary
+fi
+it_check "topic $topic, 4 partitions" mock_cmd "topic $topic 4 3"
+for p in 0 1 2 3; do mock_cmd "leader $topic $p $((p % 3 + 1))" >/dev/null || true; done
+conf=$IT_TEST_DIR/relay.conf
+log=$IT_TEST_DIR/relay.log
+it_write_config "$conf" "$db" reconnect.backoff.ms=100 reconnect.backoff.max.ms=500 \
+	kafka.failure.max.replays=50
+sed -i "s|^kafka.bootstrap.servers = .*|kafka.bootstrap.servers = $MOCK_BOOTSTRAP|" "$conf"
+
+writer() {
+	local deadline=$((SECONDS + 120))
+	while [[ ! -e $stopfile ]] && ((SECONDS < deadline)); do
+		"$PG_BIN/pgbench" -n -h 127.0.0.1 -p "$PGPORT" -U postgres \
+			-f "$IT_TEST_DIR/writer.pgbench" -c 2 -j 1 -T 2 -R 80 "$db" \
+			>>"$IT_TEST_DIR/pgbench.log" 2>&1 || echo failed >>"$IT_TEST_DIR/writer.err"
+	done
+}
+stop_writer() {
+	touch "$stopfile"
+	[[ -z ${writer_pid:-} ]] || wait "$writer_pid" 2>/dev/null || true
+	writer_pid=
+}
+env_on_cleanup stop_writer
+
+t0=$SECONDS
+it_start_relay "$conf" "$log"
+it_check "relay streams" it_wait_slot_active "$db" "$db" 30
+writer &
+writer_pid=$!
+faults=0
+fault() { # DESC COMMAND...: one fault, then 3 s of load
+	local desc=$1 c
+	shift
+	for c in "$@"; do
+		mock_cmd "$c" >/dev/null || it_diag "mock: $c: $MOCK_ANSWER"
+	done
+	faults=$((faults + 1))
+	sleep 3
+	it_check "relay alive after: $desc" it_relay_alive
+}
+sleep 2
+fault "leader change" "leader $topic 0 2" "leader $topic 1 3"
+fault "broker 1 down, then up" "broker_down 1" "sleep 3000" "broker_up 1"
+fault "NOT_LEADER_FOR_PARTITION x5" "push_errors Produce NOT_LEADER_FOR_PARTITION,NOT_LEADER_FOR_PARTITION,NOT_LEADER_FOR_PARTITION,NOT_LEADER_FOR_PARTITION,NOT_LEADER_FOR_PARTITION"
+fault "REQUEST_TIMED_OUT x3" "push_errors Produce REQUEST_TIMED_OUT,REQUEST_TIMED_OUT,REQUEST_TIMED_OUT"
+fault "NOT_ENOUGH_REPLICAS x3" "push_errors Produce NOT_ENOUGH_REPLICAS,NOT_ENOUGH_REPLICAS,NOT_ENOUGH_REPLICAS"
+fault "OUT_OF_ORDER_SEQUENCE_NUMBER" "push_errors Produce OUT_OF_ORDER_SEQUENCE_NUMBER"
+fault "INVALID_PRODUCER_EPOCH" "push_errors Produce INVALID_PRODUCER_EPOCH"
+fault "500 ms RTT on every broker" "rtt -1 500"
+mock_cmd "rtt -1 0" >/dev/null || true
+sleep 2
+stop_writer
+it_check "writer ran without errors" test ! -e "$IT_TEST_DIR/writer.err"
+rebuilds=$(grep -c 'producer is rebuilt\|fatal producer error' "$log" || true)
+it_diag "producer rebuilds / fatal errors logged: $rebuilds"
+it_sql "$db" "SELECT agg, n FROM agg_seq ORDER BY id" >"$IT_TEST_DIR/expected"
+committed=$(it_sql "$db" "SELECT coalesce(sum(n), 0) FROM agg_seq")
+out=$IT_TEST_DIR/records.json
+rc=0
+# it_consume reads KAFKA_BROKERS: point it at the mock cluster.
+KAFKA_BROKERS=$MOCK_BOOTSTRAP it_wait_checked "$topic" "$out" 90 \
+	--expected "$IT_TEST_DIR/expected" --topic "$topic" --faults "$faults" || rc=$?
+summary=$(grep '^checker:' "$out.check" | head -n1 || true)
+it_diag "$summary"
+if ((rc == 0)); then
+	ok "F7/F8: $committed events through $faults mock-cluster faults: none missing, re-deliveries only suffixes"
+else
+	not_ok "F7/F8: $committed events through $faults mock-cluster faults" "exit $rc: $(head -n 30 "$out.check")
+$(it_show_log "$log" 20)"
+fi
+it_diag "row: scenario=F7/F8 rounds=$faults $(sed 's/^checker: [A-Z]* //' <<<"$summary") wall=$((SECONDS - t0))s"
+rc=0
+it_stop_relay || rc=$?
+it_check "relay exits 0 on SIGTERM" test "$rc" -eq 0
+rc=0
+mock_stop || rc=$?
+it_check "mock cluster exits 0" test "$rc" -eq 0
+
+it_summary

@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# tests/reliability/run.sh -- the reliability matrix: runs the fault
+# scenarios of docs/reliability.md (integration tests against the real
+# PostgreSQL and Kafka, each ending with the independent checker where it
+# publishes under load) and prints one row per scenario: rounds, events
+# committed, consumed, missing, duplicates, order violations, wall time,
+# result. `make reliability` runs it with the CI round counts, `make soak`
+# with more (SOAK=1: F1 100 kills, a 300 s crash loop). Exits non-zero
+# when any scenario failed.
+#
+#   tests/reliability/run.sh            every scenario
+#   tests/reliability/run.sh F1 F19     only these
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+# id | test (name prefix) | what a pass proves
+matrix=(
+	"F1|t500_kill9_rounds|SIGKILL at random points under the rich workload: nothing lost or leaked, re-deliveries only suffixes"
+	"crash-loop|t510_crash_loop|SIGKILL every 1-3 s: progress in every third, nothing lost"
+	"F3|t560_pg_crash|PostgreSQL pg_ctl stop -m immediate under load: nothing lost, the relay stays up"
+	"F5|t570_half_open|half-open TCP to PostgreSQL (proxy blackhole): noticed, reconnected, nothing lost"
+	"F6|t575_walsender_stall|a stalled walsender (SIGSTOP) under load: nothing lost"
+	"F22|t580_stream_error|a server-side error on the stream (proxy ErrorResponse): nothing lost"
+	"F7/F8 mock faults|t550_mock_faults|leader change, broker down/up, retriable and fatal Produce errors, RTT on the mock cluster under load: nothing lost, re-deliveries only suffixes"
+	"F7/F8 broker errors|t250_broker_refusals|records the broker refuses, mock-cluster pushed errors: named, fail-stop, nothing confirmed past"
+	"F7 leaderless|t255_stuck_event|a partition without leader: reading pauses, memory bounded, nothing lost"
+	"broker stop|t120_kafka_down|the broker killed and restarted: nothing lost, nothing confirmed past it"
+	"broker SIGSTOP|t305_stalls|broker and walsender stopped: not ready within bounds"
+	"F10|t310_slot_bloat|retained WAL to warn and critical"
+	"F11|t320_slot_lost|slot invalidated: exit 69, never recreated"
+	"F12|t180_slot_recreated|slot dropped and created again: refused"
+	"restore|t170_back_in_time|database restored to an earlier copy: exit 69, nothing lost afterwards"
+	"reconnect|t160_reconnect_no_replay|walsender terminated, server crash: nothing acked published again"
+	"F13|t330_heartbeat_idle|idle database next to a busy one: WAL released"
+	"F15|t230_big_txn_memory|1,000,000-row transaction: bounded RSS, nothing lost"
+	"F17|t540_hostile_values|hostile names and values: byte-exact"
+	"F19|t520_standby_takeover|two relays, active killed: takeover, nothing lost"
+	"F20|t530_partitioner|key to partition equals the Java client's murmur2"
+	"F21|t140_sigterm_load|SIGTERM under load: exit 0, nothing lost"
+)
+if [[ -n ${SOAK:-} ]]; then
+	export F1_ROUNDS=${F1_ROUNDS:-100} LOOP_SECS=${LOOP_SECS:-300}
+	export IT_TEST_TIMEOUT=${IT_TEST_TIMEOUT:-1800}
+fi
+
+want=()
+prefixes=()
+for row in "${matrix[@]}"; do
+	IFS='|' read -r id t _ <<<"$row"
+	if (($# > 0)); then
+		sel=
+		for a in "$@"; do [[ $id == "$a" || $id == "$a "* ]] && sel=1; done
+		[[ -n $sel ]] || continue
+	fi
+	if compgen -G "tests/integration/$t*.sh" >/dev/null; then
+		want+=("$row")
+		prefixes+=("$t")
+	fi
+done
+if ((${#prefixes[@]} == 0)); then
+	echo "reliability: no scenario selected" >&2
+	exit 1
+fi
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+rc=0
+tests/integration/run.sh "${prefixes[@]}" 2>&1 | tee "$log" || rc=$?
+
+machine="$(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo), $(uname -r)"
+echo
+echo "## Reliability matrix, $(date -u +%Y-%m-%d), $machine"
+echo
+echo "| scenario | test | rounds | committed | consumed | missing | duplicates | order violations | wall | result |"
+echo "|---|---|---|---|---|---|---|---|---|---|"
+python3 - "$log" "${want[@]}" <<'PY'
+import re, sys
+log = open(sys.argv[1], encoding="utf-8", errors="replace").read().split("\n")
+rows = [r.split("|", 2) for r in sys.argv[2:]]
+cur, per = None, {}
+for line in log:
+    m = re.match(r"^# ---- (t\S+)$", line)
+    if m:
+        cur = m.group(1)
+        per[cur] = {"ok": 0, "fail": 0, "row": {}, "time": "?"}
+        continue
+    if cur is None:
+        continue
+    d = per[cur]
+    if line.startswith("ok "):
+        d["ok"] += 1
+    elif line.startswith("not ok"):
+        d["fail"] += 1
+    m = re.match(r"^# row: (.*)$", line)
+    if m:
+        for kv in m.group(1).split():
+            if "=" in kv:
+                k, v = kv.split("=", 1)
+                d["row"].setdefault(k, v)
+    m = re.match(r"^# time (\S+) (\d+) s$", line)
+    if m and m.group(1) == cur:
+        d["time"] = m.group(2) + " s"
+for id_, t, _ in rows:
+    name = next((n for n in per if n.startswith(t)), None)
+    if name is None:
+        print(f"| {id_} | {t} | | | | | | | | not run |")
+        continue
+    d, r = per[name], per[name]["row"]
+    res = "pass" if d["fail"] == 0 and d["ok"] > 0 else "FAIL"
+    order = r.get("order_violations", "")
+    print(f"| {id_} | {name} | {r.get('rounds', '')} | {r.get('committed', '')} | "
+          f"{r.get('consumed', '')} | {r.get('missing', '')} | "
+          f"{r.get('duplicates', '')} | {order} | {d['time']} | {res} "
+          f"({d['ok']} checks) |")
+PY
+exit "$rc"

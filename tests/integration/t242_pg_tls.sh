@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # t242_pg_tls -- PostgreSQL over TLS with SCRAM, on a cluster of the
-# test's own (port PGPORT+13): ssl=on with a server certificate from a CA
-# the test makes with openssl (SAN localhost and 127.0.0.1), pg_hba with
-# "hostssl ... scram-sha-256" for the relay's role and a reject line for
-# it without TLS, the password in a 0600 PGPASSFILE.
+# test's own (port PGPORT+13, or +15 or +21 if taken): ssl=on with a
+# server certificate from a CA the test makes with openssl (SAN localhost
+# and 127.0.0.1), pg_hba with "hostssl ... scram-sha-256" for the relay's
+# role and a reject line for it without TLS, the password in a 0600
+# PGPASSFILE.
 #  (a) sslmode=verify-full, sslrootcert=the CA, host=localhost,
 #      channel_binding=require: the relay streams and publishes (to the
 #      run's Kafka); pg_stat_ssl shows TLS on its walsender and on its
@@ -30,14 +31,17 @@ it_init
 
 own=$IT_TEST_DIR/own
 certs=$IT_TEST_DIR/certs
-port=$((PGPORT + 13))
+port=
+for p in $((PGPORT + 13)) $((PGPORT + 15)) $((PGPORT + 21)); do
+	port_in_use 127.0.0.1 "$p" || { port=$p; break; }
+done
 db=t242_tls
 role=t242_relay
 pw=T242scramPw7
 tag=$$
 passfile=$IT_TEST_DIR/pgpass
 
-if ! pg_start "$own" "$port" "$db" 2>"$IT_TEST_DIR/pg.err"; then
+if [[ -z $port ]] || ! pg_start "$own" "$port" "$db" 2>"$IT_TEST_DIR/pg.err"; then
 	not_ok "own PostgreSQL cluster on port $port" "$(cat "$IT_TEST_DIR/pg.err")"
 	it_summary
 fi

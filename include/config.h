@@ -107,6 +107,14 @@ int cfg_set(struct relay_config *cfg, const char *key, const char *value,
 int cfg_validate(struct relay_config *cfg, char *err,
                  size_t errlen) RELAY_MUSTCHECK;
 
+/* pg.conninfo must parse, and a postgresql:// URI must not have an
+ * unencoded '@' past its user info (a password's '@' or '/' not
+ * percent-encoded: libpq would echo the password's tail as a host name).
+ * Returns 0, or -1 with a message that never quotes the string. Part of
+ * cfg_validate(). */
+int cfg_check_conninfo(const struct relay_config *cfg, char *err,
+                       size_t errlen) RELAY_MUSTCHECK;
+
 /* Splits "host:port" or "[v6]:port". host may be NULL (only checks).
  * Returns 0, or -1 when malformed. */
 int cfg_listen_parse(const char *listen, char *host, size_t hostlen,

@@ -86,6 +86,15 @@ void pub_event_fd_drain(struct publisher *p);
  * *code (when not NULL) the underlying error code. */
 bool pub_fatal(struct publisher *p, char *err, size_t errlen, int *code);
 
+/* True when the brokers keep refusing the producer's credentials (SASL):
+ * librdkafka reported authentication errors (RD_KAFKA_RESP_ERR__
+ * AUTHENTICATION) at least twice, the first ten seconds ago or more, and
+ * no broker has answered (an ack or the contact probe) since. librdkafka
+ * itself retries such a broker forever. err gets one line saying so,
+ * with librdkafka's latest reason (secrets masked) and the settings to
+ * check. Call it on the thread that calls pub_poll(), after pub_poll(). */
+bool pub_auth_failed(struct publisher *p, char *err, size_t errlen);
+
 /* Messages queued or in flight inside librdkafka. */
 int pub_outq_len(const struct publisher *p);
 

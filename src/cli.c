@@ -364,23 +364,20 @@ static bool res_state_is(const PGresult *res, const char *state)
 	return s != NULL && strcmp(s, state) == 0;
 }
 
-/* pg.conninfo must be present and parse; 0 or RELAY_EXIT_CONFIG. */
+/* pg.conninfo must be present and pass cfg_check_conninfo(); 0 or
+ * RELAY_EXIT_CONFIG. */
 static int cli_require_pg(const struct relay_config *cfg)
 {
-	PQconninfoOption *o;
-	char *perr = NULL;
+	char err[512];
 
 	if (cfg->pg_conninfo == NULL || cfg->pg_conninfo[0] == '\0') {
 		cli_err("pg.conninfo is required");
 		return RELAY_EXIT_CONFIG;
 	}
-	o = PQconninfoParse(cfg->pg_conninfo, &perr);
-	PQfreemem(perr); /* may quote the string, password included */
-	if (o == NULL) {
-		cli_err("pg.conninfo is not a valid connection string or URI");
+	if (cfg_check_conninfo(cfg, err, sizeof(err)) < 0) {
+		cli_err("%s", err);
 		return RELAY_EXIT_CONFIG;
 	}
-	PQconninfoFree(o);
 	return 0;
 }
 
@@ -2794,6 +2791,11 @@ static void check_postgres(struct cli_checks *c, const struct relay_config *cfg,
 	if (cfg->pg_conninfo[0] == '\0') {
 		check_item(c, "postgres_connection", CHECK_FAIL, RELAY_EXIT_CONFIG,
 		           "set pg.conninfo", "pg.conninfo is not set");
+		return;
+	}
+	if (cfg_check_conninfo(cfg, err, sizeof(err)) < 0) {
+		check_item(c, "postgres_connection", CHECK_FAIL, RELAY_EXIT_CONFIG,
+		           "fix pg.conninfo", "%s", err);
 		return;
 	}
 	conn = cli_connect(cfg, false, timeout_ms, err, sizeof(err));

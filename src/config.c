@@ -556,6 +556,60 @@ static const char *origin_of(const struct relay_config *cfg, const char *name)
 	return "default";
 }
 
+/* True when libpq splits a postgresql:// URI at the wrong '@'. libpq
+ * ends the user info at the first '@', or at a '/' that comes before any:
+ * a password holding an unencoded '@' (or '/') leaves its tail in the
+ * host, port or database name, and libpq quotes those in its errors
+ * ("could not translate host name "tail@db.internal" to address"). No
+ * host, port or database name needs an unencoded '@', so one after the
+ * user info and before the query means the split went wrong. */
+static bool uri_split_wrong(const char *ci)
+{
+	const char *p, *end;
+
+	if (strncmp(ci, "postgresql://", 13) == 0)
+		p = ci + 13;
+	else if (strncmp(ci, "postgres://", 11) == 0)
+		p = ci + 11;
+	else
+		return false;
+	end = p + strcspn(p, "@/");
+	if (*end == '@')
+		p = end + 1;        /* past the user info, as libpq reads it */
+	end = p + strcspn(p, "?");
+	return memchr(p, '@', (size_t)(end - p)) != NULL;
+}
+
+int cfg_check_conninfo(const struct relay_config *cfg, char *err,
+                       size_t errlen)
+{
+	const char *src = source_names[cfg->sources[find_key("pg.conninfo") -
+	                                            cfg_keys]];
+	char *perr = NULL;
+	PQconninfoOption *o;
+
+	/* libpq's message may quote the string, password included: only say
+	 * that it does not parse. */
+	o = PQconninfoParse(cfg->pg_conninfo, &perr);
+	PQfreemem(perr);
+	if (o == NULL) {
+		set_err(err, errlen, "pg.conninfo (from %s) is not a valid "
+		        "connection string or URI", src);
+		return -1;
+	}
+	PQconninfoFree(o);
+	if (uri_split_wrong(cfg->pg_conninfo)) {
+		set_err(err, errlen, "pg.conninfo (from %s): the URI has an '@' "
+		        "after its user info, so libpq would take part of the "
+		        "password for the host name; percent-encode '@' as %%40 "
+		        "and '/' as %%2F in the password (and in the database "
+		        "name), or put the password in ~/.pgpass or PGPASSFILE",
+		        src);
+		return -1;
+	}
+	return 0;
+}
+
 int cfg_validate(struct relay_config *cfg, char *err, size_t errlen)
 {
 	rd_kafka_conf_t *kc;
@@ -584,20 +638,8 @@ int cfg_validate(struct relay_config *cfg, char *err, size_t errlen)
 		        "or https://");
 		return -1;
 	}
-	{
-		/* libpq's message may quote the string, password included:
-		 * only say that it does not parse. */
-		char *perr = NULL;
-		PQconninfoOption *o = PQconninfoParse(cfg->pg_conninfo, &perr);
-		PQfreemem(perr);
-		if (o == NULL) {
-			set_err(err, errlen, "pg.conninfo (from %s) is not a valid "
-			        "connection string or URI",
-			        source_names[cfg->sources[find_key("pg.conninfo") - cfg_keys]]);
-			return -1;
-		}
-		PQconninfoFree(o);
-	}
+	if (cfg_check_conninfo(cfg, err, errlen) < 0)
+		return -1;
 	{
 		/* wal2json splits add-msg-prefixes at commas and white space
 		 * and keeps a backslash in the name: such a prefix would never

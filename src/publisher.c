@@ -39,6 +39,14 @@ struct publisher {
 	char *known[16];        /* topics whose metadata was asked for */
 	size_t nknown;
 
+	/* Credentials refused: the current streak of authentication errors
+	 * (error_cb, on the polling thread) with no broker answer since it
+	 * began. See pub_auth_failed(). */
+	unsigned auth_errors;
+	int64_t auth_first_us;  /* now_mono_us() of the streak's first error */
+	int64_t auth_last_us;   /* ... and of its latest */
+	char auth_msg[1024];    /* librdkafka's latest reason, redacted */
+
 	/* Broker contact, for readiness: a SIGSTOPped or wedged broker keeps
 	 * its TCP connections, so "connected" proves nothing. */
 	_Atomic int64_t last_contact_us; /* now_mono_us() of the last answer */
@@ -55,6 +63,15 @@ struct publisher {
 #define PROBE_PERIOD_US (1000 * 1000)
 #define PROBE_IDLE_US (2 * 1000 * 1000)
 #define PROBE_TIMEOUT_MS 2000
+
+/* Persistent authentication failure: at least this many errors, the
+ * first at least this long ago, and no broker answer since it. After the
+ * second identical error librdkafka passes one on only every 30 s, so a
+ * higher count would mean a wait of half a minute per error; the time
+ * leaves a password rotation (or the broker loading its credentials) a
+ * moment to settle, and the metadata probe a few chances to get through. */
+#define AUTH_FAIL_MIN_ERRORS 2
+#define AUTH_FAIL_MIN_US (10 * 1000 * 1000)
 
 static void *prober_main(void *arg)
 {
@@ -242,6 +259,22 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m,
 	p->dr(p->opaque, &rep);
 }
 
+/* One more authentication error. A broker answer (an ack, a probe)
+ * since the previous one ends the streak: this one starts a new one. */
+static void note_auth_error(struct publisher *p, const char *safe)
+{
+	int64_t now = now_mono_us();
+
+	if (p->auth_errors > 0 &&
+	    atomic_load(&p->last_contact_us) > p->auth_last_us)
+		p->auth_errors = 0;
+	if (p->auth_errors == 0)
+		p->auth_first_us = now;
+	p->auth_errors++;
+	p->auth_last_us = now;
+	snprintf(p->auth_msg, sizeof(p->auth_msg), "%s", safe);
+}
+
 static void on_error(rd_kafka_t *rk, int err, const char *reason, void *opaque)
 {
 	struct publisher *p = opaque;
@@ -261,6 +294,8 @@ static void on_error(rd_kafka_t *rk, int err, const char *reason, void *opaque)
 	if (err == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN)
 		p->brokers_down = 1;
 	redact(p, reason, safe, sizeof(safe));
+	if (err == RD_KAFKA_RESP_ERR__AUTHENTICATION)
+		note_auth_error(p, safe);
 	log_warn("kafka: %s: %s", rd_kafka_err2name((rd_kafka_resp_err_t)err),
 	         safe);
 }
@@ -522,6 +557,28 @@ bool pub_fatal(struct publisher *p, char *err, size_t errlen, int *code)
 	        safe);
 	if (code != NULL)
 		*code = (int)e;
+	return true;
+}
+
+bool pub_auth_failed(struct publisher *p, char *err, size_t errlen)
+{
+	int64_t now = now_mono_us();
+
+	if (p->auth_errors == 0)
+		return false;
+	if (atomic_load(&p->last_contact_us) > p->auth_last_us) {
+		p->auth_errors = 0; /* a broker answered: the streak is over */
+		return false;
+	}
+	if (p->auth_errors < AUTH_FAIL_MIN_ERRORS ||
+	    now - p->auth_first_us < AUTH_FAIL_MIN_US)
+		return false;
+	set_err(err, errlen, "the brokers refuse the relay's credentials: %u "
+	        "authentication failures in %lld s and no broker answered since "
+	        "the first; last: %s; check kafka.sasl.username, "
+	        "kafka.sasl.password and kafka.sasl.mechanisms against the "
+	        "brokers' users", p->auth_errors,
+	        (long long)((now - p->auth_first_us) / 1000000), p->auth_msg);
 	return true;
 }
 

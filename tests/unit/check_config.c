@@ -49,6 +49,8 @@ START_TEST(test_defaults)
 	ck_assert_str_eq(cfg.route_by_field, "aggregate_type");
 	ck_assert_str_eq(cfg.route_topic_replacement, "outbox.event.${routedByValue}");
 	ck_assert_int_eq(cfg.status_interval_ms, 10000);
+	/* The health endpoint is loopback-only unless told otherwise. */
+	ck_assert_str_eq(cfg.http_listen, "127.0.0.1:8080");
 	ck_assert(!cfg.producer_allow_unsafe);
 	ck_assert_uint_eq(cfg.kafka_len, 0);
 	cfg_free(&cfg);
@@ -259,6 +261,66 @@ START_TEST(test_print_redacts)
 }
 END_TEST
 
+/* A URI password with an unencoded '@' or '/' is refused, and the
+ * message quotes no part of it; encoded ones, '@' in the query, and
+ * keyword/value strings pass. */
+START_TEST(test_conninfo_uri_split)
+{
+	static const char *const bad[] = {
+		"postgresql://relay:Lh7@Qz9tail@127.0.0.1:5432/app",
+		"postgres://relay:Lh7@Qz9tail@db.internal/app",
+		"postgresql://relay:Lh7/Qz9tail@127.0.0.1:5432/app",
+		"postgresql://relay:Lh7?Qz9@tail@127.0.0.1/app",
+		"postgresql://relay:Lh7@Qz9tail@h1:5432,h2:5432/app",
+		"postgresql://relay:Lh7@Qz9/tail@127.0.0.1/app",
+	};
+	static const char *const good[] = {
+		"postgresql://relay:Lh7%40Qz9tail@127.0.0.1:5432/app",
+		"postgresql://relay:Lh7%2FQz9tail@127.0.0.1:5432/app",
+		"postgresql://relay:p:w?x#y@127.0.0.1:5432/app",
+		"postgresql://relay@127.0.0.1/app?sslrootcert=/etc/a@b/ca.crt",
+		"postgresql:///app?host=/var/run/postgresql",
+		"postgresql://127.0.0.1:5432/app",
+		"host=127.0.0.1 dbname=app password=Lh7@Qz9tail",
+		"host=127.0.0.1 dbname=app password=Lh7/Qz9@tail",
+	};
+	struct relay_config cfg;
+	char err[512];
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		base_cfg(&cfg);
+		ck_assert_int_eq(cfg_set(&cfg, "pg.conninfo", bad[i], CFG_SRC_ENV,
+		                         "OUTBOX_RELAY_PG_CONNINFO", err, sizeof(err)), 0);
+		ck_assert_msg(cfg_check_conninfo(&cfg, err, sizeof(err)) == -1,
+		              "accepted: %s", bad[i]);
+		ck_assert_ptr_nonnull(strstr(err, "pg.conninfo (from env)"));
+		ck_assert_ptr_nonnull(strstr(err, "%40"));
+		ck_assert_ptr_null(strstr(err, "Lh7"));
+		ck_assert_ptr_null(strstr(err, "Qz9"));
+		ck_assert_ptr_null(strstr(err, "tail"));
+		ck_assert_int_eq(cfg_validate(&cfg, err, sizeof(err)), -1);
+		ck_assert_ptr_null(strstr(err, "Qz9"));
+		cfg_free(&cfg);
+	}
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		base_cfg(&cfg);
+		ck_assert_int_eq(cfg_set(&cfg, "pg.conninfo", good[i], CFG_SRC_FLAG,
+		                         "t", err, sizeof(err)), 0);
+		ck_assert_msg(cfg_check_conninfo(&cfg, err, sizeof(err)) == 0,
+		              "refused: %s: %s", good[i], err);
+		cfg_free(&cfg);
+	}
+	/* Not parseable: said so, not quoted. */
+	base_cfg(&cfg);
+	ck_assert_int_eq(cfg_set(&cfg, "pg.conninfo", "host=x password=Lh7 =Qz9",
+	                         CFG_SRC_FLAG, "t", err, sizeof(err)), 0);
+	ck_assert_int_eq(cfg_check_conninfo(&cfg, err, sizeof(err)), -1);
+	ck_assert_ptr_nonnull(strstr(err, "is not a valid connection string"));
+	ck_assert_ptr_null(strstr(err, "Qz9"));
+	cfg_free(&cfg);
+}
+END_TEST
+
 START_TEST(test_listen_parse)
 {
 	char host[64];
@@ -293,6 +355,7 @@ Suite *config_suite(void)
 	tcase_add_test(tc, test_validate_safety);
 	tcase_add_test(tc, test_print_redacts);
 	tcase_add_test(tc, test_listen_parse);
+	tcase_add_test(tc, test_conninfo_uri_split);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -149,7 +149,8 @@ fuzz-regress: $(REPLAY_BINS)
 
 # Unit tests, the fuzz regression inputs and a short end-to-end run of the
 # relay (tests/sanitize/e2e.sh), all built by clang with ASan and UBSan.
-# Leaks in third-party frames only: tests/sanitize/lsan.supp.
+# Leaks in third-party frames only: tests/sanitize/lsan.supp. Check's
+# per-test timeouts are stretched by 4: the sanitizers slow code 2-3x.
 ASAN_BUILD := $(BUILD)/asan
 SAN_ENV = ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1 \
           LSAN_OPTIONS=suppressions=$(CURDIR)/tests/sanitize/lsan.supp:print_suppressions=0 \
@@ -157,7 +158,7 @@ SAN_ENV = ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1:de
 check-asan: deps
 	$(MAKE) BUILD=$(ASAN_BUILD) CC=$(FUZZ_CC) OPT="-O1 -g $(SAN_FLAGS)" \
 		all $(ASAN_BUILD)/unit-tests $(FUZZERS:%=$(ASAN_BUILD)/fuzz-replay/fuzz_%)
-	$(SAN_ENV) $(ASAN_BUILD)/unit-tests
+	$(SAN_ENV) CK_TIMEOUT_MULTIPLIER=4 $(ASAN_BUILD)/unit-tests
 	$(SAN_ENV) tests/fuzz/replay.sh $(ASAN_BUILD) $(FUZZERS)
 	$(SAN_ENV) RELAY_BIN=$(CURDIR)/$(ASAN_BUILD)/outbox-relay tests/sanitize/e2e.sh
 

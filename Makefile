@@ -163,7 +163,8 @@ check-asan: deps
 	$(SAN_ENV) RELAY_BIN=$(CURDIR)/$(ASAN_BUILD)/outbox-relay tests/sanitize/e2e.sh
 
 # Unit tests in one process under memcheck: any error or definite or
-# indirect leak fails. The property tests run a tenth of their seeds
+# indirect leak fails (one process: CK_FORK=no, so no per-test timeout).
+# The property and mutation tests run a tenth of their rounds
 # (UNIT_PROPERTY_SCALE; the default run keeps them all).
 VALGRIND_FLAGS := --error-exitcode=99 --leak-check=full \
                   --show-leak-kinds=definite,indirect \
@@ -171,7 +172,7 @@ VALGRIND_FLAGS := --error-exitcode=99 --leak-check=full \
                   --suppressions=tests/sanitize/valgrind.supp --num-callers=30
 check-valgrind: deps
 	$(MAKE) $(BUILD)/unit-tests
-	CK_FORK=no UNIT_PROPERTY_SCALE=10 CK_TIMEOUT_MULTIPLIER=10 \
+	CK_FORK=no UNIT_PROPERTY_SCALE=10 \
 		valgrind $(VALGRIND_FLAGS) $(BUILD)/unit-tests
 
 # cppcheck over src/: clean but for tests/lint/cppcheck.supp, where each

@@ -6,6 +6,12 @@
 #   make bench-smoke 100,000 events through the real stack, print figures
 #   make build/kafka-mock   the mock Kafka cluster for fault tests (built by
 #                    make integration; links rdkafka only, never the relay)
+#   make fuzz        every libFuzzer harness for FUZZ_SECONDS (default 60)
+#   make fuzz-regress  replay the seeds and kept crash inputs (make check)
+#   make check-asan  unit tests and a short end-to-end run under ASan+UBSan
+#   make check-valgrind  unit tests under valgrind: no error, no leak
+#   make lint        cppcheck over src/ against tests/lint/cppcheck.supp
+#   make WERROR=1 ...  any target with warnings as errors (CI)
 
 PKGS     := libpq rdkafka jansson libmicrohttpd libcurl
 PREFIX   ?= /usr/local
@@ -13,6 +19,9 @@ BUILD    := build
 
 STD      := -std=c11 -D_GNU_SOURCE
 WARN     := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wno-unused-parameter
+ifneq ($(WERROR),)
+WARN     += -Werror
+endif
 OPT      ?= -O2 -g
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
@@ -32,7 +41,8 @@ UNIT_SRCS := $(wildcard tests/unit/*.c)
 UNIT_OBJS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/obj/unit/%.o)
 
 .PHONY: all deps check unit integration demo bench-smoke clean install \
-        reliability soak
+        reliability soak \
+        fuzz fuzz-build fuzz-regress check-asan check-valgrind lint
 
 all: $(BUILD)/outbox-relay
 
@@ -73,6 +83,7 @@ integration: all $(BUILD)/kafka-mock
 check: deps
 	$(MAKE) all $(BUILD)/unit-tests
 	$(MAKE) unit
+	$(MAKE) fuzz-regress
 	$(MAKE) integration
 
 demo: deps
@@ -101,4 +112,86 @@ install: all
 clean:
 	rm -rf $(BUILD)
 
--include $(wildcard $(BUILD)/obj/*.d $(BUILD)/obj/unit/*.d $(BUILD)/*.d)
+# ---- fuzzing, sanitizers, valgrind, lint (tests/fuzz/README.md)
+
+# libFuzzer harnesses, tests/fuzz/fuzz_NAME.c, each linked with every
+# library object built again for it (coverage, ASan, UBSan) by clang.
+FUZZERS      := w2j repl lsn config http
+FUZZ_CC      ?= clang
+FUZZ_SECONDS ?= 60
+FUZZ_DIR     := $(BUILD)/fuzz
+SAN_FLAGS    := -fsanitize=address,undefined -fno-sanitize-recover=all \
+                -fno-omit-frame-pointer
+FUZZ_CFLAGS   = $(STD) $(WARN) -g -O1 $(SAN_FLAGS) -Iinclude -MMD -MP \
+                $(PKG_CFLAGS) $(CFLAGS)
+FUZZ_OBJS    := $(LIB_SRCS:src/%.c=$(FUZZ_DIR)/obj/%.o)
+FUZZ_BINS    := $(FUZZERS:%=$(FUZZ_DIR)/fuzz_%)
+REPLAY_BINS  := $(FUZZERS:%=$(BUILD)/fuzz-replay/fuzz_%)
+
+$(FUZZ_DIR)/obj/%.o: src/%.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c -o $@ $<
+
+$(FUZZ_DIR)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_OBJS)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $^ $(FINAL_LIBS)
+
+# The same harnesses without libFuzzer: a main() that runs each file once,
+# built like everything else ($(CC), $(OPT), no sanitizer unless asked).
+$(BUILD)/fuzz-replay/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c $(LIB_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(FINAL_CFLAGS) -o $@ $^ $(FINAL_LIBS)
+
+fuzz-build: $(FUZZ_BINS)
+
+# Kept between runs, though only harnesses name them.
+.SECONDARY: $(FUZZ_OBJS)
+
+# Each harness for FUZZ_SECONDS from its corpus (build/fuzz/corpus/NAME,
+# kept between runs, seeded from tests/fuzz/seeds.py and the fixtures);
+# a crash leaves its input in build/fuzz/crashes/ and fails the target.
+fuzz: deps
+	$(MAKE) fuzz-build
+	tests/fuzz/run.sh $(FUZZ_DIR) $(FUZZ_SECONDS) $(FUZZERS)
+
+# Seeds and every input that once crashed a harness (tests/fuzz/regress/)
+# through each harness once.
+fuzz-regress: $(REPLAY_BINS)
+	tests/fuzz/replay.sh $(BUILD) $(FUZZERS)
+
+# Unit tests, the fuzz regression inputs and a short end-to-end run of the
+# relay (tests/sanitize/e2e.sh), all built by clang with ASan and UBSan.
+# Leaks in third-party frames only: tests/sanitize/lsan.supp. Check's
+# per-test timeouts are stretched by 4: the sanitizers slow code 2-3x.
+ASAN_BUILD := $(BUILD)/asan
+SAN_ENV = ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1 \
+          LSAN_OPTIONS=suppressions=$(CURDIR)/tests/sanitize/lsan.supp:print_suppressions=0 \
+          UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+check-asan: deps
+	$(MAKE) BUILD=$(ASAN_BUILD) CC=$(FUZZ_CC) OPT="-O1 -g $(SAN_FLAGS)" \
+		all $(ASAN_BUILD)/unit-tests $(FUZZERS:%=$(ASAN_BUILD)/fuzz-replay/fuzz_%)
+	$(SAN_ENV) CK_TIMEOUT_MULTIPLIER=4 $(ASAN_BUILD)/unit-tests
+	$(SAN_ENV) tests/fuzz/replay.sh $(ASAN_BUILD) $(FUZZERS)
+	$(SAN_ENV) RELAY_BIN=$(CURDIR)/$(ASAN_BUILD)/outbox-relay tests/sanitize/e2e.sh
+
+# Unit tests in one process under memcheck: any error or definite or
+# indirect leak fails (one process: CK_FORK=no, so no per-test timeout).
+# The property and mutation tests run a tenth of their rounds
+# (UNIT_PROPERTY_SCALE; the default run keeps them all).
+VALGRIND_FLAGS := --error-exitcode=99 --leak-check=full \
+                  --show-leak-kinds=definite,indirect \
+                  --errors-for-leak-kinds=definite,indirect \
+                  --suppressions=tests/sanitize/valgrind.supp --num-callers=30
+check-valgrind: deps
+	$(MAKE) $(BUILD)/unit-tests
+	CK_FORK=no UNIT_PROPERTY_SCALE=10 \
+		valgrind $(VALGRIND_FLAGS) $(BUILD)/unit-tests
+
+# cppcheck over src/: clean but for tests/lint/cppcheck.supp, where each
+# suppression says why.
+lint: deps
+	cppcheck --quiet --error-exitcode=1 --std=c11 -D_GNU_SOURCE -Iinclude \
+		--enable=warning,style,performance,portability --inline-suppr \
+		--suppressions-list=tests/lint/cppcheck.supp src/
+
+-include $(wildcard $(BUILD)/obj/*.d $(BUILD)/obj/unit/*.d $(BUILD)/*.d \
+                    $(FUZZ_DIR)/obj/*.d $(FUZZ_DIR)/*.d $(BUILD)/fuzz-replay/*.d)

@@ -87,6 +87,12 @@ void cfg_init(struct relay_config *cfg);
 int cfg_load_file(struct relay_config *cfg, const char *path, char *err,
                   size_t errlen) RELAY_MUSTCHECK;
 
+/* The same from memory: len bytes of file text (NUL bytes allowed: a
+ * line holding one is refused); name stands for the path in messages.
+ * cfg_load_file() reads the file and calls this. */
+int cfg_load_text(struct relay_config *cfg, const char *text, size_t len,
+                  const char *name, char *err, size_t errlen) RELAY_MUSTCHECK;
+
 /* Applies OUTBOX_RELAY_* variables from envp (NULL-terminated). */
 int cfg_load_env(struct relay_config *cfg, char *const *envp, char *err,
                  size_t errlen) RELAY_MUSTCHECK;

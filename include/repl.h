@@ -88,6 +88,14 @@ int repl_consume(struct repl_stream *rs, char *err, size_t errlen) RELAY_MUSTCHE
 int repl_read(struct repl_stream *rs, struct repl_msg *msg, char *err,
               size_t errlen) RELAY_MUSTCHECK;
 
+/* Parses one CopyData frame of len bytes (XLogData 'w' or keepalive
+ * 'k'), each header field checked against len. Returns 1 with msg
+ * filled (msg->data points into buf), or -1 with the reason in err for a
+ * short frame or another message type. Pure: repl_read() calls it on
+ * what libpq hands over; exposed for tests and the fuzz harness. */
+int repl_parse_frame(const char *buf, size_t len, struct repl_msg *msg,
+                     char *err, size_t errlen) RELAY_MUSTCHECK;
+
 /* Sends a standby status update: write = received, flush = apply =
  * flush_lsn. Returns 0 or -1 (err filled). */
 int repl_send_status(struct repl_stream *rs, uint64_t received,

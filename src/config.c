@@ -356,60 +356,100 @@ static char *trim(char *s)
 	return s;
 }
 
+/* One line of a file, n bytes with its newline if any, NUL-terminated
+ * by the caller. Returns 0 (also for blanks and comments) or -1. */
+static int load_line(struct relay_config *cfg, char *line, size_t n,
+                     const char *origin, char *err, size_t errlen)
+{
+	char *s, *eq, *key, *val;
+	size_t vlen;
+
+	if (memchr(line, '\0', n) != NULL) {
+		set_err(err, errlen, "%s: NUL byte in line", origin);
+		return -1;
+	}
+	s = trim(line);
+	if (*s == '\0' || *s == '#')
+		return 0;
+	eq = strchr(s, '=');
+	if (eq == NULL) {
+		set_err(err, errlen, "%s: expected \"key = value\"", origin);
+		return -1;
+	}
+	*eq = '\0';
+	key = trim(s);
+	val = trim(eq + 1);
+	vlen = strlen(val);
+	if (vlen >= 2 && val[0] == '"' && val[vlen - 1] == '"') {
+		val[vlen - 1] = '\0';
+		val++;
+	}
+	if (*key == '\0') {
+		set_err(err, errlen, "%s: empty key", origin);
+		return -1;
+	}
+	return cfg_set(cfg, key, val, CFG_SRC_FILE, origin, err, errlen);
+}
+
+int cfg_load_text(struct relay_config *cfg, const char *text, size_t len,
+                  const char *name, char *err, size_t errlen)
+{
+	const char *p, *end;
+	char *line = NULL;
+	size_t cap = 0;
+	int lineno = 0, rc = 0;
+	char origin[512];
+
+	if (len == 0)
+		return 0; /* and text may be NULL */
+	p = text;
+	end = text + len;
+	while (p < end && rc == 0) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		size_t n = nl != NULL ? (size_t)(nl - p) + 1 : (size_t)(end - p);
+
+		if (n + 1 > cap) {
+			cap = n + 1;
+			line = xrealloc(line, cap);
+		}
+		memcpy(line, p, n);
+		line[n] = '\0';
+		p += n;
+		lineno++;
+		snprintf(origin, sizeof(origin), "%s:%d", name, lineno);
+		rc = load_line(cfg, line, n, origin, err, errlen);
+	}
+	free(line);
+	return rc;
+}
+
 int cfg_load_file(struct relay_config *cfg, const char *path, char *err,
                   size_t errlen)
 {
 	FILE *f = fopen(path, "r");
-	char *line = NULL;
-	size_t cap = 0;
-	ssize_t n;
-	int lineno = 0, rc = -1;
-	char origin[512];
+	char *text = NULL;
+	size_t len = 0, cap = 0, n;
+	int rc;
 
 	if (f == NULL) {
 		set_err(err, errlen, "%s: cannot open: %s", path, strerror(errno));
 		return -1;
 	}
-	while ((n = getline(&line, &cap, f)) >= 0) {
-		char *s, *eq, *key, *val;
-		size_t vlen;
-
-		lineno++;
-		snprintf(origin, sizeof(origin), "%s:%d", path, lineno);
-		if (memchr(line, '\0', (size_t)n) != NULL) {
-			set_err(err, errlen, "%s: NUL byte in line", origin);
-			goto out;
+	do {
+		if (cap - len < 4096) {
+			cap = cap ? cap * 2 : 8192;
+			text = xrealloc(text, cap);
 		}
-		s = trim(line);
-		if (*s == '\0' || *s == '#')
-			continue;
-		eq = strchr(s, '=');
-		if (eq == NULL) {
-			set_err(err, errlen, "%s: expected \"key = value\"", origin);
-			goto out;
-		}
-		*eq = '\0';
-		key = trim(s);
-		val = trim(eq + 1);
-		vlen = strlen(val);
-		if (vlen >= 2 && val[0] == '"' && val[vlen - 1] == '"') {
-			val[vlen - 1] = '\0';
-			val++;
-		}
-		if (*key == '\0') {
-			set_err(err, errlen, "%s: empty key", origin);
-			goto out;
-		}
-		if (cfg_set(cfg, key, val, CFG_SRC_FILE, origin, err, errlen) < 0)
-			goto out;
-	}
+		n = fread(text + len, 1, cap - len, f);
+		len += n;
+	} while (n > 0);
 	if (ferror(f)) {
 		set_err(err, errlen, "%s: read error: %s", path, strerror(errno));
-		goto out;
+		rc = -1;
+	} else {
+		rc = cfg_load_text(cfg, text, len, path, err, errlen);
 	}
-	rc = 0;
-out:
-	free(line);
+	free(text);
 	fclose(f);
 	return rc;
 }

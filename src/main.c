@@ -101,8 +101,8 @@ static void usage(FILE *out)
 	        "Exit codes: 0 stopped by signal after draining; 1 second signal;\n"
 	        "64 usage; 65 fail-stop on a poison event; 69 slot missing, lost or\n"
 	        "invalidated, the database went back in time, or the endpoint cannot\n"
-	        "bind; 70 internal error; 77 PostgreSQL refuses the credentials or\n"
-	        "the role; 78 configuration error (also a missing outbox table or\n"
+	        "bind; 70 internal error; 77 PostgreSQL or Kafka refuses the\n"
+	        "credentials or the role; 78 configuration error (also a missing outbox table or\n"
 	        "column, or one that is not an ordinary table).\n");
 }
 

@@ -1206,6 +1206,14 @@ int relay_run(const struct relay_config *cfg, int sigfd)
 				r->restart_pending = true;
 				r->restart_kafka = true;
 			}
+			/* Refused credentials: librdkafka would retry them forever
+			 * while nothing can be published; stop instead (77). */
+			if (!r->stopping && pub_auth_failed(r->pub, r->err, sizeof(r->err))) {
+				log_error("kafka: %s", r->err);
+				snprintf(r->reason, sizeof(r->reason), "Kafka refuses the "
+				         "relay's credentials (see the log)");
+				begin_stop(r, RELAY_EXIT_NOPERM);
+			}
 		}
 
 		if (r->have_rs && ipg >= 0) {

@@ -715,10 +715,51 @@ static void stream_error(struct repl_stream *rs, char *err, size_t errlen)
 		set_err(err, errlen, "replication stream ended: %s", pq_err(PGC(rs)));
 }
 
+int repl_parse_frame(const char *buf, size_t len, struct repl_msg *msg,
+                     char *err, size_t errlen)
+{
+	size_t hdr;
+
+	memset(msg, 0, sizeof(*msg));
+	/* libpq never hands out an empty frame; were it to, the NUL it puts
+	 * after every buffer would read as message type 0x00. */
+	msg->type = len > 0 ? buf[0] : '\0';
+	if (msg->type == 'w') {
+		hdr = 1;  /* msgtype 'w' */
+		hdr += 8; /* dataStart */
+		hdr += 8; /* walEnd */
+		hdr += 8; /* sendTime */
+		if (len < hdr) {
+			set_err(err, errlen, "XLogData header too small: %zu bytes", len);
+			return -1;
+		}
+		msg->wal_start = be64(buf + 1);
+		msg->wal_end = be64(buf + 9);
+		msg->data = buf + hdr;
+		msg->len = len - hdr;
+		return 1;
+	}
+	if (msg->type == 'k') {
+		hdr = 1;  /* msgtype 'k' */
+		hdr += 8; /* walEnd */
+		hdr += 8; /* sendTime */
+		hdr += 1; /* replyRequested */
+		if (len < hdr) {
+			set_err(err, errlen, "keepalive too small: %zu bytes", len);
+			return -1;
+		}
+		msg->wal_end = be64(buf + 1);
+		msg->reply_requested = buf[17] != 0;
+		return 1;
+	}
+	set_err(err, errlen, "unexpected CopyData message type 0x%02x",
+	        (unsigned char)msg->type);
+	return -1;
+}
+
 int repl_read(struct repl_stream *rs, struct repl_msg *msg, char *err,
               size_t errlen)
 {
-	size_t hdr;
 	int r;
 
 	if (rs->copybuf != NULL) {
@@ -732,42 +773,11 @@ int repl_read(struct repl_stream *rs, struct repl_msg *msg, char *err,
 		stream_error(rs, err, errlen);
 		return -1;
 	}
-	memset(msg, 0, sizeof(*msg));
-	msg->type = rs->copybuf[0];
-	if (msg->type == 'w') {
-		hdr = 1;  /* msgtype 'w' */
-		hdr += 8; /* dataStart */
-		hdr += 8; /* walEnd */
-		hdr += 8; /* sendTime */
-		if ((size_t)r < hdr) {
-			set_err(err, errlen, "XLogData header too small: %d bytes", r);
-			rs->stream_err = REPL_ERR_TRANSIENT;
-			return -1;
-		}
-		msg->wal_start = be64(rs->copybuf + 1);
-		msg->wal_end = be64(rs->copybuf + 9);
-		msg->data = rs->copybuf + hdr;
-		msg->len = (size_t)r - hdr;
-		return 1;
+	if (repl_parse_frame(rs->copybuf, (size_t)r, msg, err, errlen) < 0) {
+		rs->stream_err = REPL_ERR_TRANSIENT;
+		return -1;
 	}
-	if (msg->type == 'k') {
-		hdr = 1;  /* msgtype 'k' */
-		hdr += 8; /* walEnd */
-		hdr += 8; /* sendTime */
-		hdr += 1; /* replyRequested */
-		if ((size_t)r < hdr) {
-			set_err(err, errlen, "keepalive too small: %d bytes", r);
-			rs->stream_err = REPL_ERR_TRANSIENT;
-			return -1;
-		}
-		msg->wal_end = be64(rs->copybuf + 1);
-		msg->reply_requested = rs->copybuf[17] != 0;
-		return 1;
-	}
-	set_err(err, errlen, "unexpected CopyData message type 0x%02x",
-	        (unsigned char)msg->type);
-	rs->stream_err = REPL_ERR_TRANSIENT;
-	return -1;
+	return 1;
 }
 
 int repl_send_status(struct repl_stream *rs, uint64_t received,

@@ -15,6 +15,9 @@ cd "$(dirname "$0")/../.."
 # Build: compiler, pkg-config and the client libraries' headers.
 # Tests: PostgreSQL 15 with the wal2json plugin, kcat, the Check framework.
 # libmicrohttpd/libcurl: the relay's health endpoint and its tests.
+# clang + libclang-rt-14-dev: libFuzzer and the sanitizers (make fuzz,
+# make check-asan); llvm: llvm-symbolizer for their stack traces;
+# valgrind (make check-valgrind); cppcheck (make lint).
 packages=(
 	gcc
 	pkg-config
@@ -28,6 +31,11 @@ packages=(
 	postgresql-15-wal2json
 	kcat
 	curl
+	clang
+	libclang-rt-14-dev
+	llvm
+	valgrind
+	cppcheck
 )
 
 # Tools that may come from elsewhere than a Debian package (a JDK in /opt,

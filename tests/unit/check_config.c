@@ -317,6 +317,29 @@ START_TEST(test_conninfo_uri_split)
 	ck_assert_int_eq(cfg_check_conninfo(&cfg, err, sizeof(err)), -1);
 	ck_assert_ptr_nonnull(strstr(err, "is not a valid connection string"));
 	ck_assert_ptr_null(strstr(err, "Qz9"));
+/* The file parser from memory: same lines, same messages, named after
+ * the name given; a last line without a newline counts, a NUL does not
+ * pass. */
+START_TEST(test_load_text)
+{
+	static const char text[] = "# c\n\n slot.name = \"s1\" \r\n"
+	                           "status.interval.ms=500";
+	static const char nul[] = "slot.name = a\nlog.level = de\0bug\n";
+	struct relay_config cfg;
+	char err[256];
+
+	cfg_init(&cfg);
+	ck_assert_int_eq(cfg_load_text(&cfg, text, sizeof(text) - 1, "mem", err,
+	                               sizeof(err)), 0);
+	ck_assert_str_eq(cfg.slot_name, "s1");
+	ck_assert_int_eq(cfg.status_interval_ms, 500);
+	ck_assert_int_eq(cfg_load_text(&cfg, NULL, 0, "mem", err, sizeof(err)), 0);
+	ck_assert_int_eq(cfg_load_text(&cfg, nul, sizeof(nul) - 1, "mem", err,
+	                               sizeof(err)), -1);
+	ck_assert_str_eq(err, "mem:2: NUL byte in line");
+	ck_assert_str_eq(cfg.slot_name, "a");
+	ck_assert_int_eq(cfg_load_text(&cfg, "x\nbad", 5, "m", err, sizeof(err)), -1);
+	ck_assert_str_eq(err, "m:1: expected \"key = value\"");
 	cfg_free(&cfg);
 }
 END_TEST
@@ -356,6 +379,7 @@ Suite *config_suite(void)
 	tcase_add_test(tc, test_print_redacts);
 	tcase_add_test(tc, test_listen_parse);
 	tcase_add_test(tc, test_conninfo_uri_split);
+	tcase_add_test(tc, test_load_text);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -17,6 +17,7 @@
 #include <jansson.h>
 
 #include "json_check.h"
+#include "unit_scale.h"
 
 #ifndef FIXTURE_DIR
 #define FIXTURE_DIR "tests/fixtures"
@@ -348,7 +349,7 @@ START_TEST(test_beyond_double_against_strtod)
 	char tok[400];
 	size_t beyond = 0;
 
-	for (int iter = 0; iter < 200000; iter++) {
+	for (long iter = 0; iter < unit_rounds(200000); iter++) {
 		uint64_t r = jc_rand(&seed);
 		size_t n = 0, ndig = 1 + (size_t)(r % 40), point;
 		int exp10;
@@ -395,8 +396,8 @@ START_TEST(test_beyond_double_against_strtod)
 		beyond += jc_beyond_double(tok, n);
 	}
 	/* Both answers were common. */
-	ck_assert_uint_gt(beyond, 20000);
-	ck_assert_uint_lt(beyond, 180000);
+	ck_assert_uint_gt(beyond, unit_rounds(20000));
+	ck_assert_uint_lt(beyond, unit_rounds(180000));
 }
 END_TEST
 
@@ -681,7 +682,7 @@ START_TEST(test_jansson_mutations)
 		    jc_check(c.doc[i], c.len[i], NULL, NULL, NULL) == 0)
 			good[ngood++] = i;
 	ck_assert_uint_gt(ngood, 300);
-	for (int iter = 0; iter < 60000; iter++) {
+	for (long iter = 0; iter < unit_rounds(60000); iter++) {
 		uint64_t r = jc_rand(&seed);
 		/* Mostly documents that were JSON before, and one edit, so that
 		 * many stay JSON. */
@@ -698,9 +699,9 @@ START_TEST(test_jansson_mutations)
 		agree_with_jansson(buf, len, &st);
 	}
 	/* Both verdicts, and tamed numbers, in earnest. */
-	ck_assert_uint_gt(st.valid, 10000);
-	ck_assert_uint_gt(st.inputs - st.valid, 30000);
-	ck_assert_uint_gt(st.replaced, 1000);
+	ck_assert_uint_gt(st.valid, unit_rounds(10000));
+	ck_assert_uint_gt(st.inputs - st.valid, unit_rounds(30000));
+	ck_assert_uint_gt(st.replaced, unit_rounds(1000));
 	free(good);
 	corpus_free(&c);
 }

@@ -13,6 +13,7 @@
 #include <check.h>
 
 #include "lsn_tracker.h"
+#include "unit_scale.h"
 
 static struct lsn_tracker lt;
 
@@ -845,14 +846,14 @@ static void resume_run(unsigned seed)
 
 START_TEST(test_property_resume)
 {
-	for (unsigned seed = 1; seed <= 3000; seed++)
+	for (unsigned seed = 1; seed <= (unsigned)unit_rounds(3000); seed++)
 		resume_run(seed);
 }
 END_TEST
 
 START_TEST(test_property_random_streams)
 {
-	for (unsigned seed = 1; seed <= 2000; seed++)
+	for (unsigned seed = 1; seed <= (unsigned)unit_rounds(2000); seed++)
 		property_run(seed);
 }
 END_TEST

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* check_repl.c -- the START_REPLICATION command the relay sends. */
+/* check_repl.c -- the START_REPLICATION command the relay sends, and the
+ * CopyData frames it reads. */
 #include <check.h>
 #include <string.h>
 
@@ -117,6 +118,44 @@ START_TEST(test_classify_connect)
 }
 END_TEST
 
+/* XLogData and keepalive headers, field by field; what is too short or
+ * of another type is refused with the reason repl_read() reports. */
+START_TEST(test_parse_frame)
+{
+	static const char w[] = "w\0\0\0\0\1\2\3\4" "\0\0\0\0\1\2\3\5"
+	                        "\0\0\0\0\0\0\0\0" "{\"action\":\"B\"}";
+	static const char k[] = "k\0\0\0\1\0\0\0\0" "\0\0\0\0\0\0\0\0" "\1";
+	struct repl_msg m;
+	char err[128];
+
+	ck_assert_int_eq(repl_parse_frame(w, sizeof(w) - 1, &m, err, sizeof(err)), 1);
+	ck_assert_int_eq(m.type, 'w');
+	ck_assert_uint_eq(m.wal_start, 0x01020304);
+	ck_assert_uint_eq(m.wal_end, 0x01020305);
+	ck_assert_ptr_eq(m.data, w + 25);
+	ck_assert_uint_eq(m.len, sizeof(w) - 1 - 25);
+	ck_assert(!m.reply_requested);
+	/* A header and no record is a frame too. */
+	ck_assert_int_eq(repl_parse_frame(w, 25, &m, err, sizeof(err)), 1);
+	ck_assert_uint_eq(m.len, 0);
+	ck_assert_int_eq(repl_parse_frame(w, 24, &m, err, sizeof(err)), -1);
+	ck_assert_str_eq(err, "XLogData header too small: 24 bytes");
+
+	ck_assert_int_eq(repl_parse_frame(k, sizeof(k) - 1, &m, err, sizeof(err)), 1);
+	ck_assert_int_eq(m.type, 'k');
+	ck_assert_uint_eq(m.wal_end, UINT64_C(0x100000000));
+	ck_assert(m.reply_requested);
+	ck_assert_ptr_null(m.data);
+	ck_assert_int_eq(repl_parse_frame(k, 17, &m, err, sizeof(err)), -1);
+	ck_assert_str_eq(err, "keepalive too small: 17 bytes");
+
+	ck_assert_int_eq(repl_parse_frame("r123", 4, &m, err, sizeof(err)), -1);
+	ck_assert_str_eq(err, "unexpected CopyData message type 0x72");
+	ck_assert_int_eq(repl_parse_frame(NULL, 0, &m, err, sizeof(err)), -1);
+	ck_assert_str_eq(err, "unexpected CopyData message type 0x00");
+}
+END_TEST
+
 Suite *repl_suite(void)
 {
 	Suite *s = suite_create("repl");
@@ -126,6 +165,7 @@ Suite *repl_suite(void)
 	tcase_add_test(tc, test_command_msg_prefixes);
 	tcase_add_test(tc, test_command_too_small);
 	tcase_add_test(tc, test_classify_connect);
+	tcase_add_test(tc, test_parse_frame);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -16,6 +16,7 @@
 #include <jansson.h>
 
 #include "w2j.h"
+#include "unit_scale.h"
 
 #ifndef FIXTURE_DIR
 #define FIXTURE_DIR "tests/fixtures"
@@ -1147,7 +1148,7 @@ END_TEST
 START_TEST(test_timestamp_against_timegm)
 {
 	srand(20261129);
-	for (int i = 0; i < 20000; i++) {
+	for (long i = 0; i < unit_rounds(20000); i++) {
 		struct tm tm = { 0 };
 		char s[64], off[16];
 		int oh = rand() % 16, om = rand() % 60, sign = rand() % 2;
@@ -2107,7 +2108,7 @@ START_TEST(test_scanner_mutations)
 		clen[ncorpus++] = strlen(extra[i]);
 	}
 
-	for (int iter = 0; iter < 50000; iter++) {
+	for (long iter = 0; iter < unit_rounds(50000); iter++) {
 		size_t pick = (size_t)(mut_next(&seed) % ncorpus), len;
 		uint64_t r = mut_next(&seed);
 		/* Mostly one edit: more survive as valid JSON. */
@@ -2139,9 +2140,9 @@ START_TEST(test_scanner_mutations)
 		free(line);
 	}
 	/* Both outcomes were exercised in earnest. */
-	ck_assert_uint_gt(st.fast_events, 5000);
-	ck_assert_uint_gt(st.fast_skips, 500);
-	ck_assert_uint_gt(st.errors, 20000);
+	ck_assert_uint_gt(st.fast_events, unit_rounds(5000));
+	ck_assert_uint_gt(st.fast_skips, unit_rounds(500));
+	ck_assert_uint_gt(st.errors, unit_rounds(20000));
 	free(corpus);
 	free(clen);
 	for (size_t n = 0; n < 3; n++)

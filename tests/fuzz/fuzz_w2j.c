@@ -10,19 +10,9 @@
  * jc_check(), which must accept what jansson accepts once the numbers
  * beyond a double are tamed for jansson (see check_json_check.c).
  *
- * The Makefile links every .c file of tests/unit into the unit tests, so
- * all of this compiles to nothing unless W2J_FUZZ is defined:
- *
- *   clang-14 -std=c11 -D_GNU_SOURCE -DW2J_FUZZ -g -O1 -Iinclude \
- *       -fsanitize=fuzzer,address,undefined \
- *       tests/unit/fuzz_w2j.c src/w2j.c src/json_check.c src/common.c \
- *       -ljansson -o /tmp/fuzz_w2j
- *   mkdir -p /tmp/w2j-corpus && cat tests/fixtures/[a-z]*.jsonl |
- *       while IFS= read -r l; do printf '\0%s' "$l" \
- *           >/tmp/w2j-corpus/$(printf %s "$l" | md5sum | cut -c1-16); done
- *   /tmp/fuzz_w2j -max_total_time=120 /tmp/w2j-corpus
+ * Built by `make fuzz` (tests/fuzz/README.md); the seeds come from
+ * the golden fixtures, one line each behind a spec byte.
  */
-#ifdef W2J_FUZZ
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -189,7 +179,3 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	return 0;
 }
-#else
-/* ISO C wants at least one declaration in a translation unit. */
-typedef int w2j_fuzz_disabled;
-#endif

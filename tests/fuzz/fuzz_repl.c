@@ -1,0 +1,131 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* fuzz_repl.c -- libFuzzer harness: CopyData framing (repl_parse_frame).
+ *
+ * The input is a stream of frames, each behind a two-byte big-endian
+ * length, as libpq would hand them to repl_read() one PQgetCopyData()
+ * at a time. Every frame goes through repl_parse_frame(), which must
+ * agree with the layout written out again below from the protocol
+ * documentation (XLogData: 'w', dataStart, walEnd, sendTime, data;
+ * primary keepalive: 'k', walEnd, sendTime, replyRequested): same
+ * verdict, same fields, data pointing into the frame and never past it,
+ * an error message for every refusal. The data of an accepted 'w' frame
+ * then goes to w2j_decode(), as the loop's handle_msg() does with it, so
+ * the decoder also sees records cut at arbitrary frame boundaries.
+ *
+ * The frame is copied into a buffer of exactly its size first, so that
+ * AddressSanitizer catches a read one byte past a short frame. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "repl.h"
+#include "w2j.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static const struct w2j_spec fuzz_spec = {
+	"public", "outbox", "id", "aggregate_id", "event_type",
+	"aggregate_type", "payload"
+};
+
+static void fuzz_fail(const char *what, size_t len)
+{
+	fprintf(stderr, "repl_parse_frame: %s (frame of %zu bytes)\n", what, len);
+	abort();
+}
+
+/* The reference reading: one field at a time, offsets as in the
+ * protocol documentation. */
+static uint64_t ref_u64(const unsigned char *p)
+{
+	uint64_t v = 0;
+
+	for (int i = 0; i < 8; i++)
+		v = v * 256 + p[i];
+	return v;
+}
+
+static void check_frame(const char *frame, size_t len)
+{
+	const unsigned char *u = (const unsigned char *)frame;
+	struct repl_msg msg;
+	char err[256];
+	int rc, want;
+
+	memset(&msg, 0x5a, sizeof(msg));
+	err[0] = '\0';
+	rc = repl_parse_frame(frame, len, &msg, err, sizeof(err));
+	if (len >= 25 && u[0] == 'w')
+		want = 1;
+	else if (len >= 18 && u[0] == 'k')
+		want = 1;
+	else
+		want = -1;
+	if (rc != want)
+		fuzz_fail("verdict differs from the reference", len);
+	if (rc < 0) {
+		if (err[0] == '\0' || memchr(err, '\0', sizeof(err)) == NULL)
+			fuzz_fail("refusal without a message", len);
+		return;
+	}
+	if (msg.type != frame[0])
+		fuzz_fail("type", len);
+	if (msg.type == 'w') {
+		if (msg.wal_start != ref_u64(u + 1) || msg.wal_end != ref_u64(u + 9))
+			fuzz_fail("XLogData positions", len);
+		if (msg.data != frame + 25 || msg.len != len - 25)
+			fuzz_fail("XLogData payload bounds", len);
+		if (msg.reply_requested)
+			fuzz_fail("XLogData with replyRequested", len);
+	} else {
+		if (msg.wal_end != ref_u64(u + 1) || msg.wal_start != 0)
+			fuzz_fail("keepalive positions", len);
+		if (msg.reply_requested != (u[17] != 0))
+			fuzz_fail("keepalive replyRequested", len);
+		if (msg.data != NULL || msg.len != 0)
+			fuzz_fail("keepalive with a payload", len);
+	}
+}
+
+/* What handle_msg() does with an accepted XLogData frame's payload. */
+static void decode_payload(const char *frame, size_t len)
+{
+	struct repl_msg msg;
+	struct w2j_record rec;
+	char err[512];
+
+	if (repl_parse_frame(frame, len, &msg, err, sizeof(err)) != 1 ||
+	    msg.type != 'w')
+		return;
+	if (w2j_decode(msg.data, msg.len, &fuzz_spec, &rec, err, sizeof(err)) == 0)
+		w2j_record_clear(&rec);
+	else if (err[0] == '\0')
+		fuzz_fail("w2j_decode refused a payload without a message", len);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	size_t at = 0;
+
+	while (at + 2 <= size) {
+		size_t len = (size_t)data[at] << 8 | data[at + 1];
+		char *frame;
+
+		at += 2;
+		if (len > size - at)
+			len = size - at;
+		/* Exactly len bytes: a read past the frame is a heap overflow
+		 * (ASan's malloc(0) is a zero-byte block too). */
+		frame = malloc(len);
+		if (frame == NULL && len > 0)
+			return 0;
+		if (len > 0)
+			memcpy(frame, data + at, len);
+		check_frame(frame, len);
+		decode_payload(frame, len);
+		free(frame);
+		at += len;
+	}
+	return 0;
+}

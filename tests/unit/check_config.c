@@ -317,6 +317,10 @@ START_TEST(test_conninfo_uri_split)
 	ck_assert_int_eq(cfg_check_conninfo(&cfg, err, sizeof(err)), -1);
 	ck_assert_ptr_nonnull(strstr(err, "is not a valid connection string"));
 	ck_assert_ptr_null(strstr(err, "Qz9"));
+	cfg_free(&cfg);
+}
+END_TEST
+
 /* The file parser from memory: same lines, same messages, named after
  * the name given; a last line without a newline counts, a NUL does not
  * pass. */

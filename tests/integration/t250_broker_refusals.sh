@@ -151,8 +151,13 @@ it_start_relay "$conf" "$log2"
 exit_of "$IT_RELAY_PID" 60; rc=$RC
 it_check "(b) a restarted relay stops again with exit 65 (got $rc)" test "$rc" = 65
 it_check "(b) ... on the same record" grep -q "event id $big_id" "$log2"
-# Skip the poison transaction the way the runbook does, for what follows.
-it_sql "$db" "SELECT pg_replication_slot_advance('$db', '$x_end')" >/dev/null
+# Skip the poison transaction the way the runbook does, for what follows
+# (--advance-slot records the move in the slot ledger first).
+advance() { # LSN
+	"$RELAY_BIN" --config "$IT_TEST_DIR/relay.b.conf" --advance-slot "$1" --yes \
+		>"$IT_TEST_DIR/advance.out" 2>&1 || it_diag "advance to $1: $(cat "$IT_TEST_DIR/advance.out")"
+}
+advance "$x_end"
 
 # ------------------------------------------------------------------ (c)
 tc=t250c_$run
@@ -173,7 +178,7 @@ else
 fi
 it_check "(c) the broker still has no such topic" \
 	bash -c '! kcat -b "$1" -L -J -m 5 | grep -q "\"topic\":\"$2\""' _ "$KAFKA_BROKERS" "outbox.event.$tc"
-it_sql "$db" "SELECT pg_replication_slot_advance('$db', pg_current_wal_lsn())" >/dev/null
+advance "$(it_current_lsn "$db")"
 
 # ------------------------------------------------------------------ (d), (e)
 if ! mock_start --brokers 1; then
@@ -204,7 +209,7 @@ else
 	not_ok "(d) the message names the error and the ACL to grant" "$(it_show_log "$log" 10)"
 fi
 mock_cmd "clear_errors Produce" >/dev/null || true
-it_sql "$db" "SELECT pg_replication_slot_advance('$db', pg_current_wal_lsn())" >/dev/null
+advance "$(it_current_lsn "$db")"
 
 te=t250e_$run
 mock_cmd "push_errors Produce $(printf 'OUT_OF_ORDER_SEQUENCE_NUMBER,%.0s' {1..30})OUT_OF_ORDER_SEQUENCE_NUMBER" >/dev/null ||

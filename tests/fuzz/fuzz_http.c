@@ -45,6 +45,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv);
  * for the next byte and then resets; /livez gets the longer wait. */
 #define FUZZ_READ_TIMEOUT_MS 300
 #define LIVEZ_READ_TIMEOUT_MS 2000
+#define LIVEZ_TRIES 3
 #define FUZZ_MAX_REPLY 65536
 
 static struct http_server *srv;
@@ -199,10 +200,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (!status_known(st))
 			fuzz_fail("a status the endpoint does not use", reply);
 	}
-	n = exchange("127.0.0.1", livez, sizeof(livez) - 1, reply, sizeof(reply),
-	             LIVEZ_READ_TIMEOUT_MS);
-	if (n <= 0 || strncmp(reply, "HTTP/1.1 200 ", 13) != 0 ||
-	    strstr(reply, "\r\n\r\nok\n") == NULL)
-		fuzz_fail("/livez no longer answers 200 ok", n > 0 ? reply : NULL);
+	/* A few tries: on a loaded machine (CI runs the suites side by
+	 * side) one probe can miss its 2 s; a locked-out endpoint misses
+	 * them all. */
+	for (int i = 0; i < LIVEZ_TRIES; i++) {
+		n = exchange("127.0.0.1", livez, sizeof(livez) - 1, reply,
+		             sizeof(reply), LIVEZ_READ_TIMEOUT_MS);
+		if (n > 0 && strncmp(reply, "HTTP/1.1 200 ", 13) == 0 &&
+		    strstr(reply, "\r\n\r\nok\n") != NULL)
+			return 0;
+	}
+	fuzz_fail("/livez no longer answers 200 ok", n > 0 ? reply : NULL);
 	return 0;
 }

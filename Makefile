@@ -6,6 +6,8 @@
 #   make bench-smoke 100,000 events through the real stack, print figures
 #   make build/kafka-mock   the mock Kafka cluster for fault tests (built by
 #                    make integration; links rdkafka only, never the relay)
+#   make build/tcp-proxy    the TCP fault proxy for network fault tests
+#                    (built by make integration; libc only)
 #   make fuzz        every libFuzzer harness for FUZZ_SECONDS (default 60)
 #   make fuzz-regress  replay the seeds and kept crash inputs (make check)
 #   make check-asan  unit tests and a short end-to-end run under ASan+UBSan
@@ -70,6 +72,13 @@ $(BUILD)/kafka-mock: tests/mock/kafka_mock.c
 	@mkdir -p $(dir $@)
 	$(CC) $(FINAL_CFLAGS) -o $@ $< $(MOCK_LIBS)
 
+# Test tool, not part of the relay: a TCP proxy whose faults (blackhole,
+# reset, cut, delay, refuse, an injected PostgreSQL error) are switched by
+# commands on stdin (tests/integration/proxy.sh drives it).
+$(BUILD)/tcp-proxy: tests/proxy/tcp_proxy.c
+	@mkdir -p $(dir $@)
+	$(CC) $(STD) $(WARN) $(OPT) -MMD -MP $(CFLAGS) -o $@ $< $(LIBS)
+
 # Installs Debian packages and the Kafka broker's jars when missing.
 deps:
 	@tests/env/deps.sh
@@ -77,7 +86,7 @@ deps:
 unit: $(BUILD)/unit-tests
 	$(BUILD)/unit-tests
 
-integration: all $(BUILD)/kafka-mock
+integration: all $(BUILD)/kafka-mock $(BUILD)/tcp-proxy
 	tests/integration/run.sh
 
 check: deps

@@ -1,0 +1,198 @@
+# shellcheck shell=bash
+# tests/integration/load.sh -- the checker's writer in the background and
+# the final delivery check, for the fault tests that inject a fault under
+# load (t560-t585). Source it after lib.sh and after it_init:
+#
+#   source "$(dirname "$0")/load.sh"
+#   it_setup_db "$db"
+#   load_init "$db" "$type" 50        # agg_seq + emit() + the pgbench script
+#   load_start                        # pgbench bursts until load_stop
+#   ... faults ...
+#   load_stop                         # LOAD_BURSTS, LOAD_FAILED
+#   load_check "$topic" 120 "$faults" # LOAD_RC, LOAD_SUMMARY, LOAD_COMMITTED
+#   load_stat duplicates              # a figure of the checker's summary
+#   load_row F5 2                     # the reliability matrix's row
+#
+# Functions:
+#   load_init DB TYPE AGGS    checker.py setup-sql in DB (aggregates TYPE-1..
+#                             TYPE-AGGS) and the pgbench script (10%
+#                             rollbacks, 25% two-aggregate transactions)
+#   load_start [RATE] [CLIENTS]  background writer: pgbench bursts of 2 s at
+#                             RATE transactions/s (default 100) over CLIENTS
+#                             connections (3), straight to PostgreSQL, until
+#                             load_stop or LOAD_MAX_SECS (180); a burst that
+#                             fails is counted, not fatal (a server crash
+#                             fails bursts on purpose)
+#   load_stop                 stops the writer, waits for it; sets
+#                             LOAD_BURSTS and LOAD_FAILED
+#   load_committed            committed events so far (sum of agg_seq.n)
+#   load_check TOPIC SECS [FAULTS]  writes the expected sequences and the
+#                             outbox ids from the database, then
+#                             it_wait_checked (consume + checker.py check,
+#                             retried while events are missing) for up to
+#                             SECS, with --faults FAULTS when given (a
+#                             key's records count up, a re-delivery only
+#                             repeats a suffix, at most FAULTS times); sets
+#                             LOAD_RC (the checker's exit code: 0 good, 1
+#                             violation, 2 events missing), LOAD_SUMMARY
+#                             (its "checker: ..." line), LOAD_COMMITTED,
+#                             LOAD_OUT (the consumed records)
+#   load_stat NAME            a NAME=N figure of LOAD_SUMMARY (records,
+#                             events, expected, missing, duplicates,
+#                             dup_events, replays, max_pg_lsn, committed,
+#                             consumed, leaked, order_violations, ...)
+#   load_row SCENARIO ROUNDS  "# row: scenario=... rounds=... <the checker's
+#                             figures> wall=Ns", the line
+#                             tests/reliability/run.sh puts in its table
+#   load_ms                   the wall clock in milliseconds
+#   load_wait_log FILE ERE N SECS   until FILE has N lines matching ERE;
+#                             prints the milliseconds it took
+#   load_count_log FILE ERE   lines of FILE matching ERE
+#   load_acked LOG            acked= of the relay's latest stats line
+#   load_wait_acked LOG N SECS   until that is >= N
+#
+# Files go to $IT_TEST_DIR (writer.pgbench, pgbench.log, expected, ids,
+# records.json and records.json.check).
+
+if [[ -n ${_LOAD_SH_SOURCED:-} ]]; then
+	return 0
+fi
+_LOAD_SH_SOURCED=1
+
+LOAD_MAX_SECS=${LOAD_MAX_SECS:-180}
+LOAD_CHECKER=$ENV_REPO_ROOT/tests/integration/checker.py
+LOAD_DB=
+LOAD_TYPE=
+LOAD_BURSTS=
+LOAD_FAILED=
+LOAD_RC=
+LOAD_SUMMARY=
+LOAD_COMMITTED=
+LOAD_OUT=
+_LOAD_PID=
+_LOAD_HOOKED=
+
+load_init() {
+	LOAD_DB=$1 LOAD_TYPE=$2
+	local aggs=$3
+	python3 "$LOAD_CHECKER" setup-sql --type "$LOAD_TYPE" --aggs "$aggs" |
+		it_sql_file "$LOAD_DB" - || return 1
+	python3 "$LOAD_CHECKER" pgbench-script --aggs "$aggs" --rollback-pct 10 \
+		--multi-pct 25 >"$IT_TEST_DIR/writer.pgbench" || return 1
+}
+
+# The writer itself, in a background subshell: bursts until the stop file.
+_load_writer() {
+	local rate=$1 clients=$2 deadline=$((SECONDS + LOAD_MAX_SECS)) n=0 failed=0
+	while [[ ! -e $IT_TEST_DIR/writer.stop ]] && ((SECONDS < deadline)); do
+		n=$((n + 1))
+		if ! "$PG_BIN/pgbench" -n -h 127.0.0.1 -p "$PGPORT" -U postgres \
+			-f "$IT_TEST_DIR/writer.pgbench" -c "$clients" -j 1 -T 2 \
+			-R "$rate" "$LOAD_DB" >>"$IT_TEST_DIR/pgbench.log" 2>&1; then
+			failed=$((failed + 1))
+			# A server that is down fails a burst at once: no spin.
+			sleep 0.5
+		fi
+	done
+	echo "$n $failed" >"$IT_TEST_DIR/writer.done"
+}
+
+load_start() {
+	local rate=${1:-100} clients=${2:-3}
+	if [[ -n $_LOAD_PID ]]; then
+		echo "load_start: the writer runs already" >&2
+		return 1
+	fi
+	rm -f "$IT_TEST_DIR/writer.stop" "$IT_TEST_DIR/writer.done"
+	if [[ -z $_LOAD_HOOKED ]]; then
+		env_on_cleanup load_stop
+		_LOAD_HOOKED=1
+	fi
+	_load_writer "$rate" "$clients" &
+	_LOAD_PID=$!
+}
+
+load_stop() {
+	local done
+	[[ -n $_LOAD_PID ]] || return 0
+	touch "$IT_TEST_DIR/writer.stop"
+	# A burst lasts 2 s; pgbench against a dead server ends sooner.
+	wait "$_LOAD_PID" 2>/dev/null || true
+	_LOAD_PID=
+	done=$(cat "$IT_TEST_DIR/writer.done" 2>/dev/null || echo "? ?")
+	LOAD_BURSTS=${done% *}
+	LOAD_FAILED=${done#* }
+}
+
+load_committed() {
+	it_sql "$LOAD_DB" "SELECT coalesce(sum(n), 0) FROM agg_seq"
+}
+
+load_check() {
+	local topic=$1 secs=$2 faults=()
+	[[ -z ${3:-} ]] || faults=(--faults "$3")
+	LOAD_OUT=$IT_TEST_DIR/records.json
+	LOAD_RC=0
+	it_sql "$LOAD_DB" "SELECT agg, n FROM agg_seq ORDER BY id" \
+		>"$IT_TEST_DIR/expected" || return 1
+	it_sql "$LOAD_DB" "SELECT aggregate_id, payload->>'seq', id FROM outbox
+		WHERE aggregate_type = '$LOAD_TYPE'" >"$IT_TEST_DIR/ids" || return 1
+	LOAD_COMMITTED=$(load_committed)
+	it_wait_checked "$topic" "$LOAD_OUT" "$secs" \
+		--expected "$IT_TEST_DIR/expected" --ids "$IT_TEST_DIR/ids" \
+		--topic "$topic" "${faults[@]}" || LOAD_RC=$?
+	LOAD_SUMMARY=$(grep '^checker:' "$LOAD_OUT.check" | head -n1 || true)
+}
+
+load_stat() {
+	sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<<"$LOAD_SUMMARY"
+}
+
+load_row() {
+	it_diag "row: scenario=$1 rounds=$2 $(sed 's/^checker: [A-Z]* //' <<<"$LOAD_SUMMARY") wall=${SECONDS}s"
+}
+
+# Milliseconds of the wall clock, for measuring how long a reaction took.
+load_ms() { echo $(($(date +%s%N) / 1000000)); }
+
+# load_wait_log FILE PATTERN N SECS: until FILE has at least N lines
+# matching the extended regex PATTERN, polled every 0.1 s for up to SECS;
+# prints how many milliseconds the wait took. Fails on the deadline.
+load_wait_log() {
+	local file=$1 pattern=$2 n=$3 secs=$4 t0 deadline
+	t0=$(load_ms)
+	deadline=$((t0 + secs * 1000))
+	while :; do
+		if (($(load_count_log "$file" "$pattern") >= n)); then
+			echo $(($(load_ms) - t0))
+			return 0
+		fi
+		(($(load_ms) < deadline)) || return 1
+		sleep 0.1
+	done
+}
+
+# load_count_log FILE PATTERN: lines of FILE matching PATTERN (0 if none).
+load_count_log() {
+	local c
+	c=$(grep -cE -- "$2" "$1" 2>/dev/null) || true
+	echo "${c:-0}"
+}
+
+# load_acked LOG: the acked= figure of the relay's latest stats line.
+load_acked() {
+	local a
+	a=$(grep -o 'stats: .* acked=[0-9]*' "$1" 2>/dev/null | tail -n1 | sed 's/.*acked=//') || true
+	echo "${a:-0}"
+}
+
+# load_wait_acked LOG N SECS: until the relay's stats say acked >= N (the
+# relay needs stats.interval.ms set low); fails on the deadline.
+load_wait_acked() {
+	local log=$1 n=$2 secs=$3 i
+	for ((i = 0; i < secs * 5; i++)); do
+		(($(load_acked "$log") >= n)) && return 0
+		sleep 0.2
+	done
+	return 1
+}

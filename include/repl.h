@@ -48,6 +48,7 @@ struct repl_stream {
 	struct repl_slot_info slot;
 	enum repl_err stream_err; /* class of the last repl_read() failure */
 	bool connect_failed;      /* repl_start() failed before connecting */
+	int64_t timeout_ms;       /* bound of each statement at the start */
 	bool in_copy;             /* START_REPLICATION succeeded */
 };
 
@@ -61,20 +62,15 @@ struct repl_msg {
 	size_t len;
 };
 
-/* Connects, identifies the system, checks the slot and table, and starts
- * streaming from the slot (LOGICAL 0/0). On failure returns the class
- * and a message in err; rs is left closed. */
+/* Connects (pgutil.h: bounded by connect_timeout), identifies the
+ * system, checks the slot and table, and starts streaming from the slot
+ * (LOGICAL 0/0), each statement bounded by timeout_ms (a server that
+ * stops answering is a transient error, not a hang). On failure returns
+ * the class and a message in err; rs is left closed. */
 enum repl_err repl_start(struct repl_stream *rs, const char *conninfo,
                          const char *slot, const struct w2j_spec *spec,
-                         const char *msg_prefixes, char *err,
-                         size_t errlen) RELAY_MUSTCHECK;
-
-/* Classifies an error at connection time: sqlstate ("" when libpq
- * refused before any server answered) and libpq's message. Permanent
- * ones (REPL_ERR_AUTH, REPL_ERR_CONFIG) get a one-line hint in *hint
- * (static). Table-driven; exposed for tests. */
-enum repl_err repl_classify_connect(const char *sqlstate, const char *message,
-                                    const char **hint);
+                         const char *msg_prefixes, int64_t timeout_ms,
+                         char *err, size_t errlen) RELAY_MUSTCHECK;
 
 /* The socket to poll(), or -1. */
 int repl_socket(const struct repl_stream *rs);

@@ -662,7 +662,8 @@ static void try_connect(struct relay *r)
 		}
 	}
 	rc = repl_start(&r->rs, r->cfg->pg_conninfo, r->cfg->slot_name, &r->spec,
-	                r->msg_prefixes, err, sizeof(err));
+	                r->msg_prefixes, r->cfg->pg_receive_timeout_ms, err,
+	                sizeof(err));
 	switch (rc) {
 	case REPL_OK:
 		r->have_rs = true;

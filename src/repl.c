@@ -13,6 +13,7 @@
 #include <libpq-fe.h>
 
 #include "log.h"
+#include "pgutil.h"
 #include "repl.h"
 
 /* libpq's PGconn behind our opaque name. */
@@ -80,217 +81,51 @@ static enum repl_err classify(const PGresult *res)
 	return REPL_ERR_TRANSIENT;
 }
 
-static bool conninfo_has(PQconninfoOption *opts, const char *kw)
+/* One statement of a session's start, bounded by rs->timeout_ms: a
+ * server that stops answering (a hung backend, a silent proxy) must not
+ * hang the relay. NULL with err filled ("what: ...") when it timed out
+ * or the connection broke: a transient error. */
+static PGresult *rs_exec(struct repl_stream *rs, const char *sql,
+                         const char *what, char *err, size_t errlen)
 {
-	for (PQconninfoOption *o = opts; o && o->keyword; o++)
-		if (strcmp(o->keyword, kw) == 0)
-			return o->val != NULL && o->val[0] != '\0';
-	return false;
-}
+	bool timed_out;
+	char m[512];
+	PGresult *res = pgu_exec(PGC(rs), sql, 0, NULL,
+	                         now_mono_us() + rs->timeout_ms * 1000, &timed_out);
 
-/* Errors while connecting that no retry can fix: a server's SQLSTATE, or
- * libpq's own words when it refuses the connection options or the TLS
- * setup before any server answered (libpq's messages are English: the
- * relay never calls setlocale()). Anything else (refused, timed out,
- * DNS, the server starting up or full) is transient. */
-static const struct {
-	const char *sqlstate;   /* NULL: match text instead */
-	const char *text;       /* substring of libpq's message */
-	enum repl_err cls;
-	const char *hint;
-} connect_errors[] = {
-	{ "28P01", NULL, REPL_ERR_AUTH, "check the password (~/.pgpass or "
-	  "PGPASSFILE; never in pg.conninfo or argv)" },
-	{ "28000", NULL, REPL_ERR_AUTH, "pg_hba.conf must allow this role a "
-	  "connection to this database (the \"replication\" keyword does not "
-	  "cover logical replication connections)" },
-	{ "42501", NULL, REPL_ERR_AUTH, "the role needs the REPLICATION "
-	  "attribute (sql/roles.sql)" },
-	{ "3D000", NULL, REPL_ERR_CONFIG, "check dbname in pg.conninfo" },
-	{ NULL, "invalid ", REPL_ERR_CONFIG, "fix the option in pg.conninfo" },
-	{ NULL, "could not match ", REPL_ERR_CONFIG, "fix the host and port "
-	  "lists in pg.conninfo" },
-	{ NULL, "certificate verify failed", REPL_ERR_CONFIG, "sslrootcert must "
-	  "hold the CA that signed the server's certificate" },
-	{ NULL, "does not match host name", REPL_ERR_CONFIG, "with "
-	  "sslmode=verify-full the host in pg.conninfo must be a name in the "
-	  "server's certificate" },
-	{ NULL, "root certificate file", REPL_ERR_CONFIG, "sslrootcert must name "
-	  "a readable file" },
-	{ NULL, "server does not support SSL", REPL_ERR_CONFIG, "the server has "
-	  "ssl=off: turn it on, or lower sslmode" },
-};
-
-/* The SQLSTATE in a message built with PQERRORS_VERBOSE ("FATAL:  28P01:
- * ..."), or "" when there is none. */
-static void verbose_sqlstate(const char *m, char out[6])
-{
-	const char *p = strstr(m, "FATAL:  ");
-
-	out[0] = '\0';
-	if (p == NULL)
-		return;
-	p += 8;
-	for (int i = 0; i < 5; i++)
-		if (!((p[i] >= '0' && p[i] <= '9') || (p[i] >= 'A' && p[i] <= 'Z')))
-			return;
-	if (p[5] != ':')
-		return;
-	memcpy(out, p, 5);
-	out[5] = '\0';
-}
-
-/* The message without PQERRORS_VERBOSE's LOCATION line, on one line. */
-static void tidy_message(const char *m, char *out, size_t outlen)
-{
-	size_t n = 0;
-
-	for (const char *p = m; *p != '\0' && n + 1 < outlen; p++) {
-		if (*p == '\n') {
-			while (p[1] == ' ')
-				p++;
-			if (strncmp(p + 1, "LOCATION:", 9) == 0) {
-				p = strchr(p + 1, '\n');
-				if (p == NULL)
-					break;
-				p--;
-				continue;
-			}
-			if (p[1] != '\0')
-				out[n++] = ' ';
-			continue;
-		}
-		out[n++] = *p;
+	if (res != NULL)
+		return res;
+	if (timed_out) {
+		set_err(err, errlen, "%s: PostgreSQL did not answer within %lld ms",
+		        what, (long long)rs->timeout_ms);
+	} else {
+		pgu_message(PGC(rs), NULL, m, sizeof(m));
+		set_err(err, errlen, "%s: %s", what, m);
 	}
-	while (n > 0 && out[n - 1] == ' ')
-		n--;
-	out[n] = '\0';
-}
-
-enum repl_err repl_classify_connect(const char *sqlstate, const char *message,
-                                    const char **hint)
-{
-	*hint = "";
-	for (size_t i = 0; i < sizeof(connect_errors) / sizeof(connect_errors[0]);
-	     i++) {
-		if (connect_errors[i].sqlstate != NULL
-		        ? strcmp(sqlstate, connect_errors[i].sqlstate) == 0
-		        : sqlstate[0] == '\0' &&
-		              strstr(message, connect_errors[i].text) != NULL) {
-			*hint = connect_errors[i].hint;
-			return connect_errors[i].cls;
-		}
-	}
-	return REPL_ERR_TRANSIENT;
-}
-
-/* Waits for PQconnectPoll to finish, with the deadline libpq applies to
- * PQconnectdb itself (connect_timeout per host). */
-static bool connect_wait(PGconn *conn, int64_t deadline_us)
-{
-	PostgresPollingStatusType st = PGRES_POLLING_WRITING;
-
-	for (;;) {
-		struct pollfd p = { .fd = PQsocket(conn) };
-		int64_t left = deadline_us - now_mono_us();
-
-		if (st == PGRES_POLLING_OK)
-			return true;
-		if (st == PGRES_POLLING_FAILED)
-			return false;
-		if (left <= 0)
-			return false;
-		p.events = st == PGRES_POLLING_READING ? POLLIN : POLLOUT;
-		if (p.fd >= 0 && poll(&p, 1, (int)(left / 1000) + 1) < 0 &&
-		    errno != EINTR)
-			return false;
-		st = PQconnectPoll(conn);
-	}
-}
-
-/* Opens the replication=database connection. The user's conninfo wins for
- * every setting except replication; the relay only fills in defaults.
- * Returns NULL with the error's class in *cls and the message in err. */
-static PGconn *open_conn(const char *conninfo, enum repl_err *cls, char *err,
-                         size_t errlen)
-{
-	const char *kw[16], *val[16];
-	PQconninfoOption *opts;
-	char *perr = NULL;
-	int n = 0, hosts = 1;
-	int64_t timeout_s = 10;
-	char state[6], msg[1024];
-	const char *hint;
-	PGconn *conn;
-
-	*cls = REPL_ERR_TRANSIENT;
-	opts = PQconninfoParse(conninfo, &perr);
-	if (opts == NULL) {
-		/* perr may quote the string; never echo it. */
-		set_err(err, errlen, "pg.conninfo is not a valid connection string");
-		PQfreemem(perr);
-		*cls = REPL_ERR_CONFIG;
-		return NULL;
-	}
-	for (PQconninfoOption *o = opts; o->keyword != NULL; o++) {
-		if (o->val == NULL)
-			continue;
-		if (strcmp(o->keyword, "connect_timeout") == 0 && atoi(o->val) > 0)
-			timeout_s = atoi(o->val);
-		if (strcmp(o->keyword, "host") == 0)
-			for (const char *c = o->val; *c; c++)
-				hosts += *c == ',';
-	}
-	kw[n] = "dbname", val[n++] = conninfo;
-	if (!conninfo_has(opts, "application_name"))
-		kw[n] = "application_name", val[n++] = "outbox-relay";
-	if (!conninfo_has(opts, "connect_timeout"))
-		kw[n] = "connect_timeout", val[n++] = "10";
-	/* A half-open TCP connection must not hang the relay forever. */
-	if (!conninfo_has(opts, "keepalives_idle"))
-		kw[n] = "keepalives_idle", val[n++] = "10";
-	if (!conninfo_has(opts, "keepalives_interval"))
-		kw[n] = "keepalives_interval", val[n++] = "5";
-	if (!conninfo_has(opts, "keepalives_count"))
-		kw[n] = "keepalives_count", val[n++] = "3";
-	if (!conninfo_has(opts, "tcp_user_timeout"))
-		kw[n] = "tcp_user_timeout", val[n++] = "30000";
-	kw[n] = "replication", val[n++] = "database";
-	kw[n] = NULL, val[n] = NULL;
-	PQconninfoFree(opts);
-
-	/* Started by hand, to ask for verbose errors before the server's
-	 * first answer: they carry the SQLSTATE that tells a wrong password
-	 * from a server that is still starting. */
-	conn = PQconnectStartParams(kw, val, 1);
-	if (conn != NULL && PQstatus(conn) != CONNECTION_BAD) {
-		PQsetErrorVerbosity(conn, PQERRORS_VERBOSE);
-		if (connect_wait(conn, now_mono_us() + timeout_s * hosts * 1000000)) {
-			PQsetErrorVerbosity(conn, PQERRORS_DEFAULT);
-			return conn;
-		}
-	}
-	tidy_message(conn != NULL ? PQerrorMessage(conn) : "out of memory", msg,
-	             sizeof(msg));
-	if (msg[0] == '\0')
-		snprintf(msg, sizeof(msg), "timed out after %llds",
-		         (long long)(timeout_s * hosts));
-	verbose_sqlstate(msg, state);
-	*cls = repl_classify_connect(state, msg, &hint);
-	set_err(err, errlen, "could not connect to PostgreSQL: %s%s%s", msg,
-	        hint[0] ? "; " : "", hint);
-	PQfinish(conn);
 	return NULL;
+}
+
+/* The error message of a failed statement, into the caller's buffer. */
+static const char *res_err(struct repl_stream *rs, const PGresult *res,
+                           char *buf, size_t len)
+{
+	pgu_message(PGC(rs), res, buf, len);
+	return buf;
 }
 
 static enum repl_err identify(struct repl_stream *rs, char *err, size_t errlen)
 {
-	PGresult *res = PQexec(PGC(rs), "IDENTIFY_SYSTEM");
+	PGresult *res = rs_exec(rs, "IDENTIFY_SYSTEM", "IDENTIFY_SYSTEM", err,
+	                        errlen);
 	enum repl_err rc = REPL_ERR_TRANSIENT;
+	char m[512];
 
+	if (res == NULL)
+		return REPL_ERR_TRANSIENT;
 	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1 ||
 	    PQnfields(res) < 3) {
-		set_err(err, errlen, "IDENTIFY_SYSTEM failed: %s", pq_err(PGC(rs)));
+		set_err(err, errlen, "IDENTIFY_SYSTEM failed: %s",
+		        res_err(rs, res, m, sizeof(m)));
 		rc = classify(res);
 		goto out;
 	}
@@ -327,9 +162,13 @@ static enum repl_err check_slot(struct repl_stream *rs, const char *slot,
 	         "coalesce(restart_lsn::text, ''), coalesce(database::text, '') "
 	         "FROM pg_catalog.pg_replication_slots WHERE slot_name = %s", lit);
 	PQfreemem(lit);
-	res = PQexec(PGC(rs), sql);
+	res = rs_exec(rs, sql, "reading pg_replication_slots", err, errlen);
+	if (res == NULL)
+		return REPL_ERR_TRANSIENT;
 	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-		set_err(err, errlen, "reading pg_replication_slots: %s", pq_err(PGC(rs)));
+		char m[512];
+		set_err(err, errlen, "reading pg_replication_slots: %s",
+		        res_err(rs, res, m, sizeof(m)));
 		rc = classify(res);
 		if (rc == REPL_ERR_SLOT_BUSY)
 			rc = REPL_ERR_TRANSIENT;
@@ -429,10 +268,13 @@ static enum repl_err check_schema(struct repl_stream *rs,
 	         "          AND a.attnum > 0 AND NOT a.attisdropped) "
 	         "ORDER BY x.n IS NULL, c.relname, x.n LIMIT 1",
 	         lit[5], lit[0], lit[1], lit[2], lit[3], lit[4]);
-	res = PQexec(PGC(rs), sql);
-	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1) {
+	res = rs_exec(rs, sql, "reading the outbox schema's tables", err, errlen);
+	if (res == NULL) {
+		rc = REPL_ERR_TRANSIENT;
+	} else if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1) {
+		char m[512];
 		set_err(err, errlen, "reading the outbox schema's tables: %s",
-		        pq_err(PGC(rs)));
+		        res_err(rs, res, m, sizeof(m)));
 		rc = REPL_ERR_TRANSIENT;
 	} else if (strcmp(PQgetvalue(res, 0, 0), "t") != 0) {
 		set_err(err, errlen, "outbox.table: schema %s does not exist (%s.* "
@@ -532,10 +374,13 @@ static enum repl_err check_table(struct repl_stream *rs,
 	         "AND NOT a.attisdropped", s, t);
 	PQfreemem(s);
 	PQfreemem(t);
-	res = PQexec(PGC(rs), sql);
+	res = rs_exec(rs, sql, "reading the outbox table's columns", err, errlen);
+	if (res == NULL)
+		return REPL_ERR_TRANSIENT;
 	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+		char m[512];
 		set_err(err, errlen, "reading the outbox table's columns: %s",
-		        pq_err(PGC(rs)));
+		        res_err(rs, res, m, sizeof(m)));
 		rc = REPL_ERR_TRANSIENT;
 		goto out;
 	}
@@ -629,17 +474,23 @@ int repl_start_command(const char *slot, const struct w2j_spec *spec,
 
 enum repl_err repl_start(struct repl_stream *rs, const char *conninfo,
                          const char *slot, const struct w2j_spec *spec,
-                         const char *msg_prefixes, char *err, size_t errlen)
+                         const char *msg_prefixes, int64_t timeout_ms,
+                         char *err, size_t errlen)
 {
-	char cmd[1024];
+	enum pgu_class cls;
+	char cmd[1024], m[512];
 	PGresult *res;
 	enum repl_err rc;
 
 	memset(rs, 0, sizeof(*rs));
-	rs->conn = (struct pg_conn *)open_conn(conninfo, &rc, err, errlen);
+	rs->timeout_ms = timeout_ms;
+	rs->conn = (struct pg_conn *)pgu_connect(conninfo, "outbox-relay", true,
+	                                         NULL, &cls, err, errlen);
 	if (rs->conn == NULL) {
 		rs->connect_failed = true;
-		return rc;
+		return cls == PGU_AUTH     ? REPL_ERR_AUTH
+		       : cls == PGU_CONFIG ? REPL_ERR_CONFIG
+		                           : REPL_ERR_TRANSIENT;
 	}
 	if ((rc = identify(rs, err, errlen)) != REPL_OK)
 		goto fail;
@@ -652,9 +503,14 @@ enum repl_err repl_start(struct repl_stream *rs, const char *conninfo,
 		rc = REPL_ERR_FATAL;
 		goto fail;
 	}
-	res = PQexec(PGC(rs), cmd);
+	res = rs_exec(rs, cmd, "START_REPLICATION", err, errlen);
+	if (res == NULL) {
+		rc = REPL_ERR_TRANSIENT;
+		goto fail;
+	}
 	if (PQresultStatus(res) != PGRES_COPY_BOTH) {
-		set_err(err, errlen, "START_REPLICATION failed: %s", pq_err(PGC(rs)));
+		set_err(err, errlen, "START_REPLICATION failed: %s",
+		        res_err(rs, res, m, sizeof(m)));
 		rc = classify(res);
 		PQclear(res);
 		goto fail;
@@ -697,7 +553,15 @@ static void stream_error(struct repl_stream *rs, char *err, size_t errlen)
 
 	rs->stream_err = REPL_ERR_TRANSIENT;
 	rs->in_copy = false;
-	while ((res = PQgetResult(PGC(rs))) != NULL) {
+	/* Only what already arrived: after an ErrorResponse the server may
+	 * never send ReadyForQuery (a proxy in between, a dying backend), and
+	 * a blocking PQgetResult() would then wait for it forever. */
+	for (;;) {
+		if (PQisBusy(PGC(rs)) &&
+		    (!PQconsumeInput(PGC(rs)) || PQisBusy(PGC(rs))))
+			break;
+		if ((res = PQgetResult(PGC(rs))) == NULL)
+			break;
 		if (!got && PQresultStatus(res) == PGRES_FATAL_ERROR) {
 			const char *m = PQresultErrorMessage(res);
 			size_t n = strlen(m);

@@ -16,9 +16,11 @@
 #include <libpq-fe.h>
 
 #include "log.h"
+#include "pgutil.h"
 #include "watchdog.h"
 
-#define WD_CONNECT_TIMEOUT "5"
+/* Client-side bound of each watchdog query (statement_timeout is 5 s). */
+#define WD_QUERY_TIMEOUT_US (10 * INT64_C(1000000))
 #define WD_STATEMENT_TIMEOUT_MS 5000
 
 const char wd_sample_sql[] =
@@ -79,22 +81,51 @@ static void set_last_error(struct watchdog *w, const char *fmt, ...)
 	pthread_mutex_unlock(&w->mu);
 }
 
+/* The same connection defaults as the stream's (keepalives, timeouts,
+ * pgutil.h), and server-side limits on top. */
 static bool wd_connect(struct watchdog *w)
 {
-	const char *kw[] = { "dbname", "application_name", "connect_timeout",
-		                 "options", NULL };
-	const char *val[] = { w->opt.conninfo, "outbox-relay-watchdog",
-		                  WD_CONNECT_TIMEOUT,
-		                  "-c statement_timeout=5000 -c lock_timeout=1000", NULL };
+	enum pgu_class cls;
+	char err[1024];
 
-	w->conn = PQconnectdbParams(kw, val, 1);
-	if (PQstatus(w->conn) != CONNECTION_OK) {
-		set_last_error(w, "could not connect: %s", PQerrorMessage(w->conn));
-		PQfinish(w->conn);
-		w->conn = NULL;
+	w->conn = pgu_connect(w->opt.conninfo, "outbox-relay-watchdog", false,
+	                      "-c statement_timeout=5000 -c lock_timeout=1000",
+	                      &cls, err, sizeof(err));
+	if (w->conn == NULL) {
+		set_last_error(w, "%s", err);
 		return false;
 	}
 	return true;
+}
+
+/* One query, bounded on the client side too: statement_timeout does not
+ * help against a server (or a proxy) that stopped answering, and a
+ * watchdog stuck in a query would freeze the slot figures and hold up
+ * the relay's exit (wd_stop() joins this thread). */
+static PGresult *wd_exec(struct watchdog *w, const char *sql, int nparams,
+                         const char *const *params, const char *what)
+{
+	bool timed_out;
+	PGresult *res = pgu_exec(w->conn, sql, nparams, params,
+	                         now_mono_us() + WD_QUERY_TIMEOUT_US, &timed_out);
+	char m[512];
+
+	if (res != NULL && (PQresultStatus(res) == PGRES_TUPLES_OK ||
+	                    PQresultStatus(res) == PGRES_COMMAND_OK))
+		return res;
+	if (timed_out)
+		snprintf(m, sizeof(m), "no answer within %lld s",
+		         (long long)(WD_QUERY_TIMEOUT_US / 1000000));
+	else
+		pgu_message(w->conn, res, m, sizeof(m));
+	set_last_error(w, "%s failed: %s", what, m);
+	PQclear(res);
+	/* A timed-out connection may still owe the answer: never reuse it. */
+	if (timed_out || PQstatus(w->conn) != CONNECTION_OK) {
+		PQfinish(w->conn);
+		w->conn = NULL;
+	}
+	return NULL;
 }
 
 static int64_t col_i64(PGresult *res, int c)
@@ -117,15 +148,13 @@ static void sample(struct watchdog *w)
 	struct slot_figures f;
 	PGresult *res;
 
-	res = PQexecParams(w->conn, wd_sample_sql, 1, NULL, params, NULL, NULL, 0);
-	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1 ||
-	    PQnfields(res) != 22) {
-		set_last_error(w, "sample query failed: %s", PQerrorMessage(w->conn));
+	res = wd_exec(w, wd_sample_sql, 1, params, "sample query");
+	if (res == NULL)
+		return;
+	if (PQntuples(res) != 1 || PQnfields(res) != 22) {
+		set_last_error(w, "sample query returned %d rows of %d columns",
+		               PQntuples(res), PQnfields(res));
 		PQclear(res);
-		if (PQstatus(w->conn) != CONNECTION_OK) {
-			PQfinish(w->conn);
-			w->conn = NULL;
-		}
 		return;
 	}
 	memset(&f, 0, sizeof(f));
@@ -171,23 +200,14 @@ static void heartbeat(struct watchdog *w)
 	PGresult *res;
 
 	snprintf(content, sizeof(content), "%lld", (long long)now_wall_us());
-	res = PQexecParams(w->conn,
-	                   "SELECT pg_catalog.pg_logical_emit_message(false, $1, $2)",
-	                   2, NULL, params, NULL, NULL, 0);
-	if (PQresultStatus(res) != PGRES_TUPLES_OK)
-		set_last_error(w, "heartbeat failed: %s", PQerrorMessage(w->conn));
+	res = wd_exec(w, "SELECT pg_catalog.pg_logical_emit_message(false, $1, $2)",
+	              2, params, "heartbeat");
 	PQclear(res);
-	if (w->opt.heartbeat_query != NULL && w->opt.heartbeat_query[0] != '\0') {
-		res = PQexec(w->conn, w->opt.heartbeat_query);
-		if (PQresultStatus(res) != PGRES_TUPLES_OK &&
-		    PQresultStatus(res) != PGRES_COMMAND_OK)
-			set_last_error(w, "heartbeat.action.query failed: %s",
-			               PQerrorMessage(w->conn));
+	if (w->conn != NULL && w->opt.heartbeat_query != NULL &&
+	    w->opt.heartbeat_query[0] != '\0') {
+		res = wd_exec(w, w->opt.heartbeat_query, 0, NULL,
+		              "heartbeat.action.query");
 		PQclear(res);
-	}
-	if (PQstatus(w->conn) != CONNECTION_OK) {
-		PQfinish(w->conn);
-		w->conn = NULL;
 	}
 }
 

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# t590_bug_setup_stall -- KNOWN BUG, fails on main (62e9a4f): a peer that
-# goes silent while the relay sets a session up hangs the relay for good.
+# t590_bug_setup_stall -- regression test (failed on 62e9a4f): a peer that
+# goes silent while the relay sets a session up must not hang the relay.
+# Fixed: every statement of a session's start now runs through
+# pgu_exec() (src/pgutil.c) with a deadline (pg.receive.timeout.ms).
 #
-# repl_start() (src/repl.c) connects with a deadline (connect_timeout),
-# then runs IDENTIFY_SYSTEM, the slot and table checks and
-# START_REPLICATION with blocking PQexec() calls that have none. If the
+# Before: repl_start() (src/repl.c) connected with a deadline
+# (connect_timeout), then ran IDENTIFY_SYSTEM, the slot and table checks
+# and START_REPLICATION with blocking PQexec() calls that had none. If the
 # server stops answering in between (a hung backend, or a proxy or
 # middlebox that keeps the TCP connection up: the peer's TCP stack
 # acknowledges, so neither the keepalives nor tcp_user_timeout=30000 ever

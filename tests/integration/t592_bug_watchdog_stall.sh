@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# t592_bug_watchdog_stall -- KNOWN BUG, fails on main (62e9a4f): a silent
-# peer on the watchdog's connection stops slot sampling for good, and
-# SIGTERM then never completes.
+# t592_bug_watchdog_stall -- regression test (failed on 62e9a4f): a silent
+# peer on the watchdog's connection must not stop slot sampling for good
+# nor keep SIGTERM from completing. Fixed: the watchdog connects through
+# pgu_connect() (keepalives, tcp_user_timeout) and bounds every query on
+# the client side (pgu_exec(), 10 s).
 #
-# The watchdog thread (src/watchdog.c) samples the slot with a blocking
+# Before: the watchdog thread (src/watchdog.c) samples the slot with a blocking
 # PQexecParams() on its own connection. That connection gets neither the
 # relay's keepalive and tcp_user_timeout defaults (repl.c adds them to the
 # replication connection only) nor a client-side deadline (its

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# t594_bug_error_then_silence -- KNOWN BUG, fails on main (62e9a4f): an
-# ErrorResponse on the replication stream followed by silence hangs the
-# relay for good.
+# t594_bug_error_then_silence -- regression test (failed on 62e9a4f): an
+# ErrorResponse on the replication stream followed by silence must not
+# hang the relay. Fixed: stream_error() takes only the results that have
+# already arrived (PQisBusy() before PQgetResult()).
 #
-# When the stream ends, repl_read() calls stream_error() (src/repl.c),
+# Before: when the stream ended, repl_read() calls stream_error() (src/repl.c),
 # which loops on PQgetResult() to fetch the error and whatever follows
 # it. PQgetResult() blocks; after the ErrorResponse libpq waits for the
 # server's ReadyForQuery. A walsender sends one (or closes the socket on

@@ -4,6 +4,7 @@
 #include <check.h>
 #include <string.h>
 
+#include "pgutil.h"
 #include "repl.h"
 
 static const struct w2j_spec spec_default = {
@@ -75,44 +76,44 @@ START_TEST(test_classify_connect)
 {
 	static const struct {
 		const char *state, *msg;
-		enum repl_err want;
+		enum pgu_class want;
 	} cases[] = {
 		{ "28P01", "connection to server at \"127.0.0.1\", port 5432 failed: "
 		  "FATAL:  28P01: password authentication failed for user \"r\"",
-		  REPL_ERR_AUTH },
+		  PGU_AUTH },
 		{ "28000", "FATAL:  28000: no pg_hba.conf entry for replication "
 		  "connection from host \"127.0.0.1\", user \"r\", no encryption",
-		  REPL_ERR_AUTH },
+		  PGU_AUTH },
 		{ "42501", "FATAL:  42501: must be superuser or replication role to "
-		  "start walsender", REPL_ERR_AUTH },
+		  "start walsender", PGU_AUTH },
 		{ "3D000", "FATAL:  3D000: database \"nope\" does not exist",
-		  REPL_ERR_CONFIG },
+		  PGU_CONFIG },
 		{ "", "invalid integer value \"abc\" for connection option \"port\"",
-		  REPL_ERR_CONFIG },
-		{ "", "invalid sslmode value: \"sometimes\"", REPL_ERR_CONFIG },
-		{ "", "could not match 2 port numbers to 3 hosts", REPL_ERR_CONFIG },
+		  PGU_CONFIG },
+		{ "", "invalid sslmode value: \"sometimes\"", PGU_CONFIG },
+		{ "", "could not match 2 port numbers to 3 hosts", PGU_CONFIG },
 		{ "", "connection to server at \"db\" (10.0.0.1), port 5432 failed: "
-		  "SSL error: certificate verify failed", REPL_ERR_CONFIG },
+		  "SSL error: certificate verify failed", PGU_CONFIG },
 		/* transient */
 		{ "", "connection to server at \"127.0.0.1\", port 5432 failed: "
-		  "Connection refused", REPL_ERR_TRANSIENT },
+		  "Connection refused", PGU_TRANSIENT },
 		{ "", "could not translate host name \"db\" to address: Temporary "
-		  "failure in name resolution", REPL_ERR_TRANSIENT },
+		  "failure in name resolution", PGU_TRANSIENT },
 		{ "57P03", "FATAL:  57P03: the database system is starting up",
-		  REPL_ERR_TRANSIENT },
+		  PGU_TRANSIENT },
 		{ "53300", "FATAL:  53300: sorry, too many clients already",
-		  REPL_ERR_TRANSIENT },
+		  PGU_TRANSIENT },
 		/* a server message that happens to say "invalid" is not libpq's */
-		{ "XX000", "FATAL:  XX000: invalid something", REPL_ERR_TRANSIENT },
+		{ "XX000", "FATAL:  XX000: invalid something", PGU_TRANSIENT },
 	};
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		const char *hint = NULL;
-		enum repl_err got = repl_classify_connect(cases[i].state, cases[i].msg,
+		enum pgu_class got = pgu_classify_connect(cases[i].state, cases[i].msg,
 		                                          &hint);
 		ck_assert_msg(got == cases[i].want, "case %zu (%s): got %d want %d",
 		              i, cases[i].msg, got, cases[i].want);
 		ck_assert_ptr_nonnull(hint);
-		if (got != REPL_ERR_TRANSIENT)
+		if (got != PGU_TRANSIENT)
 			ck_assert_msg(hint[0] != '\0', "case %zu: no hint", i);
 	}
 }

@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* pgutil.h -- libpq connections and queries that cannot hang.
+ *
+ * A PostgreSQL that stops answering while its TCP stack still
+ * acknowledges (a hung backend, a proxy or middlebox that goes silent)
+ * defeats keepalives and tcp_user_timeout: a blocking PQexec() then
+ * waits forever. Every connection and query here has a deadline, and the
+ * connection defaults (keepalives, tcp_user_timeout, connect_timeout)
+ * are filled in unless the conninfo sets them. The replication stream
+ * (repl.c) and the watchdog (watchdog.c) both use this. */
+#ifndef RELAY_PGUTIL_H
+#define RELAY_PGUTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <libpq-fe.h>
+
+#include "common.h"
+
+/* What a failed connect means (pgu_classify_connect). */
+enum pgu_class {
+	PGU_TRANSIENT = 0,  /* refused, timed out, DNS, starting up: retry */
+	PGU_AUTH,           /* password, pg_hba, the role's rights */
+	PGU_CONFIG,         /* an option libpq refuses, TLS setup, no such db */
+};
+
+/* Opens a connection for conninfo (the user's settings win; the defaults
+ * above are added, application_name too), with replication=database when
+ * replication is set. Bounded by connect_timeout per host. Returns NULL
+ * with the class in *cls and a one-line message in err (with a hint for
+ * the permanent classes; the conninfo is never quoted). */
+PGconn *pgu_connect(const char *conninfo, const char *application_name,
+                    bool replication, const char *options,
+                    enum pgu_class *cls, char *err, size_t errlen);
+
+/* Classifies an error at connection time: sqlstate ("" when libpq
+ * refused before any server answered) and libpq's message. Permanent
+ * ones get a one-line hint in *hint (static). Table-driven. */
+enum pgu_class pgu_classify_connect(const char *sqlstate, const char *message,
+                                    const char **hint);
+
+/* Runs sql (with nparams text parameters, or the simple protocol when
+ * nparams is 0: replication connections take only that) and waits for
+ * its last result until deadline_us (now_mono_us() clock); a COPY result
+ * is returned as soon as it comes. Returns the result (caller clears),
+ * or NULL: connection failure, or *timed_out when the deadline passed
+ * (the connection is then unusable: close it). */
+PGresult *pgu_exec(PGconn *conn, const char *sql, int nparams,
+                   const char *const *params, int64_t deadline_us,
+                   bool *timed_out);
+
+/* libpq's message of conn (or res when not NULL), on one line, into out. */
+void pgu_message(PGconn *conn, const PGresult *res, char *out, size_t outlen);
+
+#endif

@@ -1,0 +1,313 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* pgutil.c -- libpq connections and queries with deadlines (pgutil.h).
+ *
+ * Connections are started with PQconnectStartParams() and polled, so
+ * that errors are verbose (the server's SQLSTATE) and the wait bounded;
+ * queries are sent with PQsendQuery() and their results awaited with
+ * poll() until a deadline, never with a blocking PQexec(). */
+#include <errno.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pgutil.h"
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+	RELAY_PRINTF(3, 4);
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+static bool conninfo_has(PQconninfoOption *opts, const char *kw)
+{
+	for (PQconninfoOption *o = opts; o && o->keyword; o++)
+		if (strcmp(o->keyword, kw) == 0)
+			return o->val != NULL && o->val[0] != '\0';
+	return false;
+}
+
+/* Errors while connecting that no retry can fix: a server's SQLSTATE, or
+ * libpq's own words when it refuses the connection options or the TLS
+ * setup before any server answered (libpq's messages are English: the
+ * relay never calls setlocale()). Anything else (refused, timed out,
+ * DNS, the server starting up or full) is transient. */
+static const struct {
+	const char *sqlstate;   /* NULL: match text instead */
+	const char *text;       /* substring of libpq's message */
+	enum pgu_class cls;
+	const char *hint;
+} connect_errors[] = {
+	{ "28P01", NULL, PGU_AUTH, "check the password (~/.pgpass or "
+	  "PGPASSFILE; never in pg.conninfo or argv)" },
+	{ "28000", NULL, PGU_AUTH, "pg_hba.conf must allow this role a "
+	  "connection to this database (the \"replication\" keyword does not "
+	  "cover logical replication connections)" },
+	{ "42501", NULL, PGU_AUTH, "the role needs the REPLICATION "
+	  "attribute (sql/roles.sql)" },
+	{ "3D000", NULL, PGU_CONFIG, "check dbname in pg.conninfo" },
+	{ NULL, "invalid ", PGU_CONFIG, "fix the option in pg.conninfo" },
+	{ NULL, "could not match ", PGU_CONFIG, "fix the host and port "
+	  "lists in pg.conninfo" },
+	{ NULL, "certificate verify failed", PGU_CONFIG, "sslrootcert must "
+	  "hold the CA that signed the server's certificate" },
+	{ NULL, "does not match host name", PGU_CONFIG, "with "
+	  "sslmode=verify-full the host in pg.conninfo must be a name in the "
+	  "server's certificate" },
+	{ NULL, "root certificate file", PGU_CONFIG, "sslrootcert must name "
+	  "a readable file" },
+	{ NULL, "server does not support SSL", PGU_CONFIG, "the server has "
+	  "ssl=off: turn it on, or lower sslmode" },
+};
+
+/* The SQLSTATE in a message built with PQERRORS_VERBOSE ("FATAL:  28P01:
+ * ..."), or "" when there is none. */
+static void verbose_sqlstate(const char *m, char out[6])
+{
+	const char *p = strstr(m, "FATAL:  ");
+
+	out[0] = '\0';
+	if (p == NULL)
+		return;
+	p += 8;
+	for (int i = 0; i < 5; i++)
+		if (!((p[i] >= '0' && p[i] <= '9') || (p[i] >= 'A' && p[i] <= 'Z')))
+			return;
+	if (p[5] != ':')
+		return;
+	memcpy(out, p, 5);
+	out[5] = '\0';
+}
+
+/* The message without PQERRORS_VERBOSE's LOCATION line, on one line. */
+static void tidy_message(const char *m, char *out, size_t outlen)
+{
+	size_t n = 0;
+
+	for (const char *p = m; *p != '\0' && n + 1 < outlen; p++) {
+		if (*p == '\n') {
+			while (p[1] == ' ')
+				p++;
+			if (strncmp(p + 1, "LOCATION:", 9) == 0) {
+				p = strchr(p + 1, '\n');
+				if (p == NULL)
+					break;
+				p--;
+				continue;
+			}
+			if (p[1] != '\0')
+				out[n++] = ' ';
+			continue;
+		}
+		out[n++] = *p;
+	}
+	while (n > 0 && out[n - 1] == ' ')
+		n--;
+	out[n] = '\0';
+}
+
+enum pgu_class pgu_classify_connect(const char *sqlstate, const char *message,
+                                    const char **hint)
+{
+	*hint = "";
+	for (size_t i = 0; i < sizeof(connect_errors) / sizeof(connect_errors[0]);
+	     i++) {
+		if (connect_errors[i].sqlstate != NULL
+		        ? strcmp(sqlstate, connect_errors[i].sqlstate) == 0
+		        : sqlstate[0] == '\0' &&
+		              strstr(message, connect_errors[i].text) != NULL) {
+			*hint = connect_errors[i].hint;
+			return connect_errors[i].cls;
+		}
+	}
+	return PGU_TRANSIENT;
+}
+
+/* Waits for PQconnectPoll to finish, with the deadline libpq applies to
+ * PQconnectdb itself (connect_timeout per host). */
+static bool connect_wait(PGconn *conn, int64_t deadline_us)
+{
+	PostgresPollingStatusType st = PGRES_POLLING_WRITING;
+
+	for (;;) {
+		struct pollfd p = { .fd = PQsocket(conn) };
+		int64_t left = deadline_us - now_mono_us();
+
+		if (st == PGRES_POLLING_OK)
+			return true;
+		if (st == PGRES_POLLING_FAILED)
+			return false;
+		if (left <= 0)
+			return false;
+		p.events = st == PGRES_POLLING_READING ? POLLIN : POLLOUT;
+		if (p.fd >= 0 && poll(&p, 1, (int)(left / 1000) + 1) < 0 &&
+		    errno != EINTR)
+			return false;
+		st = PQconnectPoll(conn);
+	}
+}
+
+PGconn *pgu_connect(const char *conninfo, const char *application_name,
+                    bool replication, const char *options,
+                    enum pgu_class *cls, char *err, size_t errlen)
+{
+	const char *kw[16], *val[16];
+	PQconninfoOption *opts;
+	char *perr = NULL;
+	int n = 0, hosts = 1;
+	int64_t timeout_s = 10;
+	char state[6], msg[1024];
+	const char *hint;
+	PGconn *conn;
+
+	*cls = PGU_TRANSIENT;
+	opts = PQconninfoParse(conninfo, &perr);
+	if (opts == NULL) {
+		/* perr may quote the string; never echo it. */
+		set_err(err, errlen, "pg.conninfo is not a valid connection string");
+		PQfreemem(perr);
+		*cls = PGU_CONFIG;
+		return NULL;
+	}
+	for (PQconninfoOption *o = opts; o->keyword != NULL; o++) {
+		if (o->val == NULL)
+			continue;
+		if (strcmp(o->keyword, "connect_timeout") == 0 && atoi(o->val) > 0)
+			timeout_s = atoi(o->val);
+		if (strcmp(o->keyword, "host") == 0)
+			for (const char *c = o->val; *c; c++)
+				hosts += *c == ',';
+	}
+	kw[n] = "dbname", val[n++] = conninfo;
+	if (!conninfo_has(opts, "application_name"))
+		kw[n] = "application_name", val[n++] = application_name;
+	if (!conninfo_has(opts, "connect_timeout"))
+		kw[n] = "connect_timeout", val[n++] = "10";
+	/* A half-open TCP connection must not hang the relay forever. */
+	if (!conninfo_has(opts, "keepalives_idle"))
+		kw[n] = "keepalives_idle", val[n++] = "10";
+	if (!conninfo_has(opts, "keepalives_interval"))
+		kw[n] = "keepalives_interval", val[n++] = "5";
+	if (!conninfo_has(opts, "keepalives_count"))
+		kw[n] = "keepalives_count", val[n++] = "3";
+	if (!conninfo_has(opts, "tcp_user_timeout"))
+		kw[n] = "tcp_user_timeout", val[n++] = "30000";
+	if (options != NULL && !conninfo_has(opts, "options"))
+		kw[n] = "options", val[n++] = options;
+	if (replication)
+		kw[n] = "replication", val[n++] = "database";
+	kw[n] = NULL, val[n] = NULL;
+
+	/* Started by hand, to ask for verbose errors before the server's
+	 * first answer: they carry the SQLSTATE that tells a wrong password
+	 * from a server that is still starting. */
+	conn = PQconnectStartParams(kw, val, 1);
+	PQconninfoFree(opts); /* val[] pointed into it until here */
+	if (conn != NULL && PQstatus(conn) != CONNECTION_BAD) {
+		PQsetErrorVerbosity(conn, PQERRORS_VERBOSE);
+		if (connect_wait(conn, now_mono_us() + timeout_s * hosts * 1000000)) {
+			PQsetErrorVerbosity(conn, PQERRORS_DEFAULT);
+			return conn;
+		}
+	}
+	tidy_message(conn != NULL ? PQerrorMessage(conn) : "out of memory", msg,
+	             sizeof(msg));
+	if (msg[0] == '\0')
+		snprintf(msg, sizeof(msg), "timed out after %llds",
+		         (long long)(timeout_s * hosts));
+	verbose_sqlstate(msg, state);
+	*cls = pgu_classify_connect(state, msg, &hint);
+	set_err(err, errlen, "could not connect to PostgreSQL: %s%s%s", msg,
+	        hint[0] ? "; " : "", hint);
+	PQfinish(conn);
+	return NULL;
+}
+
+/* Waits until the socket is ready for events or the deadline passed.
+ * Returns 1 ready, 0 timed out, -1 error. */
+static int wait_socket(PGconn *conn, short events, int64_t deadline_us)
+{
+	struct pollfd p = { .fd = PQsocket(conn), .events = events };
+	int64_t left = deadline_us - now_mono_us();
+	int rc;
+
+	if (p.fd < 0)
+		return -1;
+	if (left <= 0)
+		return 0;
+	do {
+		rc = poll(&p, 1, (int)(left / 1000) + 1);
+	} while (rc < 0 && errno == EINTR);
+	return rc < 0 ? -1 : rc > 0 ? 1 : now_mono_us() >= deadline_us ? 0 : 1;
+}
+
+PGresult *pgu_exec(PGconn *conn, const char *sql, int nparams,
+                   const char *const *params, int64_t deadline_us,
+                   bool *timed_out)
+{
+	PGresult *last = NULL;
+	int f;
+
+	*timed_out = false;
+	if ((nparams > 0 ? PQsendQueryParams(conn, sql, nparams, NULL, params,
+	                                     NULL, NULL, 0)
+	                 : PQsendQuery(conn, sql)) == 0)
+		return NULL;
+	/* In non-blocking mode the query may still sit in libpq's buffer. */
+	while ((f = PQflush(conn)) == 1) {
+		int w = wait_socket(conn, POLLOUT | POLLIN, deadline_us);
+		if (w <= 0) {
+			*timed_out = w == 0;
+			return NULL;
+		}
+		if (!PQconsumeInput(conn))
+			return NULL;
+	}
+	if (f < 0)
+		return NULL;
+	for (;;) {
+		PGresult *res;
+		ExecStatusType st;
+
+		while (PQisBusy(conn)) {
+			int w = wait_socket(conn, POLLIN, deadline_us);
+			if (w <= 0) {
+				*timed_out = w == 0;
+				PQclear(last);
+				return NULL;
+			}
+			if (!PQconsumeInput(conn)) {
+				PQclear(last);
+				return NULL;
+			}
+		}
+		res = PQgetResult(conn);
+		if (res == NULL)
+			return last;
+		st = PQresultStatus(res);
+		if (st == PGRES_COPY_BOTH || st == PGRES_COPY_OUT ||
+		    st == PGRES_COPY_IN) {
+			PQclear(last);
+			return res;
+		}
+		PQclear(last);
+		last = res;
+	}
+}
+
+void pgu_message(PGconn *conn, const PGresult *res, char *out, size_t outlen)
+{
+	const char *m = res != NULL ? PQresultErrorMessage(res) : NULL;
+
+	if (m == NULL || m[0] == '\0')
+		m = conn != NULL ? PQerrorMessage(conn) : "no connection";
+	tidy_message(m, out, outlen);
+	if (out[0] == '\0')
+		snprintf(out, outlen, "no answer");
+}

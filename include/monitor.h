@@ -27,6 +27,10 @@ void mon_tick(struct monitor *m, int64_t now_mono_us);
 /* True when a new snapshot is due (a few times a second). */
 bool mon_due(const struct monitor *m, int64_t now_mono_us);
 
+/* Makes the next snapshot due now: for a change the endpoint and the log
+ * must show even when the next change follows it within one period. */
+void mon_poke(struct monitor *m);
+
 /* Evaluates rf with the latest watchdog sample, publishes the snapshot,
  * logs and posts state changes. Returns the state; when the slot is lost
  * or gone, *fatal_reason gets the runbook message and true is returned

@@ -90,6 +90,11 @@ bool mon_due(const struct monitor *m, int64_t now_mono_us)
 	return now_mono_us >= m->next_us;
 }
 
+void mon_poke(struct monitor *m)
+{
+	m->next_us = 0;
+}
+
 /* A state change, both ways: one log line, one webhook post. */
 static void report_change(struct monitor *m, enum health_state prev)
 {

@@ -456,6 +456,9 @@ static bool kafka_failed(struct relay *r)
 		r->replay_lsn = key;
 		r->replay_count = 1;
 	}
+	/* Replays can follow each other faster than the monitor's period:
+	 * the count must reach /readyz and the log before the next one. */
+	mon_poke(r->mon);
 	if (r->replay_count >= r->cfg->kafka_failure_max_replays) {
 		log_error("fail-stop at LSN " LSN_FMT ": Kafka failed the same "
 		          "transaction %lld times in a row (kafka.failure.max.replays); "

@@ -188,7 +188,9 @@ fi
 mock_conf() { # FILE EXTRA...
 	local f=$1
 	shift
-	it_write_config "$f" "$db" reconnect.backoff.ms=100 reconnect.backoff.max.ms=200 "$@"
+	local backoff=(reconnect.backoff.ms=100 reconnect.backoff.max.ms=200)
+	[[ " $* " != *" reconnect.backoff.ms="* ]] || backoff=()
+	it_write_config "$f" "$db" "${backoff[@]}" "$@"
 	sed -i "s|^kafka.bootstrap.servers = .*|kafka.bootstrap.servers = $MOCK_BOOTSTRAP|" "$f"
 }
 td=t250d_$run
@@ -216,7 +218,10 @@ mock_cmd "push_errors Produce $(printf 'OUT_OF_ORDER_SEQUENCE_NUMBER,%.0s' {1..3
 	not_ok "(e) errors pushed"
 conf=$IT_TEST_DIR/relay.e.conf
 log=$IT_TEST_DIR/relay.e.log
-mock_conf "$conf" kafka.failure.max.replays=3
+# Backoffs well under the monitor's 250 ms period: the three failures can
+# all fall between two health evaluations, and health must still show them.
+mock_conf "$conf" kafka.failure.max.replays=3 reconnect.backoff.ms=10 \
+	reconnect.backoff.max.ms=20
 it_start_relay "$conf" "$log"
 pid=$IT_RELAY_PID
 it_wait_slot_active "$db" "$db" 30 || true

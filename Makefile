@@ -31,6 +31,7 @@ FINAL_CFLAGS = $(STD) $(WARN) $(OPT) -Iinclude -MMD -MP $(PKG_CFLAGS) $(CFLAGS)
 FINAL_LIBS   = $(PKG_LIBS) -lm -lpthread $(LIBS)
 
 LIB_SRCS := src/common.c src/log.c src/config.c src/json_check.c src/w2j.c \
+            src/pgo.c \
             src/route.c \
             src/lsn_tracker.c src/repl.c src/publisher.c src/relay.c \
             src/watchdog.c src/monitor.c src/health.c src/http.c src/alert.c \

@@ -75,6 +75,24 @@ static size_t jc_utf8(const unsigned char *p, const unsigned char *end)
 	return n;
 }
 
+size_t jc_utf8_check(const char *s, size_t len)
+{
+	const unsigned char *p = (const unsigned char *)s, *end = p + len;
+
+	while (p < end) {
+		size_t n;
+
+		if (*p < 0x80) {
+			p++;
+			continue;
+		}
+		if ((n = jc_utf8(p, end)) == 0)
+			return (size_t)(p - (const unsigned char *)s);
+		p += n;
+	}
+	return len;
+}
+
 /* The four hex digits at p, or -1 (also when fewer than four are left). */
 static long jc_hex4(const unsigned char *p, const unsigned char *end)
 {

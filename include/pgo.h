@@ -63,8 +63,9 @@ void pgo_free(struct pgo_state *st);
  *            confirm), xid from the Begin, commit_ts_us;
  *   Insert   W2J_EVENT on the outbox table (xid and time of its Begin),
  *            W2J_SKIP on any other table;
- *   Message  W2J_MESSAGE: lsn, transactional, prefix and content (xid
- *            and time of the Begin when transactional, else -1 and 0);
+ *   Message  W2J_MESSAGE: lsn, transactional, prefix and content; xid
+ *            of the Begin when transactional, else -1; commit_ts_us 0, as
+ *            w2j.c gives it;
  *   Relation, Type, Origin, Update, Delete, Truncate: W2J_SKIP.
  * The strings of rec are owned by rec until w2j_record_clear(). Returns
  * -1 with a message in err naming the cause (and the relation, event id,

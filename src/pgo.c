@@ -1002,13 +1002,10 @@ static int pgo_message(const struct pgo_state *st, struct pgo_rd *r,
 	rec->msg_prefix.len = plen;
 	rec->msg_content.ptr = buf + plen + 1;
 	rec->msg_content.len = clen;
-	if (rec->transactional) {
-		rec->xid = st->xid;
-		rec->commit_ts_us = st->commit_ts_us;
-	} else {
-		rec->xid = -1;
-		rec->commit_ts_us = 0;
-	}
+	/* The xid as wal2json gives it; no time, as w2j.c reads none from
+	 * wal2json's M records (the relay takes it from the Begin). */
+	rec->xid = rec->transactional ? st->xid : -1;
+	rec->commit_ts_us = 0;
 	w2j_record_adopt(rec, buf);
 	return 0;
 }
@@ -1061,10 +1058,10 @@ int pgo_decode(struct pgo_state *st, const void *msg, size_t len,
 	rec->xid = c.xid;
 	if (err != NULL && errlen > 0)
 		err[0] = '\0';
-	if (len == 0)
-		return pgo_error(&c, "empty (no message type)");
-
-	switch (m[0]) {
+	switch (len > 0 ? m[0] : -1) {
+	case -1:
+		rc = pgo_error(&c, "empty (no message type)");
+		break;
 	case 'B':
 		c.kind = "Begin";
 		rc = pgo_begin(st, &r, &c, rec);

@@ -126,7 +126,7 @@ clean:
 
 # libFuzzer harnesses, tests/fuzz/fuzz_NAME.c, each linked with every
 # library object built again for it (coverage, ASan, UBSan) by clang.
-FUZZERS      := w2j repl lsn config http
+FUZZERS      := w2j repl lsn config http pgo
 FUZZ_CC      ?= clang
 FUZZ_SECONDS ?= 60
 FUZZ_DIR     := $(BUILD)/fuzz

@@ -142,14 +142,17 @@ $(FUZZ_DIR)/obj/%.o: src/%.c
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c -o $@ $<
 
+# A harness compiled and linked in one step writes a .d naming headers as
+# its prerequisites: only the .c and .o files of $^ go to the compiler.
 $(FUZZ_DIR)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_OBJS)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $^ $(FINAL_LIBS)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $(filter %.c %.o,$^) \
+		$(FINAL_LIBS)
 
 # The same harnesses without libFuzzer: a main() that runs each file once,
 # built like everything else ($(CC), $(OPT), no sanitizer unless asked).
 $(BUILD)/fuzz-replay/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c $(LIB_OBJS)
 	@mkdir -p $(dir $@)
-	$(CC) $(FINAL_CFLAGS) -o $@ $^ $(FINAL_LIBS)
+	$(CC) $(FINAL_CFLAGS) -o $@ $(filter %.c %.o,$^) $(FINAL_LIBS)
 
 fuzz-build: $(FUZZ_BINS)
 

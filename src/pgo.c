@@ -150,7 +150,7 @@ pgo_error(const struct pgo_ctx *c, const char *fmt, ...)
 		            (const char *)c->event_id);
 	t = pgo_put(tail, sizeof(tail), t, ", LSN " LSN_FMT, LSN_ARGS(c->lsn));
 	if (c->xid >= 0)
-		t = pgo_put(tail, sizeof(tail), t, ", xid %lld", (long long)c->xid);
+		pgo_put(tail, sizeof(tail), t, ", xid %lld", (long long)c->xid);
 	pgo_put(c->err, c->errlen, used, " (%s)", tail + 2);
 	return -1;
 }

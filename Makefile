@@ -80,6 +80,12 @@ $(BUILD)/tcp-proxy: tests/proxy/tcp_proxy.c
 	@mkdir -p $(dir $@)
 	$(CC) $(STD) $(WARN) $(OPT) -MMD -MP $(CFLAGS) -o $@ $< $(LIBS)
 
+# Bench tool, not part of the relay: both decoders on recorded WAL, for
+# callgrind (tests/bench/decode_cost.sh).
+$(BUILD)/decode-bench: tests/bench/decode_bench.c $(LIB_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(FINAL_CFLAGS) -o $@ $(filter %.c %.o,$^) $(FINAL_LIBS)
+
 # Installs Debian packages and the Kafka broker's jars when missing.
 deps:
 	@tests/env/deps.sh

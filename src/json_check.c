@@ -82,6 +82,19 @@ size_t jc_utf8_check(const char *s, size_t len)
 	while (p < end) {
 		size_t n;
 
+		/* Payloads are mostly ASCII: eight bytes a step while no byte
+		 * has its high bit set (callgrind: 5 instructions a byte
+		 * before, most of what pgo_decode() spent on an event). */
+		while (end - p >= 8) {
+			uint64_t w;
+
+			memcpy(&w, p, sizeof(w));
+			if ((w & UINT64_C(0x8080808080808080)) != 0)
+				break;
+			p += 8;
+		}
+		if (p == end)
+			break;
 		if (*p < 0x80) {
 			p++;
 			continue;

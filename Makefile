@@ -4,6 +4,8 @@
 #   make check       install what is missing, unit + integration tests
 #   make demo        install what is missing, run the relay end to end
 #   make bench-smoke 100,000 events through the real stack, print figures
+#   make bench-decode  walsender CPU and decoder instructions per event,
+#                    wal2json against pgoutput (docs/pgoutput.md)
 #   make build/kafka-mock   the mock Kafka cluster for fault tests (built by
 #                    make integration; links rdkafka only, never the relay)
 #   make build/tcp-proxy    the TCP fault proxy for network fault tests
@@ -43,7 +45,8 @@ MAIN_OBJ := $(BUILD)/obj/main.o
 UNIT_SRCS := $(wildcard tests/unit/*.c)
 UNIT_OBJS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/obj/unit/%.o)
 
-.PHONY: all deps check unit integration demo bench-smoke clean install \
+.PHONY: all deps check unit integration demo bench-smoke bench-decode \
+        clean install \
         reliability soak \
         fuzz fuzz-build fuzz-regress check-asan check-valgrind lint
 
@@ -119,6 +122,12 @@ soak: deps
 bench-smoke: deps
 	$(MAKE) all
 	tests/bench/smoke.sh
+
+# wal2json v2 against pgoutput: walsender CPU per event and the decoders'
+# instructions per event under callgrind (docs/pgoutput.md).
+bench-decode: deps
+	$(MAKE) $(BUILD)/decode-bench
+	tests/bench/decode_cost.sh
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1

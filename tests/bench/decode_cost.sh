@@ -32,6 +32,10 @@ PORT=${BENCH_PGPORT:-55900}
 DB=bench
 BENCH=build/decode-bench
 
+if ! command -v valgrind >/dev/null; then
+	echo "decode_cost.sh: needs valgrind (callgrind) for the decoder figures" >&2
+	exit 2
+fi
 make -s WERROR=1 "$BENCH"
 
 env_trap_cleanup

@@ -4,6 +4,8 @@
 #   make check       install what is missing, unit + integration tests
 #   make demo        install what is missing, run the relay end to end
 #   make bench-smoke 100,000 events through the real stack, print figures
+#   make bench-decode  walsender CPU and decoder instructions per event,
+#                    wal2json against pgoutput (docs/pgoutput.md)
 #   make build/kafka-mock   the mock Kafka cluster for fault tests (built by
 #                    make integration; links rdkafka only, never the relay)
 #   make build/tcp-proxy    the TCP fault proxy for network fault tests
@@ -31,6 +33,7 @@ FINAL_CFLAGS = $(STD) $(WARN) $(OPT) -Iinclude -MMD -MP $(PKG_CFLAGS) $(CFLAGS)
 FINAL_LIBS   = $(PKG_LIBS) -lm -lpthread $(LIBS)
 
 LIB_SRCS := src/common.c src/log.c src/config.c src/json_check.c src/w2j.c \
+            src/pgo.c \
             src/route.c \
             src/lsn_tracker.c src/repl.c src/publisher.c src/relay.c \
             src/watchdog.c src/monitor.c src/health.c src/http.c src/alert.c \
@@ -42,7 +45,8 @@ MAIN_OBJ := $(BUILD)/obj/main.o
 UNIT_SRCS := $(wildcard tests/unit/*.c)
 UNIT_OBJS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/obj/unit/%.o)
 
-.PHONY: all deps check unit integration demo bench-smoke clean install \
+.PHONY: all deps check unit integration demo bench-smoke bench-decode \
+        clean install \
         reliability soak \
         fuzz fuzz-build fuzz-regress check-asan check-valgrind lint
 
@@ -79,6 +83,12 @@ $(BUILD)/tcp-proxy: tests/proxy/tcp_proxy.c
 	@mkdir -p $(dir $@)
 	$(CC) $(STD) $(WARN) $(OPT) -MMD -MP $(CFLAGS) -o $@ $< $(LIBS)
 
+# Bench tool, not part of the relay: both decoders on recorded WAL, for
+# callgrind (tests/bench/decode_cost.sh).
+$(BUILD)/decode-bench: tests/bench/decode_bench.c $(LIB_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(FINAL_CFLAGS) -o $@ $(filter %.c %.o,$^) $(FINAL_LIBS)
+
 # Installs Debian packages and the Kafka broker's jars when missing.
 deps:
 	@tests/env/deps.sh
@@ -113,6 +123,12 @@ bench-smoke: deps
 	$(MAKE) all
 	tests/bench/smoke.sh
 
+# wal2json v2 against pgoutput: walsender CPU per event and the decoders'
+# instructions per event under callgrind (docs/pgoutput.md).
+bench-decode: deps
+	$(MAKE) $(BUILD)/decode-bench
+	tests/bench/decode_cost.sh
+
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1
 	install -m 0755 $(BUILD)/outbox-relay $(DESTDIR)$(PREFIX)/bin/outbox-relay
@@ -125,7 +141,7 @@ clean:
 
 # libFuzzer harnesses, tests/fuzz/fuzz_NAME.c, each linked with every
 # library object built again for it (coverage, ASan, UBSan) by clang.
-FUZZERS      := w2j repl lsn config http
+FUZZERS      := w2j repl lsn config http pgo
 FUZZ_CC      ?= clang
 FUZZ_SECONDS ?= 60
 FUZZ_DIR     := $(BUILD)/fuzz

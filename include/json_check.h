@@ -47,4 +47,11 @@ int jc_check(const char *s, size_t len, jc_number_fn on_number, void *arg,
  * (DBL_MAX plus half a unit in the last place) rounds to infinity. */
 bool jc_beyond_double(const char *tok, size_t len);
 
+/* Checks that s[0..len) is UTF-8 as jc_check() wants it in strings (no
+ * overlong forms, no surrogates, nothing beyond U+10FFFF, no sequence cut
+ * short; NUL and other control bytes are plain ASCII here). Returns len
+ * when it is, else the offset of the first byte that is not. For text
+ * that reaches the relay outside JSON (pgoutput column values). */
+size_t jc_utf8_check(const char *s, size_t len);
+
 #endif

@@ -73,6 +73,12 @@ int w2j_decode(const char *line, size_t len, const struct w2j_spec *spec,
 /* Releases what rec borrows from. Safe on a zeroed or cleared record. */
 void w2j_record_clear(struct w2j_record *rec);
 
+/* Gives rec one block from malloc() (buf) that the strings of rec point
+ * into; w2j_record_clear() frees it. For the relay's other decoder
+ * (pgo.c), so that the one clear serves every record whatever decoded
+ * it. rec must hold no other block (root_ NULL). */
+void w2j_record_adopt(struct w2j_record *rec, void *buf);
+
 /* Turns a logical message written by outbox_emit() (sql/emit.sql) into
  * an event: content is a JSON object with the members "id",
  * "aggregate_id", "aggregate_type" (strings), "event_type" (a string, or

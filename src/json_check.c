@@ -75,6 +75,37 @@ static size_t jc_utf8(const unsigned char *p, const unsigned char *end)
 	return n;
 }
 
+size_t jc_utf8_check(const char *s, size_t len)
+{
+	const unsigned char *p = (const unsigned char *)s, *end = p + len;
+
+	while (p < end) {
+		size_t n;
+
+		/* Payloads are mostly ASCII: eight bytes a step while no byte
+		 * has its high bit set (callgrind: 5 instructions a byte
+		 * before, most of what pgo_decode() spent on an event). */
+		while (end - p >= 8) {
+			uint64_t w;
+
+			memcpy(&w, p, sizeof(w));
+			if ((w & UINT64_C(0x8080808080808080)) != 0)
+				break;
+			p += 8;
+		}
+		if (p == end)
+			break;
+		if (*p < 0x80) {
+			p++;
+			continue;
+		}
+		if ((n = jc_utf8(p, end)) == 0)
+			return (size_t)(p - (const unsigned char *)s);
+		p += n;
+	}
+	return len;
+}
+
 /* The four hex digits at p, or -1 (also when fewer than four are left). */
 static long jc_hex4(const unsigned char *p, const unsigned char *end)
 {

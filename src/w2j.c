@@ -17,6 +17,7 @@
  * jansson cannot hold a number beyond a double (1e400), which is valid
  * JSON; jc_check() (json_check.c) decides for those, both for payloads in
  * text columns and for whole records (w2j_load_wide()). */
+#include <assert.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -1221,6 +1222,12 @@ void w2j_record_clear(struct w2j_record *rec)
 		json_decref((json_t *)rec->root_);
 	memset(rec, 0, sizeof(*rec));
 	rec->xid = -1;
+}
+
+void w2j_record_adopt(struct w2j_record *rec, void *buf)
+{
+	assert(rec->root_ == NULL && ((uintptr_t)buf & W2J_ROOT_BUF) == 0);
+	rec->root_ = (void *)((uintptr_t)buf | W2J_ROOT_BUF);
 }
 
 /* ------------------------------------------------------ outbox_emit() */

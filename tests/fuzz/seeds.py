@@ -168,12 +168,47 @@ def http(outdir):
     write(outdir, "http", b"GET /livez HTTP/1.1\nX: " + b"b" * 2000 + b"\n\n")
 
 
+# fuzz_pgo.c: a spec byte (index into its table; top bit adds the emit
+# reading), then messages behind a two-byte big-endian length (0xffff:
+# a new session). From the recorded pgoutput fixtures: each whole, and
+# each transaction alone after the Relation messages before it.
+PGO_FIXTURES = {"outbox.pgo": 0, "all.pgo": 5, "odd.pgo": 1,
+                "binary.pgo": 0, "stream.pgo": 0}
+
+
+def pgo_messages(name):
+    with open(os.path.join(ROOT, "tests", "fixtures", "pgoutput", name)) as f:
+        return [bytes.fromhex(l.split()[2]) for l in f
+                if l.strip() and not l.startswith("#")]
+
+
+def pgo(outdir):
+    for name, spec in PGO_FIXTURES.items():
+        msgs = pgo_messages(name)
+        write(outdir, "pgo", bytes([0x80 | spec]) +
+              b"".join(frame(m) for m in msgs))
+        rels, txn = [], []
+        for m in msgs:
+            if m[:1] == b"R":
+                rels.append(m)
+            txn.append(m)
+            if m[:1] in (b"C", b"M") and (m[:1] == b"C" or len(txn) == 1):
+                write(outdir, "pgo", bytes([0x80 | spec]) +
+                      b"".join(frame(r) for r in rels + txn))
+                txn = []
+    # Every spec over the odd tables; a reset between two sessions.
+    odd = b"".join(frame(m) for m in pgo_messages("odd.pgo"))
+    for spec in range(8):
+        write(outdir, "pgo", bytes([spec]) + odd)
+    write(outdir, "pgo", b"\x02" + odd + b"\xff\xff" + odd)
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit("usage: seeds.py OUTDIR")
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
-    for fn in (w2j, repl, lsn, config, config_dict, http):
+    for fn in (w2j, repl, lsn, config, config_dict, http, pgo):
         fn(out)
 
 

@@ -707,6 +707,55 @@ START_TEST(test_jansson_mutations)
 }
 END_TEST
 
+/* jc_utf8_check() steps over ASCII eight bytes at a time: a sequence
+ * must be found, and judged, at every offset from a word boundary and in
+ * the tail shorter than a word. */
+START_TEST(test_utf8_check_offsets)
+{
+	static const struct {
+		const char *seq;
+		bool good;
+	} seqs[] = {
+		{ "\xc3\xa9", true },             /* é */
+		{ "\xe2\x82\xac", true },         /* € */
+		{ "\xf0\x9f\x98\x80", true },     /* 😀 */
+		{ "\xff", false },
+		{ "\x80", false },                /* a continuation alone */
+		{ "\xc0\x80", false },            /* overlong NUL */
+		{ "\xed\xa0\x80", false },        /* a surrogate */
+		{ "\xf4\x90\x80\x80", false },    /* beyond U+10FFFF */
+	};
+	char buf[64];
+
+	for (size_t k = 0; k < sizeof(seqs) / sizeof(seqs[0]); k++) {
+		size_t sl = strlen(seqs[k].seq);
+
+		for (size_t off = 0; off <= 20; off++) {
+			for (size_t tail = 0; tail <= 12; tail++) {
+				size_t len = off + sl + tail;
+
+				memset(buf, 'x', sizeof(buf));
+				memcpy(buf + off, seqs[k].seq, sl);
+				ck_assert_uint_eq(jc_utf8_check(buf, len),
+				                  (seqs[k].good ? len : off));
+			}
+			/* Cut short at the end of the text. */
+			if (sl > 1) {
+				memset(buf, 'x', sizeof(buf));
+				memcpy(buf + off, seqs[k].seq, sl);
+				ck_assert_uint_eq(jc_utf8_check(buf, off + sl - 1), off);
+			}
+		}
+	}
+	/* Plain ASCII, controls and NUL included, of every length. */
+	for (size_t len = 0; len <= 40; len++) {
+		for (size_t i = 0; i < len; i++)
+			buf[i] = (char)(i * 7 % 128);
+		ck_assert_uint_eq(jc_utf8_check(buf, len), len);
+	}
+}
+END_TEST
+
 Suite *json_check_suite(void)
 {
 	Suite *s = suite_create("json_check");
@@ -720,6 +769,7 @@ Suite *json_check_suite(void)
 	tcase_add_test(tables, test_number_callback);
 	tcase_add_test(tables, test_beyond_double_table);
 	tcase_add_test(tables, test_beyond_double_against_strtod);
+	tcase_add_test(tables, test_utf8_check_offsets);
 	suite_add_tcase(s, tables);
 
 	tcase_set_timeout(diff, 60);

@@ -10,6 +10,7 @@
 #include <check.h>
 
 Suite *w2j_suite(void);
+Suite *pgo_suite(void);
 Suite *route_suite(void);
 Suite *lsn_tracker_suite(void);
 Suite *config_suite(void);
@@ -28,6 +29,7 @@ int main(void)
 	int failed;
 
 	sr = srunner_create(w2j_suite());
+	srunner_add_suite(sr, pgo_suite());
 	srunner_add_suite(sr, route_suite());
 	srunner_add_suite(sr, lsn_tracker_suite());
 	srunner_add_suite(sr, config_suite());

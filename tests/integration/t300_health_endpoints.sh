@@ -202,10 +202,11 @@ else
 fi
 base=http://127.0.0.1:$port
 
-# A first watchdog sample takes up to watchdog.interval.ms.
+# A first watchdog sample takes up to watchdog.interval.ms, and one taken
+# before START_REPLICATION reached the server shows the slot inactive.
 for ((i = 0; i < 50; i++)); do
 	req slot_wait "$base/slot"
-	[[ $CODE == 200 && $BODY == *'"wal_status":"'* ]] && break
+	[[ $CODE == 200 && $BODY == *'"wal_status":"'* && $BODY == *'"active":true'* ]] && break
 	sleep 0.2
 done
 

@@ -4,6 +4,9 @@
 #   make check       install what is missing, unit + integration tests
 #   make demo        install what is missing, run the relay end to end
 #   make bench-smoke 100,000 events through the real stack, print figures
+#   make bench       the relay beside Debezium and the decode/producer
+#                    ceilings, quick profile (~15 min): docs/benchmarks.md
+#   make bench-full  the same, every workload and rate (BENCH_PROFILE=full)
 #   make build/kafka-mock   the mock Kafka cluster for fault tests (built by
 #                    make integration; links rdkafka only, never the relay)
 #   make build/tcp-proxy    the TCP fault proxy for network fault tests
@@ -42,7 +45,8 @@ MAIN_OBJ := $(BUILD)/obj/main.o
 UNIT_SRCS := $(wildcard tests/unit/*.c)
 UNIT_OBJS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/obj/unit/%.o)
 
-.PHONY: all deps check unit integration demo bench-smoke clean install \
+.PHONY: all deps check unit integration demo bench-smoke bench bench-full \
+        bench-deps clean install \
         reliability soak \
         fuzz fuzz-build fuzz-regress check-asan check-valgrind lint
 
@@ -112,6 +116,28 @@ soak: deps
 bench-smoke: deps
 	$(MAKE) all
 	tests/bench/smoke.sh
+
+# Test tool, not part of the relay: end offsets and /proc sampler, latency
+# consumer and producer ceiling of make bench (tests/bench/bench_tool.c).
+$(BUILD)/bench-tool: tests/bench/bench_tool.c
+	@mkdir -p $(dir $@)
+	$(CC) $(FINAL_CFLAGS) -o $@ $< $(MOCK_LIBS)
+
+# What make bench needs beyond make deps: matplotlib, Debezium and a
+# Kafka Connect worker (tests/bench/connect/pom.xml).
+bench-deps: deps
+	@tests/bench/deps.sh
+
+# The relay beside Debezium on the same WAL, the decode ceilings and the
+# producer ceiling: figures and plots in docs/benchmarks.md (never
+# asserted). BENCH_PROFILE=quick (default, ~15 min) or full.
+bench: bench-deps
+	$(MAKE) all $(BUILD)/bench-tool
+	tests/bench/run.sh
+
+bench-full: bench-deps
+	$(MAKE) all $(BUILD)/bench-tool
+	BENCH_PROFILE=full tests/bench/run.sh
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1

@@ -131,7 +131,7 @@ dbz_start() {
 	value.converter=org.apache.kafka.connect.storage.StringConverter
 	offset.storage.file.filename=$d/offsets
 	listeners=http://127.0.0.1:$BENCH_REST_PORT
-	plugin.discovery=only_scan
+	plugin.discovery=service_load
 	EOF
 	cat >"$d/connector.properties" <<-EOF
 	name=dbz-$tag

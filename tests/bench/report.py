@@ -221,8 +221,8 @@ def w1_metrics(run):
     if run["system"] == "producer":
         res = dict(kv.split("=") for kv in run["result"].split())
         m["rate"] = float(res["rate"])
-        first = next((i for i, r in enumerate(rows) if r[1] > 0), None)
-        last = next((i for i, r in enumerate(rows) if r[1] >= n), None)
+        first = next((i for i, r in enumerate(rows) if r[1] > 1), None)
+        last = next((i for i, r in enumerate(rows) if r[1] >= n + 1), None)
         if first is not None and last is not None and last > first:
             d = cpu_delta(rows, 0, first, last)
             m["broker_cpu_1m"] = d / (rows[last][1] - rows[first][1]) * 1e6
@@ -237,9 +237,12 @@ def w1_metrics(run):
     m["rate"] = dn / dt
     m["startup_s"] = rows[first][0] - run["t0"]
     for i, name in enumerate(("system", "walsender", "broker")):
-        d = cpu_delta(rows, i, first, last)
+        # The walsender decodes ahead of the first acknowledged record
+        # (the relay's window): all of its CPU since the start is this
+        # drain's.
+        d = cpu_delta(rows, i, 0 if name == "walsender" else first, last)
         if d is not None:
-            m[name + "_cpu_1m"] = d / dn * 1e6
+            m[name + "_cpu_1m"] = d / (n if name == "walsender" else dn) * 1e6
     hwm = col(rows, 0, "hwm")
     if hwm:
         m["rss_mb"] = max(hwm) / 1024.0
@@ -334,8 +337,9 @@ def cmd_report(args):
                "prose in tests/bench/report.py or below the generated part -->")
     out.append("## Results: %s profile, %s" % (args.profile, date))
     out.append("")
-    out.append("Machine: %s. One system at a time; ≥3 rounds per cell, "
-               "median (min–max); CPU from /proc (utime+stime) over the "
+    out.append("Machine: %s. One system at a time. A cell of several "
+               "rounds is their median (min–max); a bare figure is one "
+               "round only. CPU from /proc (utime+stime) over the "
                "measured window. Ratios are from this run only." % args.machine)
     out.append("")
     plots = {}
@@ -365,7 +369,7 @@ def cmd_report(args):
             ms = by[s]
             ceil = "ceil-w2j" if s in ("relay", "ceil-w2j") else "ceil-pgo"
             rc = ratio(medrate.get(s), medrate.get(ceil)) if not s.startswith("ceil") and s != "producer" else None
-            rd = ratio(medrate.get(s), medrate.get("dbz-tuned")) if s != "dbz-tuned" else None
+            rd = ratio(medrate.get(s), medrate.get("dbz-tuned")) if s in ("relay", "dbz-defaults") else None
             checks = [m.get("check") for m in ms if m.get("check")]
             corr = "—"
             if checks:
@@ -423,7 +427,7 @@ def cmd_report(args):
                    "| CreateTime − commit p50 / p99 ms | own CPU s / 1M | walsender CPU s / 1M "
                    "| broker CPU s / 1M | produce req/s | events per request | peak RSS MB |" % label)
         out.append("|---|---|---|---|---|---|---|---|---|---|---|---|")
-        for k in sorted(groups, key=lambda k: (str(k[1]) if isinstance(k, tuple) else "", k)):
+        for k in sorted(groups, key=lambda k: (k[1], k[0]) if isinstance(k, tuple) else (0, k)):
             ms = groups[k]
             lat = lambda f, p: [m[f]["p%s" % p] if m.get(f) else None for m in ms]
             mx = [m["recv"]["max"] if m.get("recv") else None for m in ms]
@@ -477,6 +481,7 @@ def cmd_report(args):
         plots["w2"] = w2
 
     kn = windows("knobs")
+    w2 = w2 or []
     if kn:
         steady_table("### Producer settings at %s ev/s (relay; the broker-CPU investigation)"
                      % fmt(kn[0]["rate"]), kn, lambda m: (m["variant"], m["rate"]),
@@ -486,6 +491,30 @@ def cmd_report(args):
             for v in sorted({m["variant"] for m in kn})) + ".")
         out.append("")
         plots["knobs"] = kn
+        # The broker's side of it: requests per second and what each
+        # carries, beside Debezium's at the same offered rate (W2).
+        rate = kn[0]["rate"]
+        rows = [("Debezium tuned (W2)", [m for m in w2 if m["system"] == "dbz-tuned" and m["rate"] == rate]),
+                ("Debezium defaults (W2)", [m for m in w2 if m["system"] == "dbz-defaults" and m["rate"] == rate]),
+                ("relay defaults (W2)", [m for m in w2 if m["system"] == "relay" and m["rate"] == rate])]
+        for v in sorted({m["variant"] for m in kn}):
+            rows.append(("relay " + v, [m for m in kn if m["variant"] == v]))
+        out.append("Broker requests at %s ev/s (JMX RequestsPerSec counts over each window; "
+                   "fetches are the one timing consumer's, the same client for every system):" % fmt(rate))
+        out.append("")
+        out.append("| producer | produce req/s | events per produce request | fetch req/s | broker CPU % of a core | broker CPU s / 1M | p99 receive − commit ms |")
+        out.append("|---|---|---|---|---|---|---|")
+        for name, ms in rows:
+            if not ms:
+                continue
+            out.append("| %s | %s | %s | %s | %s | %s | %s |" % (
+                name, cell([m.get("produce_per_s") for m in ms]),
+                fmt(med([m.get("msgs_per_produce") for m in ms]), 1),
+                cell([m.get("fetch_per_s") for m in ms]),
+                cell([m.get("broker_cpu_pct") for m in ms], 1),
+                cell([m.get("broker_cpu_1m") for m in ms], 1),
+                cell([m["recv"]["p99"] if m.get("recv") else None for m in ms], 1)))
+        out.append("")
 
     # ---- W5
     w5 = [r for r in runs if r["workload"] == "w5"]

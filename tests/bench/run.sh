@@ -38,8 +38,9 @@ quick)
 	: "${BENCH_ONLY:=w1 w2 w5}"
 	: "${BENCH_ROUNDS:=3}"
 	: "${BENCH_W1_EVENTS:=1000000}"
-	: "${BENCH_W1_SYSTEMS:=ceil-w2j ceil-pgo producer relay dbz-tuned}"
-	: "${BENCH_W2_RATES:=5000}"
+	: "${BENCH_W1_SYSTEMS:=ceil-w2j ceil-pgo producer relay dbz-tuned dbz-defaults}"
+	: "${BENCH_W1_ONCE:=dbz-defaults}"
+	: "${BENCH_W2_RATES:=1000 5000}"
 	: "${BENCH_W2_SECS:=20}"
 	: "${BENCH_W2_SYSTEMS:=relay dbz-tuned}"
 	: "${BENCH_W5_COUNT:=20}"
@@ -51,6 +52,7 @@ full)
 	: "${BENCH_ROUNDS:=3}"
 	: "${BENCH_W1_EVENTS:=2000000}"
 	: "${BENCH_W1_SYSTEMS:=ceil-w2j ceil-pgo producer relay dbz-tuned dbz-defaults}"
+	: "${BENCH_W1_ONCE:=}"
 	: "${BENCH_W2_RATES:=1000 5000 10000 20000}"
 	: "${BENCH_W2_SECS:=60}"
 	: "${BENCH_W2_SYSTEMS:=relay dbz-tuned dbz-defaults}"
@@ -68,7 +70,7 @@ esac
 : "${BENCH_W6_SYSTEMS:=relay dbz-tuned}"
 : "${BENCH_W6_TPS:=2000}"
 : "${BENCH_W6_SECS:=30}"
-: "${BENCH_KNOBS:=default linger20:kafka.linger.ms=20 linger50:kafka.linger.ms=50 lz4:kafka.compression.type=lz4 noledger:slot.ledger.topic=}"
+: "${BENCH_KNOBS:=default linger20:kafka.linger.ms=20 linger50:kafka.linger.ms=50 lz4-linger20:kafka.linger.ms=20,kafka.compression.type=lz4 noledger:slot.ledger.topic=}"
 : "${BENCH_KNOBS_RATE:=5000}"
 : "${BENCH_KNOBS_SECS:=20}"
 : "${BENCH_JMX_PORT:=18385}"
@@ -210,6 +212,8 @@ w1() {
 		wal_bytes="$(q "SELECT pg_wal_lsn_diff('$endlsn', confirmed_flush_lsn) FROM pg_replication_slots WHERE slot_name = 'w1_w2j'")"
 	for ((r = 1; r <= BENCH_ROUNDS; r++)); do
 		for sys in $BENCH_W1_SYSTEMS; do
+			# BENCH_W1_ONCE: systems measured in the first round only.
+			((r == 1)) || [[ " $BENCH_W1_ONCE " != *" $sys "* ]] || continue
 			tag=w1r$r-$sys
 			samp=$OUT/raw/$tag.samples
 			case $sys in
@@ -235,7 +239,7 @@ w1() {
 			producer)
 				bench_log "w1 round $r: producer ceiling"
 				"$BENCH_TOOL" sample -b "$BROKERS" -t "$tag.bench" \
-					-p "$(broker_pid)" -n "$n" -T 600 -o "$samp" &
+					-p "$(broker_pid)" -n $((n + 1)) -T 600 -o "$samp" &
 				local spid=$!
 				local res
 				res=$("$BENCH_TOOL" produce -b "$BROKERS" -t "$tag.bench" -n "$n" -s 650 -k 2000)
@@ -292,6 +296,7 @@ series_start() { # SYSTEM TAG [relay KEY=VALUE...]
 	"$BENCH_TOOL" consume -b "$BROKERS" -t "$tag.bench" -T 7200 \
 		-o "$SERIES_CONS" 2>/dev/null &
 	CONS_PID=$!
+	env_on_cleanup "kill -TERM $CONS_PID 2>/dev/null || true"
 	q "$(ev_select 100 99)" >/dev/null
 	wait_records 100 120 || bench_log "$tag: warm-up events not seen"
 	sleep 2

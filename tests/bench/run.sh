@@ -15,6 +15,8 @@
 #   BENCH_DOC=FILE    the report written from them (docs/benchmarks.md;
 #                     empty: none)
 #   BENCH_KEEP_RAW=1  keep the consumers' per-record files
+#   BENCH_RELAY_SET="KEY=VALUE ..."  relay settings for every workload
+#                     (knobs adds its own after them)
 #
 # Workloads (tests/bench/README or docs/benchmarks.md):
 #   w1  drain: BENCH_W1_EVENTS (1M) events of ~700 B in 100-row
@@ -176,7 +178,8 @@ sys_start() { # SYSTEM SLOT TAG [relay KEY=VALUE...]
 	local sys=$1 slot=$2 tag=$3
 	shift 3
 	case $sys in
-	relay) relay_start "$slot" "$tag" "$@" ;;
+	# shellcheck disable=SC2086 # BENCH_RELAY_SET: KEY=VALUE words
+	relay) relay_start "$slot" "$tag" ${BENCH_RELAY_SET:-} "$@" ;;
 	dbz-tuned) dbz_start "$slot" "$tag" tuned ;;
 	dbz-defaults) dbz_start "$slot" "$tag" defaults ;;
 	esac

@@ -6,6 +6,9 @@
 #   make bench-smoke 100,000 events through the real stack, print figures
 #   make bench-decode  walsender CPU and decoder instructions per event,
 #                    wal2json against pgoutput (docs/pgoutput.md)
+#   make bench       the relay beside Debezium and the decode/producer
+#                    ceilings, quick profile (~15 min): docs/benchmarks.md
+#   make bench-full  the same, every workload and rate (BENCH_PROFILE=full)
 #   make build/kafka-mock   the mock Kafka cluster for fault tests (built by
 #                    make integration; links rdkafka only, never the relay)
 #   make build/tcp-proxy    the TCP fault proxy for network fault tests
@@ -46,7 +49,7 @@ UNIT_SRCS := $(wildcard tests/unit/*.c)
 UNIT_OBJS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/obj/unit/%.o)
 
 .PHONY: all deps check unit integration demo bench-smoke bench-decode \
-        clean install \
+        bench bench-full bench-deps clean install \
         reliability soak \
         fuzz fuzz-build fuzz-regress check-asan check-valgrind lint
 
@@ -128,6 +131,27 @@ bench-smoke: deps
 bench-decode: deps
 	$(MAKE) $(BUILD)/decode-bench
 	tests/bench/decode_cost.sh
+# Test tool, not part of the relay: end offsets and /proc sampler, latency
+# consumer and producer ceiling of make bench (tests/bench/bench_tool.c).
+$(BUILD)/bench-tool: tests/bench/bench_tool.c
+	@mkdir -p $(dir $@)
+	$(CC) $(FINAL_CFLAGS) -o $@ $< $(MOCK_LIBS)
+
+# What make bench needs beyond make deps: matplotlib, Debezium and a
+# Kafka Connect worker (tests/bench/connect/pom.xml).
+bench-deps: deps
+	@tests/bench/deps.sh
+
+# The relay beside Debezium on the same WAL, the decode ceilings and the
+# producer ceiling: figures and plots in docs/benchmarks.md (never
+# asserted). BENCH_PROFILE=quick (default, ~15 min) or full.
+bench: bench-deps
+	$(MAKE) all $(BUILD)/bench-tool
+	tests/bench/run.sh
+
+bench-full: bench-deps
+	$(MAKE) all $(BUILD)/bench-tool
+	BENCH_PROFILE=full tests/bench/run.sh
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# tests/bench/deps.sh -- what `make bench` needs beyond tests/env/deps.sh
+# (run first by `make bench-deps`), installed only when missing:
+#   1. Debian packages: matplotlib for Debian's own python3 (the plots),
+#      strace (syscall counts of the relay's CPU profile);
+#   2. a Kafka Connect 4.3.0 standalone worker and Debezium 3.6.1.Final's
+#      PostgreSQL connector with its Outbox Event Router, by Maven from
+#      tests/bench/connect/pom.xml into tests/bench/connect/target/dependency.
+set -euo pipefail
+
+cd "$(dirname "$0")/../.."
+
+packages=(python3-matplotlib strace)
+missing=()
+for p in "${packages[@]}"; do
+	status=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
+	[[ $status == installed ]] || missing+=("$p")
+done
+if ((${#missing[@]} > 0)); then
+	sudo=()
+	if [[ $EUID -ne 0 ]]; then
+		sudo=(sudo)
+	fi
+	echo "bench-deps: installing ${missing[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	"${sudo[@]}" apt-get update -q
+	"${sudo[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+dep=tests/bench/connect/target/dependency
+if ! compgen -G "$dep/debezium-connector-postgres-*.jar" >/dev/null ||
+	! compgen -G "$dep/connect-runtime-*.jar" >/dev/null; then
+	echo "bench-deps: fetching Kafka Connect and Debezium (tests/bench/connect/pom.xml)"
+	mvn_log=$(mktemp)
+	if ! mvn -B -q -f tests/bench/connect/pom.xml dependency:copy-dependencies \
+		>"$mvn_log" 2>&1; then
+		cat "$mvn_log" >&2
+		rm -f "$mvn_log"
+		echo "bench-deps: Maven could not fetch Connect and Debezium" >&2
+		exit 1
+	fi
+	rm -f "$mvn_log"
+	if ! compgen -G "$dep/debezium-connector-postgres-*.jar" >/dev/null; then
+		echo "bench-deps: Maven ran but $dep has no Debezium jar" >&2
+		exit 1
+	fi
+fi

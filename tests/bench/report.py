@@ -1,0 +1,753 @@
+#!/usr/bin/env python3
+# tests/bench/report.py -- the figures of `make bench` (tests/bench/run.sh)
+# from its runs.jsonl, the samplers' files and the consumers' records.
+#
+#   report.py check --last RUNS.jsonl
+#       the correctness and latency of the last run's records file (every
+#       run of RUNS that names the same file is a window of it): every
+#       event of each writer exactly once (its sequence range as the
+#       database's sequences moved), per-key order (a writer's sequence
+#       only grows within a key; one partition per key), and per window
+#       latency percentiles and a CDF; written next to the records file
+#       as RECORDS.json (the records file may then be deleted).
+#   report.py report --runs RUNS.jsonl --plots DIR [--plot-ref REL]
+#                    --machine TEXT --profile NAME --out FILE.md
+#       the markdown tables (median and min-max of the rounds, ratios
+#       against Debezium and the ceilings of the same run) and PNG plots.
+#
+# Debian's python3 with python3-matplotlib (plots only: tables without it).
+import argparse
+import datetime
+import json
+import os
+import statistics
+import sys
+
+PCTS = (50, 90, 99, 99.9)
+
+
+def load_runs(path):
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def pct(sorted_vals, p):
+    if not sorted_vals:
+        return None
+    k = (len(sorted_vals) - 1) * p / 100.0
+    lo = int(k)
+    hi = min(lo + 1, len(sorted_vals) - 1)
+    return sorted_vals[lo] + (sorted_vals[hi] - sorted_vals[lo]) * (k - lo)
+
+
+def lat_summary(vals_ms):
+    v = sorted(vals_ms)
+    if not v:
+        return None
+    out = {"n": len(v), "max": v[-1]}
+    for p in PCTS:
+        out["p%s" % p] = pct(v, p)
+    # A CDF of 200 points for the plots.
+    out["cdf"] = [pct(v, q / 2.0) for q in range(0, 201)]
+    return out
+
+
+def parse_seqs(s):
+    out = {}
+    for item in (s or "").split():
+        c, v = item.split(":")
+        out[int(c)] = int(v)
+    return out
+
+
+# ---------------------------------------------------------------- check
+
+def read_records(path):
+    recs = []
+    with open(path) as f:
+        for line in f:
+            p = line.split()
+            if len(p) != 8:
+                continue
+            recs.append((int(p[0]), int(p[1]), p[2], int(p[3]), int(p[4]),
+                         int(p[5]), int(p[6]), int(p[7])))
+    return recs
+
+
+def check_records(recs, seq0, seq1):
+    """Every event once, per-key order. recs: (part, off, key, c, s, t,
+    create_ms, recv_us)."""
+    res = {"records": len(recs)}
+    expected = {c: (seq0.get(c, 0), seq1[c]) for c in seq1
+                if seq1[c] > seq0.get(c, 0)}
+    res["expected"] = sum(hi - lo for lo, hi in expected.values())
+    seen = set()
+    dups = unknown = 0
+    for r in recs:
+        c, s = r[3], r[4]
+        if (c, s) in seen:
+            dups += 1
+            continue
+        seen.add((c, s))
+        lo, hi = expected.get(c, (0, 0))
+        if not lo < s <= hi:
+            unknown += 1
+    missing = res["expected"] - (len(seen) - unknown)
+    # Per key: offsets in order within the partition, the sequence grows.
+    order = split = 0
+    last = {}
+    part_of = {}
+    for r in sorted(recs, key=lambda r: (r[0], r[1])):
+        key = r[2]
+        if part_of.setdefault(key, r[0]) != r[0]:
+            split += 1
+        if key in last and r[4] <= last[key]:
+            order += 1
+        last[key] = max(last.get(key, -1), r[4])
+    res.update(missing=missing, duplicates=dups, unknown=unknown,
+               order_violations=order, keys_split=split,
+               ok=missing == 0 and dups == 0 and unknown == 0 and order == 0
+               and split == 0)
+    return res
+
+
+def cmd_check(args):
+    runs = load_runs(args.last)
+    last = runs[-1]
+    path = last["records"]
+    recs = read_records(path)
+    res = check_records(recs, parse_seqs(last.get("seq0")),
+                        parse_seqs(last.get("seq1")))
+    windows = []
+    for i, r in enumerate(runs):
+        if r.get("records") != path or "t0" not in r:
+            continue
+        w = {"run": i}
+        if r["workload"] in ("w2", "knobs", "w6"):
+            t0, t1 = r["t0"] * 1e6, r["t1"] * 1e6
+            sel = [x for x in recs if t0 <= x[5] <= t1 and x[3] not in (99,)]
+            w["recv"] = lat_summary([(x[7] - x[5]) / 1000.0 for x in sel])
+            w["create"] = lat_summary([x[6] - x[5] / 1000.0 for x in sel])
+        elif r["workload"] == "w5":
+            sel = [x for x in recs if x[3] == 7]
+            w["recv"] = lat_summary([(x[7] - x[5]) / 1000.0 for x in sel])
+            w["create"] = lat_summary([x[6] - x[5] / 1000.0 for x in sel])
+        elif r["workload"] == "w3":
+            big = [x for x in recs if x[3] == 6]
+            tc = r["tc"] * 1e6
+            if big:
+                w["big_first_s"] = (min(x[7] for x in big) - tc) / 1e6
+                w["big_last_s"] = (max(x[7] for x in big) - tc) / 1e6
+                end = max(x[7] for x in big)
+                bg = [x for x in recs if x[3] == 50 and r["t0"] * 1e6 <= x[5] <= end]
+                w["bg_recv"] = lat_summary([(x[7] - x[5]) / 1000.0 for x in bg])
+        windows.append(w)
+    res["windows"] = windows
+    with open(path + ".json", "w") as f:
+        json.dump(res, f)
+    flag = "ok" if res["ok"] else "FAILED"
+    print("check %s: %d records, %d expected, missing %d, duplicates %d, "
+          "unknown %d, order violations %d, keys split %d: %s" % (
+              os.path.basename(path), res["records"], res["expected"],
+              res["missing"], res["duplicates"], res["unknown"],
+              res["order_violations"], res["keys_split"], flag),
+          file=sys.stderr)
+    return 0 if res["ok"] else 1
+
+
+# ---------------------------------------------------------------- report
+
+def read_samples(path):
+    rows = []
+    try:
+        with open(path) as f:
+            for line in f:
+                p = line.split()
+                if len(p) < 2:
+                    continue
+                vals = [float(p[0]), int(p[1])]
+                for i in range(2, len(p), 2):
+                    vals.append(None if p[i] == "-" else float(p[i]))
+                    vals.append(None if p[i + 1] == "-" else int(p[i + 1]))
+                rows.append(vals)
+    except FileNotFoundError:
+        pass
+    return rows
+
+
+def col(rows, i, what):
+    """Values of pid column i (0-based): what = 'cpu' or 'hwm'."""
+    j = 2 + 2 * i + (0 if what == "cpu" else 1)
+    return [r[j] for r in rows if j < len(r) and r[j] is not None]
+
+
+def cpu_delta(rows, i, a=0, b=-1):
+    vals = [r[2 + 2 * i] for r in rows[a:(None if b == -1 else b + 1)]
+            if r[2 + 2 * i] is not None]
+    return vals[-1] - vals[0] if len(vals) >= 2 else None
+
+
+def jmx_parse(s):
+    out = {}
+    for item in (s or "").split():
+        if "=" in item:
+            k, v = item.split("=", 1)
+            try:
+                out[k] = int(v)
+            except ValueError:
+                pass
+    return out
+
+
+def records_json(run):
+    try:
+        with open(run["records"] + ".json") as f:
+            return json.load(f)
+    except (KeyError, OSError, ValueError):
+        return None
+
+
+def w1_metrics(run):
+    rows = read_samples(run["samples"])
+    n = run["events"]
+    m = {"system": run["system"], "round": run["round"]}
+    if run["system"].startswith("ceil-"):
+        secs = run["t1"] - run["t0"]
+        m["rate"] = n / secs
+        ws = col(rows, 0, "cpu")
+        if ws:
+            m["walsender_cpu_1m"] = ws[-1] / n * 1e6
+        return m
+    if run["system"] == "producer":
+        res = dict(kv.split("=") for kv in run["result"].split())
+        m["rate"] = float(res["rate"])
+        first = next((i for i, r in enumerate(rows) if r[1] > 1), None)
+        last = next((i for i, r in enumerate(rows) if r[1] >= n + 1), None)
+        if first is not None and last is not None and last > first:
+            d = cpu_delta(rows, 0, first, last)
+            m["broker_cpu_1m"] = d / (rows[last][1] - rows[first][1]) * 1e6
+        return m
+    first = next((i for i, r in enumerate(rows) if r[1] > 0), None)
+    last = next((i for i, r in enumerate(rows) if r[1] >= n), None)
+    if first is None or last is None or last <= first:
+        m["failed"] = True
+        return m
+    dn = rows[last][1] - rows[first][1]
+    dt = rows[last][0] - rows[first][0]
+    m["rate"] = dn / dt
+    m["startup_s"] = rows[first][0] - run["t0"]
+    for i, name in enumerate(("system", "walsender", "broker")):
+        # The walsender decodes ahead of the first acknowledged record
+        # (the relay's window): all of its CPU since the start is this
+        # drain's.
+        d = cpu_delta(rows, i, 0 if name == "walsender" else first, last)
+        if d is not None:
+            m[name + "_cpu_1m"] = d / (n if name == "walsender" else dn) * 1e6
+    hwm = col(rows, 0, "hwm")
+    if hwm:
+        m["rss_mb"] = max(hwm) / 1024.0
+    j0, j1 = jmx_parse(run.get("jmx0")), jmx_parse(run.get("jmx1"))
+    if "Produce" in j0 and "Produce" in j1 and j1["Produce"] > j0["Produce"]:
+        m["produce_reqs_1m"] = (j1["Produce"] - j0["Produce"]) / n * 1e6
+    chk = records_json(run)
+    if chk is not None:
+        m["check"] = chk
+    return m
+
+
+def window_metrics(run, chk):
+    rows = read_samples(run["samples"])
+    m = {"system": run["system"], "variant": run.get("variant", ""),
+         "round": run.get("round"), "rate": run.get("rate")}
+    ev = run.get("events") or 0
+    secs = run["t1"] - run["t0"]
+    m["events"] = ev
+    m["achieved"] = ev / secs if secs > 0 else None
+    m["lag_s"] = run["t2"] - run["t1"] if "t2" in run else None
+    if ev > 0 and len(rows) >= 2:
+        for i, name in enumerate(("system", "walsender", "broker")):
+            d = cpu_delta(rows, i)
+            if d is not None:
+                m[name + "_cpu_1m"] = d / ev * 1e6
+                m[name + "_cpu_pct"] = d / (rows[-1][0] - rows[0][0]) * 100
+    hwm = col(rows, 0, "hwm")
+    if hwm:
+        m["rss_mb"] = max(hwm) / 1024.0
+    j0, j1 = jmx_parse(run.get("jmx0")), jmx_parse(run.get("jmx1"))
+    span = rows[-1][0] - rows[0][0] if len(rows) >= 2 else secs
+    for k in ("Produce", "Fetch"):
+        if k in j0 and k in j1:
+            m[k.lower() + "_per_s"] = (j1[k] - j0[k]) / span
+    if m.get("produce_per_s") and ev:
+        m["msgs_per_produce"] = ev / (m["produce_per_s"] * span)
+    if chk is not None:
+        for w in chk.get("windows", []):
+            if w["run"] == run["_index"]:
+                m["recv"] = w.get("recv")
+                m["create"] = w.get("create")
+    return m
+
+
+def med(vals):
+    vals = [v for v in vals if v is not None]
+    return statistics.median(vals) if vals else None
+
+
+def fmt(v, digits=0):
+    if v is None:
+        return "—"
+    if digits == 0:
+        return "{:,.0f}".format(v)
+    return "{:,.{d}f}".format(v, d=digits)
+
+
+def cell(vals, digits=0):
+    vals = [v for v in vals if v is not None]
+    if not vals:
+        return "—"
+    if len(vals) == 1:
+        return fmt(vals[0], digits)
+    return "%s (%s–%s)" % (fmt(med(vals), digits), fmt(min(vals), digits),
+                           fmt(max(vals), digits))
+
+
+NAMES = {
+    "ceil-w2j": "pg_recvlogical, wal2json v2 → /dev/null (ceiling)",
+    "ceil-pgo": "pg_recvlogical, pgoutput proto 1 → /dev/null (ceiling)",
+    "producer": "producer ceiling (librdkafka, relay's settings, 650 B)",
+    "relay": "outbox-relay (defaults)",
+    "dbz-tuned": "Debezium tuned",
+    "dbz-defaults": "Debezium defaults",
+}
+
+
+def ratio(a, b):
+    if a is None or b is None or b == 0:
+        return None
+    return a / b
+
+
+def cmd_report(args):
+    runs = load_runs(args.runs)
+    for i, r in enumerate(runs):
+        r["_index"] = i
+    out = []
+    date = datetime.datetime.utcnow().strftime("%Y-%m-%d %H:%M UTC")
+    out.append("<!-- written by tests/bench/report.py (make bench); edit the "
+               "prose in tests/bench/report.py or below the generated part -->")
+    out.append("## Results: %s profile, %s" % (args.profile, date))
+    out.append("")
+    out.append("Machine: %s. One system at a time. A cell of several "
+               "rounds is their median (min–max); a bare figure is one "
+               "round only. CPU from /proc (utime+stime) over the "
+               "measured window. Ratios are from this run only." % args.machine)
+    out.append("")
+    plots = {}
+
+    # ---- W1
+    w1 = [w1_metrics(r) for r in runs if r["workload"] == "w1"]
+    load = [r for r in runs if r["workload"] == "w1-load"]
+    if w1:
+        by = {}
+        for m in w1:
+            by.setdefault(m["system"], []).append(m)
+        medrate = {s: med([m.get("rate") for m in ms]) for s, ms in by.items()}
+        n = load[0]["events"] if load else None
+        out.append("### W1: drain of %s events (~700 B, 100-row transactions, "
+                   "slots created before the load)" % fmt(n))
+        out.append("")
+        if load:
+            out.append("Load: %s s, %s MB of WAL." % (
+                fmt(load[0]["secs"], 1), fmt(load[0].get("wal_bytes", 0) / 1e6)))
+            out.append("")
+        out.append("| system | drain ev/s | × its ceiling | × Debezium tuned | "
+                   "start → first event s | peak RSS MB | own CPU s / 1M | "
+                   "walsender CPU s / 1M | broker CPU s / 1M | produce requests / 1M | correct |")
+        out.append("|---|---|---|---|---|---|---|---|---|---|---|")
+        order = [s for s in NAMES if s in by]
+        for s in order:
+            ms = by[s]
+            ceil = "ceil-w2j" if s in ("relay", "ceil-w2j") else "ceil-pgo"
+            rc = ratio(medrate.get(s), medrate.get(ceil)) if not s.startswith("ceil") and s != "producer" else None
+            rd = ratio(medrate.get(s), medrate.get("dbz-tuned")) if s in ("relay", "dbz-defaults") else None
+            checks = [m.get("check") for m in ms if m.get("check")]
+            corr = "—"
+            if checks:
+                bad = [c for c in checks if not c["ok"]]
+                corr = "%d/%d ok" % (len(checks) - len(bad), len(checks))
+                if bad:
+                    b = bad[0]
+                    corr += " (missing %d, dup %d, order %d)" % (
+                        b["missing"], b["duplicates"], b["order_violations"])
+            out.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+                NAMES[s], cell([m.get("rate") for m in ms]),
+                fmt(rc, 2) + "×" if rc else "—", fmt(rd, 2) + "×" if rd else "—",
+                cell([m.get("startup_s") for m in ms], 1),
+                cell([m.get("rss_mb") for m in ms], 1),
+                cell([m.get("system_cpu_1m") for m in ms], 1),
+                cell([m.get("walsender_cpu_1m") for m in ms], 1),
+                cell([m.get("broker_cpu_1m") for m in ms], 1),
+                cell([m.get("produce_reqs_1m") for m in ms]),
+                corr))
+        out.append("")
+        plots["w1"] = (order, by)
+
+    # ---- steady-state windows (W2, knobs, W6)
+    checks = {}
+    for r in runs:
+        if r.get("records") and r["records"] not in checks:
+            try:
+                with open(r["records"] + ".json") as f:
+                    checks[r["records"]] = json.load(f)
+            except (OSError, ValueError):
+                checks[r["records"]] = None
+    def windows(wl):
+        return [window_metrics(r, checks.get(r.get("records")))
+                for r in runs if r["workload"] == wl]
+    def series_ok(wl, system, variant=""):
+        for r in runs:
+            if r["workload"] == wl + "-check" and r["system"] == system and \
+                    r.get("variant", "") == variant:
+                c = checks.get(r["records"])
+                if c is None:
+                    return "—"
+                if c["ok"]:
+                    return "ok (%s)" % fmt(c["expected"])
+                return "FAILED: missing %d, dup %d, order %d" % (
+                    c["missing"], c["duplicates"], c["order_violations"])
+        return "—"
+
+    def steady_table(title, ws, keyf, label):
+        groups = {}
+        for m in ws:
+            groups.setdefault(keyf(m), []).append(m)
+        out.append(title)
+        out.append("")
+        out.append("| %s | offered ev/s | achieved ev/s | receive − commit p50 / p90 / p99 / p99.9 / max ms "
+                   "| CreateTime − commit p50 / p99 ms | own CPU s / 1M | walsender CPU s / 1M "
+                   "| broker CPU s / 1M | produce req/s | events per request | peak RSS MB |" % label)
+        out.append("|---|---|---|---|---|---|---|---|---|---|---|---|")
+        for k in sorted(groups, key=lambda k: (k[1], k[0]) if isinstance(k, tuple) else (0, k)):
+            ms = groups[k]
+            lat = lambda f, p: [m[f]["p%s" % p] if m.get(f) else None for m in ms]
+            mx = [m["recv"]["max"] if m.get("recv") else None for m in ms]
+            out.append("| %s | %s | %s | %s / %s / %s / %s / %s | %s / %s | %s | %s | %s | %s | %s | %s |" % (
+                k[0] if isinstance(k, tuple) else k, fmt(ms[0]["rate"]),
+                cell([m["achieved"] for m in ms]),
+                fmt(med(lat("recv", 50)), 1), fmt(med(lat("recv", 90)), 1),
+                cell(lat("recv", 99), 1), fmt(med(lat("recv", 99.9)), 1),
+                fmt(med(mx), 1), fmt(med(lat("create", 50)), 1),
+                fmt(med(lat("create", 99)), 1),
+                cell([m.get("system_cpu_1m") for m in ms], 1),
+                cell([m.get("walsender_cpu_1m") for m in ms], 1),
+                cell([m.get("broker_cpu_1m") for m in ms], 1),
+                cell([m.get("produce_per_s") for m in ms]),
+                fmt(med([m.get("msgs_per_produce") for m in ms]), 1),
+                fmt(med([m.get("rss_mb") for m in ms]), 1)))
+        out.append("")
+        return groups
+
+    w2 = windows("w2")
+    if w2:
+        g = steady_table("### W2: steady load (pgbench -R, 10 rows a transaction; "
+                         "latency of every event from a separate consumer; "
+                         "commit = the statement's clock_timestamp() in the payload)",
+                         w2, lambda m: (NAMES.get(m["system"], m["system"]), m["rate"]),
+                         "system")
+        rates = sorted({m["rate"] for m in w2})
+        lines = []
+        for rate in rates:
+            rel = [m for m in w2 if m["rate"] == rate and m["system"] == "relay"]
+            dbz = [m for m in w2 if m["rate"] == rate and m["system"] == "dbz-tuned"]
+            if rel and dbz:
+                def mm(ms, f, sub=None):
+                    return med([(m[f]["p99"] if m.get(f) else None) if sub else m.get(f) for m in ms])
+                lines.append("| %s | %s | %s | %s | %s |" % (
+                    fmt(rate), fmt(ratio(mm(rel, "recv", 1), mm(dbz, "recv", 1)), 2),
+                    fmt(ratio(mm(rel, "system_cpu_1m"), mm(dbz, "system_cpu_1m")), 2),
+                    fmt(ratio(mm(rel, "walsender_cpu_1m"), mm(dbz, "walsender_cpu_1m")), 2),
+                    fmt(ratio(mm(rel, "broker_cpu_1m"), mm(dbz, "broker_cpu_1m")), 2)))
+        if lines:
+            out.append("Relay ÷ Debezium tuned (medians; below 1 favours the relay):")
+            out.append("")
+            out.append("| ev/s | p99 receive − commit | own CPU / event | walsender CPU / event | broker CPU / event |")
+            out.append("|---|---|---|---|---|")
+            out.extend(lines)
+            out.append("")
+        out.append("Correctness of each series (every event once, per-key order): " +
+                   ", ".join("%s %s" % (NAMES.get(s, s), series_ok("w2", s))
+                             for s in sorted({m["system"] for m in w2})) + ".")
+        out.append("")
+        plots["w2"] = w2
+
+    kn = windows("knobs")
+    w2 = w2 or []
+    if kn:
+        steady_table("### Producer settings at %s ev/s (relay; the broker-CPU investigation)"
+                     % fmt(kn[0]["rate"]), kn, lambda m: (m["variant"], m["rate"]),
+                     "relay variant")
+        out.append("Correctness: " + ", ".join(
+            "%s %s" % (v, series_ok("knobs", "relay", v))
+            for v in sorted({m["variant"] for m in kn})) + ".")
+        out.append("")
+        plots["knobs"] = kn
+        # The broker's side of it: requests per second and what each
+        # carries, beside Debezium's at the same offered rate (W2).
+        rate = kn[0]["rate"]
+        rows = [("Debezium tuned (W2)", [m for m in w2 if m["system"] == "dbz-tuned" and m["rate"] == rate]),
+                ("Debezium defaults (W2)", [m for m in w2 if m["system"] == "dbz-defaults" and m["rate"] == rate]),
+                ("relay defaults (W2)", [m for m in w2 if m["system"] == "relay" and m["rate"] == rate])]
+        for v in sorted({m["variant"] for m in kn}):
+            rows.append(("relay " + v, [m for m in kn if m["variant"] == v]))
+        out.append("Broker requests at %s ev/s (JMX RequestsPerSec counts over each window; "
+                   "fetches are the one timing consumer's, the same client for every system):" % fmt(rate))
+        out.append("")
+        out.append("| producer | produce req/s | events per produce request | fetch req/s | broker CPU % of a core | broker CPU s / 1M | p99 receive − commit ms |")
+        out.append("|---|---|---|---|---|---|---|")
+        for name, ms in rows:
+            if not ms:
+                continue
+            out.append("| %s | %s | %s | %s | %s | %s | %s |" % (
+                name, cell([m.get("produce_per_s") for m in ms]),
+                fmt(med([m.get("msgs_per_produce") for m in ms]), 1),
+                cell([m.get("fetch_per_s") for m in ms]),
+                cell([m.get("broker_cpu_pct") for m in ms], 1),
+                cell([m.get("broker_cpu_1m") for m in ms], 1),
+                cell([m["recv"]["p99"] if m.get("recv") else None for m in ms], 1)))
+        out.append("")
+
+    # ---- W5
+    w5 = [r for r in runs if r["workload"] == "w5"]
+    if w5:
+        out.append("### W5: latency floor (idle, then one single-row commit; "
+                   "receive − commit)")
+        out.append("")
+        out.append("| system | commits | idle before each s | p50 ms | p90 ms | p99 ms | max ms | CreateTime − commit p50 ms | correct |")
+        out.append("|---|---|---|---|---|---|---|---|---|")
+        for r in w5:
+            c = checks.get(r["records"])
+            w = next((w for w in (c or {}).get("windows", []) if w["run"] == r["_index"]), {})
+            lr, lc = w.get("recv") or {}, w.get("create") or {}
+            out.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+                NAMES.get(r["system"], r["system"]), r["count"], r["idle"],
+                fmt(lr.get("p50"), 1), fmt(lr.get("p90"), 1), fmt(lr.get("p99"), 1),
+                fmt(lr.get("max"), 1), fmt(lc.get("p50"), 1),
+                series_ok("w5", r["system"])))
+        out.append("")
+        plots["w5"] = [(r["system"], next((w for w in (checks.get(r["records"]) or {}).get("windows", [])
+                                            if w["run"] == r["_index"]), {})) for r in w5]
+
+    # ---- W3
+    w3 = [r for r in runs if r["workload"] == "w3"]
+    if w3:
+        out.append("### W3: one %s-row transaction beside 1k events/s" % fmt(w3[0]["rows"]))
+        out.append("")
+        out.append("| system | commit → first event s | commit → last event s | background p50 / p99 / max ms during it | spill MB | peak RSS MB | own CPU s | correct |")
+        out.append("|---|---|---|---|---|---|---|---|")
+        for r in w3:
+            c = checks.get(r["records"]) or {}
+            w = next((w for w in c.get("windows", []) if w["run"] == r["_index"]), {})
+            rows = read_samples(r["samples"])
+            hwm = col(rows, 0, "hwm")
+            bg = w.get("bg_recv") or {}
+            spill = r.get("spill")
+            out.append("| %s | %s | %s | %s / %s / %s | %s | %s | %s | %s |" % (
+                NAMES.get(r["system"], r["system"]), fmt(w.get("big_first_s"), 1),
+                fmt(w.get("big_last_s"), 1), fmt(bg.get("p50"), 0), fmt(bg.get("p99"), 0),
+                fmt(bg.get("max"), 0),
+                fmt(spill / 1e6 if isinstance(spill, (int, float)) else None),
+                fmt(max(hwm) / 1024.0 if hwm else None, 1),
+                fmt(cpu_delta(rows, 0), 1), series_ok("w3", r["system"])))
+        out.append("")
+
+    # ---- W6
+    w6 = windows("w6")
+    if w6:
+        steady_table("### W6: the outbox as 5 %% of a busy database's transactions (%s TPS of pgbench TPC-B-like + outbox)"
+                     % fmt(runs[[r["workload"] for r in runs].index("w6")]["tps"]),
+                     w6, lambda m: (NAMES.get(m["system"], m["system"]), m["rate"]),
+                     "system")
+        out.append("CPU per 1M *outbox events* (the other 95 % of transactions are B/C only for the relay). Correctness: " +
+                   ", ".join("%s %s" % (NAMES.get(s, s), series_ok("w6", s))
+                             for s in sorted({m["system"] for m in w6})) + ".")
+        out.append("")
+
+    imgs = make_plots(plots, args.plots)
+    if imgs:
+        out.append("### Plots")
+        out.append("")
+        ref = args.plot_ref or "."
+        for name, title in imgs:
+            out.append("![%s](%s/%s)" % (title, ref, name))
+            out.append("")
+    text = "\n".join(out) + "\n"
+    write_doc(args.out, text)
+    return 0
+
+
+BEGIN = "<!-- BEGIN GENERATED: make bench -->"
+END = "<!-- END GENERATED: make bench -->"
+
+
+def write_doc(path, text):
+    """Replaces the generated part of an existing document (between the
+    BEGIN/END markers), keeping the prose around it."""
+    old = ""
+    if os.path.exists(path):
+        with open(path) as f:
+            old = f.read()
+    block = BEGIN + "\n" + text + END + "\n"
+    if BEGIN in old and END in old:
+        head, rest = old.split(BEGIN, 1)
+        tail = rest.split(END, 1)[1].lstrip("\n")
+        new = head + block + tail
+    else:
+        new = block if not old else old.rstrip("\n") + "\n\n" + block
+    with open(path, "w") as f:
+        f.write(new)
+
+
+def make_plots(plots, d):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("report: no matplotlib (apt-get install python3-matplotlib): "
+              "no plots", file=sys.stderr)
+        return []
+    os.makedirs(d, exist_ok=True)
+    imgs = []
+    short = {"ceil-w2j": "wal2json\nceiling", "ceil-pgo": "pgoutput\nceiling",
+             "producer": "producer\nceiling", "relay": "outbox-relay",
+             "dbz-tuned": "Debezium\ntuned", "dbz-defaults": "Debezium\ndefaults"}
+    if "w1" in plots:
+        order, by = plots["w1"]
+        fig, ax = plt.subplots(figsize=(8, 4))
+        meds = [med([m.get("rate") for m in by[s]]) or 0 for s in order]
+        lo = [meds[i] - min(m.get("rate") or 0 for m in by[s]) for i, s in enumerate(order)]
+        hi = [max(m.get("rate") or 0 for m in by[s]) - meds[i] for i, s in enumerate(order)]
+        colors = ["#bbbbbb" if s.startswith("ceil") or s == "producer" else
+                  ("#1f77b4" if s == "relay" else "#d62728") for s in order]
+        ax.bar([short[s] for s in order], meds, yerr=[lo, hi], color=colors, capsize=4)
+        ax.set_ylabel("events/s (median, min–max)")
+        ax.set_title("W1 drain throughput")
+        for i, v in enumerate(meds):
+            ax.text(i, v, "{:,.0f}".format(v), ha="center", va="bottom", fontsize=8)
+        fig.tight_layout()
+        fig.savefig(os.path.join(d, "w1_throughput.png"), dpi=100)
+        plt.close(fig)
+        imgs.append(("w1_throughput.png", "W1 drain throughput"))
+
+        sysl = [s for s in order if s in ("relay", "dbz-tuned", "dbz-defaults")]
+        if sysl:
+            fig, ax = plt.subplots(figsize=(7, 4))
+            bottom = [0.0] * len(sysl)
+            for part, color in (("system", "#1f77b4"), ("walsender", "#2ca02c"),
+                                ("broker", "#ff7f0e")):
+                vals = [med([m.get(part + "_cpu_1m") for m in by[s]]) or 0 for s in sysl]
+                ax.bar([short[s] for s in sysl], vals, bottom=bottom, color=color,
+                       label={"system": "relay / Connect JVM"}.get(part, part))
+                bottom = [b + v for b, v in zip(bottom, vals)]
+            ax.set_ylabel("CPU seconds per 1M events")
+            ax.set_title("W1 drain: CPU per event by process")
+            ax.legend()
+            fig.tight_layout()
+            fig.savefig(os.path.join(d, "w1_cpu.png"), dpi=100)
+            plt.close(fig)
+            imgs.append(("w1_cpu.png", "W1 CPU per event, stacked by process"))
+
+            fig, ax = plt.subplots(figsize=(6, 4))
+            vals = [med([m.get("rss_mb") for m in by[s]]) or 0 for s in sysl]
+            ax.bar([short[s] for s in sysl], vals,
+                   color=["#1f77b4" if s == "relay" else "#d62728" for s in sysl])
+            ax.set_yscale("log")
+            ax.set_ylabel("peak RSS (VmHWM), MB, log scale")
+            ax.set_title("W1 drain: peak memory")
+            for i, v in enumerate(vals):
+                ax.text(i, v, "%.1f" % v, ha="center", va="bottom", fontsize=8)
+            fig.tight_layout()
+            fig.savefig(os.path.join(d, "w1_rss.png"), dpi=100)
+            plt.close(fig)
+            imgs.append(("w1_rss.png", "W1 peak RSS"))
+
+    if "w2" in plots:
+        w2 = plots["w2"]
+        rates = sorted({m["rate"] for m in w2})
+        fig, axes = plt.subplots(1, len(rates), figsize=(4.5 * len(rates), 4), squeeze=False)
+        for ax, rate in zip(axes[0], rates):
+            for s, color in (("relay", "#1f77b4"), ("dbz-tuned", "#d62728"),
+                             ("dbz-defaults", "#9467bd")):
+                ms = [m for m in w2 if m["rate"] == rate and m["system"] == s and m.get("recv")]
+                for i, m in enumerate(ms):
+                    cdf = m["recv"]["cdf"]
+                    ax.plot(cdf, [q / 200.0 for q in range(len(cdf))], color=color,
+                            alpha=0.8, label=short[s].replace("\n", " ") if i == 0 else None)
+            ax.set_xscale("log")
+            ax.set_xlabel("receive − commit, ms (log)")
+            ax.set_ylabel("fraction of events")
+            ax.set_title("W2 at {:,} ev/s".format(rate))
+            ax.grid(True, which="both", alpha=0.3)
+            ax.legend(fontsize=8)
+        fig.tight_layout()
+        fig.savefig(os.path.join(d, "w2_latency_cdf.png"), dpi=100)
+        plt.close(fig)
+        imgs.append(("w2_latency_cdf.png", "W2 latency CDF, every round"))
+
+        sysl = [s for s in ("relay", "dbz-tuned", "dbz-defaults") if any(m["system"] == s for m in w2)]
+        fig, axes = plt.subplots(1, len(rates), figsize=(4 * len(rates), 4), squeeze=False)
+        for ax, rate in zip(axes[0], rates):
+            bottom = [0.0] * len(sysl)
+            for part, color in (("system", "#1f77b4"), ("walsender", "#2ca02c"),
+                                ("broker", "#ff7f0e")):
+                vals = [med([m.get(part + "_cpu_1m") for m in w2
+                             if m["system"] == s and m["rate"] == rate]) or 0 for s in sysl]
+                ax.bar([short[s] for s in sysl], vals, bottom=bottom, color=color,
+                       label={"system": "relay / Connect JVM"}.get(part, part))
+                bottom = [b + v for b, v in zip(bottom, vals)]
+            ax.set_title("W2 at {:,} ev/s".format(rate))
+            ax.set_ylabel("CPU seconds per 1M events")
+            ax.legend(fontsize=8)
+        fig.tight_layout()
+        fig.savefig(os.path.join(d, "w2_cpu.png"), dpi=100)
+        plt.close(fig)
+        imgs.append(("w2_cpu.png", "W2 CPU per event, stacked by process"))
+
+    if "knobs" in plots:
+        kn = plots["knobs"]
+        variants = sorted({m["variant"] for m in kn}, key=lambda v: (v != "default", v))
+        fig, ax1 = plt.subplots(figsize=(7, 4))
+        bc = [med([m.get("broker_cpu_1m") for m in kn if m["variant"] == v]) or 0 for v in variants]
+        p99 = [med([m["recv"]["p99"] if m.get("recv") else None for m in kn if m["variant"] == v]) or 0
+               for v in variants]
+        ax1.bar(variants, bc, color="#ff7f0e")
+        ax1.set_ylabel("broker CPU s per 1M events (bars)")
+        ax2 = ax1.twinx()
+        ax2.plot(variants, p99, "o-", color="#1f77b4")
+        ax2.set_ylabel("p99 receive − commit ms (line)")
+        ax1.set_title("Relay producer settings at {:,} ev/s".format(kn[0]["rate"]))
+        fig.tight_layout()
+        fig.savefig(os.path.join(d, "knobs.png"), dpi=100)
+        plt.close(fig)
+        imgs.append(("knobs.png", "Producer settings: broker CPU and p99"))
+    return imgs
+
+
+def main():
+    ap = argparse.ArgumentParser(prog="report.py")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    c = sub.add_parser("check")
+    c.add_argument("--last", required=True)
+    r = sub.add_parser("report")
+    r.add_argument("--runs", required=True)
+    r.add_argument("--plots", required=True)
+    r.add_argument("--plot-ref")
+    r.add_argument("--machine", default="")
+    r.add_argument("--profile", default="quick")
+    r.add_argument("--out", required=True)
+    a = ap.parse_args()
+    return cmd_check(a) if a.cmd == "check" else cmd_report(a)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,508 @@
+#!/usr/bin/env bash
+# tests/bench/run.sh -- `make bench` / `make bench-full`: the relay beside
+# Debezium (PostgreSQL connector 3.6.1.Final, pgoutput, Outbox Event
+# Router, on a Kafka Connect 4.3.0 standalone worker) on one PostgreSQL 15
+# and one KRaft Kafka 3.9.1 broker, one system at a time, with the decode
+# ceilings (pg_recvlogical, wal2json v2 and pgoutput proto 1, into
+# /dev/null) and the producer ceiling (bench-tool produce) measured in the
+# same run. Figures only: nothing here asserts a speed. Correctness is
+# checked in the same run (every event once, per-key order).
+#
+#   BENCH_PROFILE=quick (default, ~15 min) | full (~1.5 h)   see docs/benchmarks.md
+#   BENCH_ONLY="w1 w2 w5 w3 w6 knobs"   the workloads to run (profile's
+#                                        list by default)
+#   BENCH_OUT=DIR     results (default build/bench/STAMP): runs.jsonl, plots
+#   BENCH_DOC=FILE    the report written from them (docs/benchmarks.md;
+#                     empty: none)
+#   BENCH_KEEP_RAW=1  keep the consumers' per-record files
+#   BENCH_RELAY_SET="KEY=VALUE ..."  relay settings for every workload
+#                     (knobs adds its own after them)
+#
+# Workloads (tests/bench/README or docs/benchmarks.md):
+#   w1  drain: BENCH_W1_EVENTS (1M) events of ~700 B in 100-row
+#       transactions written while nothing reads the slots (created before
+#       the load), then each system drains a copy of them
+#   w2  steady load at BENCH_W2_RATES events/s (pgbench -R, 10 rows a
+#       transaction), BENCH_W2_SECS each, a consumer timing every record
+#   w3  one 1M-row transaction beside 1k events/s of background load
+#   w5  BENCH_W5_COUNT times: BENCH_W5_IDLE s idle, one single-row commit
+#   w6  the outbox as 5 % of a busy database's transactions
+#   knobs  w2 at 5k events/s for the relay with producer settings varied
+#       (the broker-CPU investigation), BENCH_KNOBS
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+REPO=$PWD
+source tests/env/lib.sh
+
+PROFILE=${BENCH_PROFILE:-quick}
+case $PROFILE in
+quick)
+	: "${BENCH_ONLY:=w1 w2 w5}"
+	: "${BENCH_ROUNDS:=3}"
+	: "${BENCH_W1_EVENTS:=1000000}"
+	: "${BENCH_W1_SYSTEMS:=ceil-w2j ceil-pgo producer relay dbz-tuned dbz-defaults}"
+	: "${BENCH_W1_ONCE:=dbz-defaults}"
+	: "${BENCH_W2_RATES:=1000 5000}"
+	: "${BENCH_W2_SECS:=20}"
+	: "${BENCH_W2_SYSTEMS:=relay dbz-tuned}"
+	: "${BENCH_W5_COUNT:=20}"
+	: "${BENCH_W5_IDLE:=1}"
+	: "${BENCH_W5_SYSTEMS:=relay dbz-tuned}"
+	;;
+full)
+	: "${BENCH_ONLY:=w1 w2 w3 w5 w6 knobs}"
+	: "${BENCH_ROUNDS:=3}"
+	: "${BENCH_W1_EVENTS:=2000000}"
+	: "${BENCH_W1_SYSTEMS:=ceil-w2j ceil-pgo producer relay dbz-tuned dbz-defaults}"
+	: "${BENCH_W1_ONCE:=}"
+	: "${BENCH_W2_RATES:=1000 5000 10000 20000}"
+	: "${BENCH_W2_SECS:=60}"
+	: "${BENCH_W2_SYSTEMS:=relay dbz-tuned dbz-defaults}"
+	: "${BENCH_W5_COUNT:=100}"
+	: "${BENCH_W5_IDLE:=3}"
+	: "${BENCH_W5_SYSTEMS:=relay dbz-tuned dbz-defaults}"
+	;;
+*)
+	echo "bench: BENCH_PROFILE must be quick or full" >&2
+	exit 2
+	;;
+esac
+: "${BENCH_W3_SYSTEMS:=relay dbz-tuned}"
+: "${BENCH_W3_ROWS:=1000000}"
+: "${BENCH_W6_SYSTEMS:=relay dbz-tuned}"
+: "${BENCH_W6_TPS:=2000}"
+: "${BENCH_W6_SECS:=30}"
+: "${BENCH_KNOBS:=default linger20:kafka.linger.ms=20 linger50:kafka.linger.ms=50 lz4-linger20:kafka.linger.ms=20,kafka.compression.type=lz4 noledger:slot.ledger.topic=}"
+: "${BENCH_KNOBS_RATE:=5000}"
+: "${BENCH_KNOBS_SECS:=20}"
+: "${BENCH_JMX_PORT:=18385}"
+STAMP=$(date -u +%Y%m%dT%H%M%SZ)
+OUT=${BENCH_OUT:-$REPO/build/bench/$STAMP}
+DOC=${BENCH_DOC-$REPO/docs/benchmarks.md}
+PY=${BENCH_PYTHON:-/usr/bin/python3}
+mkdir -p "$OUT/raw"
+RUNS=$OUT/runs.jsonl
+: >"$RUNS"
+
+source tests/bench/lib.sh
+
+for b in "$RELAY_BIN" "$BENCH_TOOL"; do
+	[[ -x $b ]] || {
+		echo "bench: $b missing: make all build/bench-tool" >&2
+		exit 2
+	}
+done
+
+env_trap_cleanup
+BENCH_DIR=$(env_mktemp outbox-relay-bench)
+env_register_tmpdir "$BENCH_DIR"
+
+# The broker's request counters come through JMX on loopback
+# (tests/bench/jmx/JmxProbe.java, compiled here: needs a JDK's javac).
+JMX_CP=$REPO/build/bench
+if [[ ! -f $JMX_CP/JmxProbe.class || tests/bench/jmx/JmxProbe.java -nt $JMX_CP/JmxProbe.class ]]; then
+	mkdir -p "$JMX_CP"
+	javac -d "$JMX_CP" tests/bench/jmx/JmxProbe.java
+fi
+jmx() { java -cp "$JMX_CP" JmxProbe "$BENCH_JMX_PORT" 2>/dev/null || echo "jmx=unavailable"; }
+
+bench_log "profile $PROFILE: ${BENCH_ONLY}; results in $OUT"
+pg_start "$BENCH_DIR" "$BENCH_PGPORT" bench >/dev/null
+KAFKA_HEAP=1g JAVA_TOOL_OPTIONS="-Dcom.sun.management.jmxremote.port=$BENCH_JMX_PORT -Dcom.sun.management.jmxremote.rmi.port=$BENCH_JMX_PORT -Dcom.sun.management.jmxremote.authenticate=false -Dcom.sun.management.jmxremote.ssl=false -Dcom.sun.management.jmxremote.host=127.0.0.1 -Djava.rmi.server.hostname=127.0.0.1" \
+	kafka_start "$BENCH_DIR" "$BENCH_KPORT" >/dev/null
+bench_pg_setup
+
+machine() {
+	printf '%s, %s cores, %s, %s; PostgreSQL %s, Kafka 3.9.1 (KRaft, 1 node, 3 partitions), librdkafka %s, %s' \
+		"$(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)" "$(nproc)" \
+		"$(awk '/MemTotal/ {printf "%.0f GiB", $2 / 1048576}' /proc/meminfo)" \
+		"$(uname -r)" "$(q 'SHOW server_version')" \
+		"$(dpkg-query -W -f='${Version}' librdkafka1 2>/dev/null || echo '?')" \
+		"$(java -version 2>&1 | head -1)"
+}
+MACHINE=$(machine)
+
+# One JSON object per measured run; tests/bench/report.py reads them.
+emit() { # key=value... (values are strings unless they parse as JSON)
+	"$PY" - "$@" >>"$RUNS" <<'PY'
+import json, sys
+o = {}
+for kv in sys.argv[1:]:
+    k, v = kv.split("=", 1)
+    try:
+        o[k] = json.loads(v)
+    except ValueError:
+        o[k] = v
+print(json.dumps(o))
+PY
+}
+
+seqs() { # the writers' sequence positions, "c:last_value ..."
+	local c out=
+	for c in 0 1 2 3 4 5 6 7 50 99; do
+		out+="$c:$(q "SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM bench_seq_$c") "
+	done
+	echo "$out"
+}
+
+# pgbench scripts: every event's payload carries its writer (c), the
+# writer's sequence number (s: per writer in commit order, hence per key,
+# since a key belongs to one writer) and its statement time (t, epoch
+# microseconds: clock_timestamp(), under a millisecond before the commit
+# for the small transactions). ~700 B per event: 600 B of padding.
+ev_select() { # ROWS [CLIENT_EXPR]
+	local c=${2:-:client_id}
+	cat <<-SQL
+	INSERT INTO outbox (aggregate_type, aggregate_id, event_type, payload)
+	SELECT 'bench', 'a' || ($c * 1000 + (random() * 999)::int), 'BenchEvent',
+	       jsonb_build_object('c', $c, 's', nextval('bench_seq_' || $c),
+	                          't', (extract(epoch FROM clock_timestamp()) * 1000000)::bigint,
+	                          'pad', repeat('x', 600))
+	FROM generate_series(1, $1);
+	SQL
+}
+ev_select 100 >"$BENCH_DIR/w1.sql"
+ev_select 10 >"$BENCH_DIR/w2.sql"
+ev_select 1 >"$BENCH_DIR/w5.sql"
+ev_select 1 50 >"$BENCH_DIR/w3bg.sql"
+ev_select 1 >"$BENCH_DIR/w6_outbox.sql"
+chmod 644 "$BENCH_DIR"/*.sql
+
+pgbench() {
+	runuser -u postgres -- "$PG_BIN/pgbench" -h 127.0.0.1 -p "$BENCH_PGPORT" -n "$@" bench
+}
+
+plugin_of() { [[ $1 == relay || $1 == ceil-w2j ]] && echo wal2json || echo pgoutput; }
+
+sys_start() { # SYSTEM SLOT TAG [relay KEY=VALUE...]
+	local sys=$1 slot=$2 tag=$3
+	shift 3
+	case $sys in
+	# shellcheck disable=SC2086 # BENCH_RELAY_SET: KEY=VALUE words
+	relay) relay_start "$slot" "$tag" ${BENCH_RELAY_SET:-} "$@" ;;
+	dbz-tuned) dbz_start "$slot" "$tag" tuned ;;
+	dbz-defaults) dbz_start "$slot" "$tag" defaults ;;
+	esac
+}
+
+sys_stop() {
+	case $1 in
+	relay) relay_stop ;;
+	*) dbz_stop ;;
+	esac
+}
+
+consume() { # TOPIC COUNT FILE: read a whole topic after a run
+	"$BENCH_TOOL" consume -b "$BROKERS" -t "$1" -n "$2" -I 5000 -T 600 \
+		-o "$3" 2>/dev/null || true
+}
+
+# ------------------------------------------------------------------ W1
+
+w1() {
+	local n=$BENCH_W1_EVENTS r sys slot tag s0 s1 endlsn t0 t1 wpid samp cons
+	bench_log "w1: loading $n events in 100-row transactions"
+	slot_create w1_w2j wal2json
+	slot_create w1_pgo pgoutput
+	s0=$(seqs)
+	t0=$(date +%s.%N)
+	pgbench -f "$BENCH_DIR/w1.sql" -c 2 -j 2 -t $((n / 200)) >/dev/null
+	t1=$(date +%s.%N)
+	s1=$(seqs)
+	endlsn=$(q "SELECT pg_current_wal_lsn()")
+	q "CHECKPOINT" >/dev/null
+	emit workload=w1-load events="$n" secs="$("$PY" -c "print($t1 - $t0)")" \
+		wal_bytes="$(q "SELECT pg_wal_lsn_diff('$endlsn', confirmed_flush_lsn) FROM pg_replication_slots WHERE slot_name = 'w1_w2j'")"
+	for ((r = 1; r <= BENCH_ROUNDS; r++)); do
+		for sys in $BENCH_W1_SYSTEMS; do
+			# BENCH_W1_ONCE: systems measured in the first round only.
+			((r == 1)) || [[ " $BENCH_W1_ONCE " != *" $sys "* ]] || continue
+			tag=w1r$r-$sys
+			samp=$OUT/raw/$tag.samples
+			case $sys in
+			ceil-*)
+				slot=w1_${sys#ceil-}_$r
+				slot_copy "w1_${sys#ceil-}" "$slot"
+				bench_log "w1 round $r: $sys"
+				t0=$(date +%s.%N)
+				recvlogical "$(plugin_of "$sys")" "$slot" "$endlsn" /dev/null &
+				local rpid=$!
+				wpid=$(walsender_pid "$slot")
+				"$BENCH_TOOL" sample -b "$BROKERS" -p "$wpid,$(broker_pid)" \
+					-T 600 -o "$samp" &
+				local spid=$!
+				wait "$rpid"
+				t1=$(date +%s.%N)
+				kill -TERM "$spid" 2>/dev/null || true
+				wait "$spid" || true
+				emit workload=w1 system="$sys" round="$r" events="$n" \
+					t0="$t0" t1="$t1" samples="$samp" pids='["walsender","broker"]'
+				slot_drop "$slot"
+				;;
+			producer)
+				bench_log "w1 round $r: producer ceiling"
+				"$BENCH_TOOL" sample -b "$BROKERS" -t "$tag.bench" \
+					-p "$(broker_pid)" -n $((n + 1)) -T 600 -o "$samp" &
+				local spid=$!
+				local res
+				res=$("$BENCH_TOOL" produce -b "$BROKERS" -t "$tag.bench" -n "$n" -s 650 -k 2000)
+				wait "$spid" || true
+				emit workload=w1 system=producer round="$r" events="$n" \
+					result="$res" samples="$samp" pids='["broker"]'
+				;;
+			*)
+				local plug
+				plug=$(plugin_of "$sys")
+				slot=w1_${sys//-/_}_$r
+				slot_copy "w1_$([[ $plug == wal2json ]] && echo w2j || echo pgo)" "$slot"
+				bench_log "w1 round $r: $sys"
+				local j0 j1
+				j0=$(jmx)
+				t0=$(date +%s.%N)
+				sys_start "$sys" "$slot" "$tag"
+				wpid=$(walsender_pid "$slot" 120)
+				"$BENCH_TOOL" sample -b "$BROKERS" -t "$tag.bench" \
+					-p "$SYS_PID,$wpid,$(broker_pid)" -n "$n" -T 900 -o "$samp" ||
+					bench_log "w1: $sys did not deliver $n events in time"
+				j1=$(jmx)
+				sys_stop "$sys"
+				cons=$OUT/raw/$tag.records
+				consume "$tag.bench" "$n" "$cons"
+				emit workload=w1 system="$sys" round="$r" events="$n" t0="$t0" \
+					samples="$samp" pids='["system","walsender","broker"]' \
+					records="$cons" seq0="$s0" seq1="$s1" jmx0="$j0" jmx1="$j1"
+				"$PY" tests/bench/report.py check --last "$RUNS" || true
+				[[ -n ${BENCH_KEEP_RAW:-} ]] || rm -f "$cons"
+				slot_drop "$slot"
+				;;
+			esac
+		done
+	done
+	slot_drop w1_w2j
+	slot_drop w1_pgo
+}
+
+# ------------------------------------------------------------------ W2
+
+# Starts SYSTEM on a new slot with a consumer timing its topic, sends 100
+# warm-up events (metadata, JIT), and leaves them running: CONS_PID.
+series_start() { # SYSTEM TAG [relay KEY=VALUE...]
+	local sys=$1 tag=$2 slot
+	shift 2
+	slot=s_${tag//[-.]/_}
+	SERIES_SLOT=$slot
+	slot_create "$slot" "$(plugin_of "$sys")"
+	SERIES_SEQ0=$(seqs)
+	sys_start "$sys" "$slot" "$tag" "$@"
+	SERIES_WPID=$(walsender_pid "$slot" 120)
+	SERIES_CONS=$OUT/raw/$tag.records
+	"$BENCH_TOOL" consume -b "$BROKERS" -t "$tag.bench" -T 7200 \
+		-o "$SERIES_CONS" 2>/dev/null &
+	CONS_PID=$!
+	env_on_cleanup "kill -TERM $CONS_PID 2>/dev/null || true"
+	q "$(ev_select 100 99)" >/dev/null
+	wait_records 100 120 || bench_log "$tag: warm-up events not seen"
+	sleep 2
+}
+
+wait_records() { # N SECS: the series consumer has N records
+	local n=$1 secs=$2 i
+	for ((i = 0; i < secs * 10; i++)); do
+		(($(wc -l <"$SERIES_CONS") >= n)) && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+series_stop() { # SYSTEM
+	sys_stop "$1"
+	kill -TERM "$CONS_PID" 2>/dev/null || true
+	wait "$CONS_PID" 2>/dev/null || true
+	slot_drop "$SERIES_SLOT"
+}
+
+# One steady-load window at RATE events/s for SECS: CPU of the system,
+# its walsender and the broker sampled over it, broker request counters
+# before and after.
+w2_window() { # WORKLOAD SYSTEM TAG ROUND RATE SECS [VARIANT]
+	local wl=$1 sys=$2 tag=$3 r=$4 rate=$5 secs=$6 variant=${7:-} samp t0 t1 j0 j1 before
+	samp=$OUT/raw/$tag-r$r-$rate.samples
+	before=$(wc -l <"$SERIES_CONS")
+	j0=$(jmx)
+	"$BENCH_TOOL" sample -b "$BROKERS" -p "$SYS_PID,$SERIES_WPID,$(broker_pid)" \
+		-T $((secs + 600)) -o "$samp" &
+	local spid=$!
+	t0=$(date +%s.%N)
+	pgbench -f "$BENCH_DIR/w2.sql" -c 2 -j 2 -R $((rate / 10)) -T "$secs" >/dev/null 2>&1 || true
+	t1=$(date +%s.%N)
+	# Lag: how long after the load the last event arrives (bounded).
+	local expect
+	expect=$(($(seq_total) - SERIES_BASE))
+	wait_records "$expect" 30 || bench_log "$tag: rate $rate not kept up with (lag > 30 s)"
+	local t2
+	t2=$(date +%s.%N)
+	kill -TERM "$spid" 2>/dev/null || true
+	wait "$spid" || true
+	j1=$(jmx)
+	emit workload="$wl" system="$sys" variant="$variant" round="$r" rate="$rate" \
+		t0="$t0" t1="$t1" t2="$t2" samples="$samp" \
+		pids='["system","walsender","broker"]' records="$SERIES_CONS" \
+		events="$(($(wc -l <"$SERIES_CONS") - before))" jmx0="$j0" jmx1="$j1"
+}
+
+seq_total() { # events written so far by every writer
+	local c s=0
+	for c in 0 1 2 3 4 5 6 7 50 99; do
+		s=$((s + $(q "SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM bench_seq_$c")))
+	done
+	echo "$s"
+}
+
+series_check() { # WORKLOAD SYSTEM TAG [VARIANT]
+	emit workload="$1-check" system="$2" variant="${4:-}" records="$SERIES_CONS" \
+		seq0="$SERIES_SEQ0" seq1="$(seqs)"
+	"$PY" tests/bench/report.py check --last "$RUNS" || true
+}
+
+w2() {
+	local sys r rate tag
+	for sys in $BENCH_W2_SYSTEMS; do
+		tag=w2-$sys
+		bench_log "w2: $sys at ${BENCH_W2_RATES// /, } events/s, ${BENCH_W2_SECS}s each, $BENCH_ROUNDS rounds"
+		series_start "$sys" "$tag"
+		SERIES_BASE=$(($(seq_total) - $(wc -l <"$SERIES_CONS")))
+		for ((r = 1; r <= BENCH_ROUNDS; r++)); do
+			for rate in $BENCH_W2_RATES; do
+				w2_window w2 "$sys" "$tag" "$r" "$rate" "$BENCH_W2_SECS"
+			done
+		done
+		series_stop "$sys"
+		series_check w2 "$sys" "$tag"
+	done
+}
+
+# The broker-CPU investigation: the relay at BENCH_KNOBS_RATE with each
+# producer variant NAME:KEY=VALUE[,KEY=VALUE] of BENCH_KNOBS.
+knobs() {
+	local v name kvs r tag
+	for v in $BENCH_KNOBS; do
+		name=${v%%:*}
+		kvs=()
+		[[ $v == *:* ]] && IFS=, read -r -a kvs <<<"${v#*:}"
+		tag=kn-$name
+		bench_log "knobs: relay $name (${kvs[*]:-defaults}) at $BENCH_KNOBS_RATE events/s"
+		series_start relay "$tag" "${kvs[@]}"
+		SERIES_BASE=$(($(seq_total) - $(wc -l <"$SERIES_CONS")))
+		for ((r = 1; r <= BENCH_ROUNDS; r++)); do
+			w2_window knobs relay "$tag" "$r" "$BENCH_KNOBS_RATE" "$BENCH_KNOBS_SECS" "$name"
+		done
+		series_stop relay
+		series_check knobs relay "$tag" "$name"
+	done
+}
+
+# ------------------------------------------------------------------ W5
+
+w5() {
+	local sys i tag t0
+	for sys in $BENCH_W5_SYSTEMS; do
+		tag=w5-$sys
+		bench_log "w5: $sys, $BENCH_W5_COUNT single-row commits after ${BENCH_W5_IDLE}s idle each"
+		series_start "$sys" "$tag"
+		t0=$(date +%s.%N)
+		for ((i = 1; i <= BENCH_W5_COUNT; i++)); do
+			sleep "$BENCH_W5_IDLE"
+			q "$(ev_select 1 7)" >/dev/null
+		done
+		wait_records $((100 + BENCH_W5_COUNT)) 30 || true
+		emit workload=w5 system="$sys" t0="$t0" t1="$(date +%s.%N)" records="$SERIES_CONS" \
+			count="$BENCH_W5_COUNT" idle="$BENCH_W5_IDLE"
+		series_stop "$sys"
+		series_check w5 "$sys" "$tag"
+	done
+}
+
+# ------------------------------------------------------------------ W3
+
+w3() {
+	local sys tag bg t0 tc samp
+	for sys in $BENCH_W3_SYSTEMS; do
+		tag=w3-$sys
+		bench_log "w3: $sys, one $BENCH_W3_ROWS-row transaction beside 1k events/s"
+		series_start "$sys" "$tag"
+		samp=$OUT/raw/$tag.samples
+		"$BENCH_TOOL" sample -b "$BROKERS" -p "$SYS_PID,$SERIES_WPID,$(broker_pid)" \
+			-T 1200 -o "$samp" &
+		local spid=$!
+		pgbench -f "$BENCH_DIR/w3bg.sql" -c 1 -R 1000 -T 600 >/dev/null 2>&1 &
+		bg=$!
+		sleep 5
+		t0=$(date +%s.%N)
+		q "$(ev_select "$BENCH_W3_ROWS" 6)" >/dev/null
+		tc=$(date +%s.%N)
+		local expect
+		expect=$((BENCH_W3_ROWS + 100))
+		wait_records "$expect" 600 || bench_log "w3: $sys did not deliver the big transaction in 600 s"
+		sleep 5
+		kill -INT "$bg" 2>/dev/null || true
+		wait "$bg" 2>/dev/null || true
+		sleep 3
+		kill -TERM "$spid" 2>/dev/null || true
+		wait "$spid" || true
+		emit workload=w3 system="$sys" t0="$t0" tc="$tc" rows="$BENCH_W3_ROWS" \
+			samples="$samp" pids='["system","walsender","broker"]' records="$SERIES_CONS" \
+			spill="$(q "SELECT spill_bytes FROM pg_stat_replication_slots WHERE slot_name = '$SERIES_SLOT'")"
+		series_stop "$sys"
+		series_check w3 "$sys" "$tag"
+	done
+}
+
+# ------------------------------------------------------------------ W6
+
+# The outbox as 5 % of the transactions: pgbench's TPC-B-like script
+# (pgbench_accounts/tellers/branches/history) 19 times for one outbox row.
+w6() {
+	local sys tag r
+	for sys in $BENCH_W6_SYSTEMS; do
+		tag=w6-$sys
+		bench_log "w6: $sys, $BENCH_W6_TPS transactions/s, 5 % of them an outbox event"
+		series_start "$sys" "$tag"
+		SERIES_BASE=$(($(seq_total) - $(wc -l <"$SERIES_CONS")))
+		for ((r = 1; r <= BENCH_ROUNDS; r++)); do
+			local samp t0 t1
+			samp=$OUT/raw/$tag-r$r.samples
+			"$BENCH_TOOL" sample -b "$BROKERS" -p "$SYS_PID,$SERIES_WPID,$(broker_pid)" \
+				-T $((BENCH_W6_SECS + 120)) -o "$samp" &
+			local spid=$!
+			t0=$(date +%s.%N)
+			pgbench -b tpcb-like@19 -f "$BENCH_DIR/w6_outbox.sql@1" -c 2 -j 2 \
+				-R "$BENCH_W6_TPS" -T "$BENCH_W6_SECS" >/dev/null 2>&1 || true
+			t1=$(date +%s.%N)
+			wait_records $(($(seq_total) - SERIES_BASE)) 30 || true
+			kill -TERM "$spid" 2>/dev/null || true
+			wait "$spid" || true
+			emit workload=w6 system="$sys" round="$r" t0="$t0" t1="$t1" tps="$BENCH_W6_TPS" \
+				samples="$samp" pids='["system","walsender","broker"]' records="$SERIES_CONS"
+		done
+		series_stop "$sys"
+		series_check w6 "$sys" "$tag"
+	done
+}
+
+for w in $BENCH_ONLY; do
+	"$w"
+done
+
+bench_log "report"
+"$PY" tests/bench/report.py report --runs "$RUNS" --plots "$OUT" \
+	--machine "$MACHINE" --profile "$PROFILE" --out "$OUT/benchmarks.md"
+if [[ -n $DOC ]]; then
+	mkdir -p "$REPO/docs/benchmarks"
+	cp "$OUT"/*.png "$REPO/docs/benchmarks/" 2>/dev/null || true
+	"$PY" tests/bench/report.py report --runs "$RUNS" --plots "$REPO/docs/benchmarks" \
+		--plot-ref benchmarks --machine "$MACHINE" --profile "$PROFILE" --out "$DOC"
+	bench_log "wrote $DOC"
+fi
+if [[ -z ${BENCH_KEEP_RAW:-} ]]; then
+	rm -f "$OUT"/raw/*.records
+fi

@@ -15,7 +15,7 @@
 #   make lint        cppcheck over src/ against tests/lint/cppcheck.supp
 #   make WERROR=1 ...  any target with warnings as errors (CI)
 
-PKGS     := libpq rdkafka jansson libmicrohttpd libcurl
+PKGS     := libpq rdkafka jansson libmicrohttpd libcurl libsystemd
 PREFIX   ?= /usr/local
 BUILD    := build
 
@@ -34,7 +34,7 @@ LIB_SRCS := src/common.c src/log.c src/config.c src/json_check.c src/w2j.c \
             src/route.c \
             src/lsn_tracker.c src/repl.c src/publisher.c src/relay.c \
             src/watchdog.c src/monitor.c src/health.c src/http.c src/alert.c \
-            src/hist.c src/ledger.c src/pgutil.c src/cli.c
+            src/hist.c src/ledger.c src/pgutil.c src/notify.c src/cli.c
 MAIN_SRC := src/main.c
 LIB_OBJS := $(LIB_SRCS:src/%.c=$(BUILD)/obj/%.o)
 MAIN_OBJ := $(BUILD)/obj/main.o

@@ -3,6 +3,10 @@
 #   make             build build/outbox-relay
 #   make check       install what is missing, unit + integration tests
 #   make demo        install what is missing, run the relay end to end
+#   make image       the container image (deploy/docker/), with buildah on a
+#                    Debian 12 base bootstrapped here (no registry needed)
+#   make check-deploy  validate deploy/: Kubernetes manifests, alert rules,
+#                    the systemd unit, compose file, dashboard (make check)
 #   make bench-smoke 100,000 events through the real stack, print figures
 #   make build/kafka-mock   the mock Kafka cluster for fault tests (built by
 #                    make integration; links rdkafka only, never the relay)
@@ -43,7 +47,7 @@ UNIT_SRCS := $(wildcard tests/unit/*.c)
 UNIT_OBJS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/obj/unit/%.o)
 
 .PHONY: all deps check unit integration demo bench-smoke clean install \
-        reliability soak \
+        reliability soak image check-deploy \
         fuzz fuzz-build fuzz-regress check-asan check-valgrind lint
 
 all: $(BUILD)/outbox-relay
@@ -93,7 +97,20 @@ check: deps
 	$(MAKE) all $(BUILD)/unit-tests
 	$(MAKE) unit
 	$(MAKE) fuzz-regress
+	$(MAKE) check-deploy
 	$(MAKE) integration
+
+# Kubernetes manifests (kubernetes-validate), alert rules (promtool), the
+# systemd unit (systemd-analyze), compose file and dashboard: no cluster,
+# Prometheus or Docker engine needed (tests/deploy/check.sh).
+check-deploy: all
+	tests/deploy/check.sh
+
+# The image, localhost/outbox-relay:dev in buildah's store under
+# /var/tmp/outbox-relay-image (IMAGE_NAME, IMAGE_STORE, IMAGE_BASE:
+# deploy/docker/build-image.sh). Needs root.
+image: deps
+	deploy/docker/build-image.sh
 
 demo: deps
 	$(MAKE) all

@@ -8,6 +8,11 @@
 #      missing, one `apt-get update` and one `apt-get install` of those.
 #   2. The Kafka broker's jars (for the throwaway test broker), fetched with
 #      Maven from tests/kafka/pom.xml when absent.
+#   3. The deployment checks' tools (make check-deploy), under .tmp/tools:
+#      promtool, unpacked from Debian's prometheus package (installing it
+#      would also start a Prometheus server wherever services start on
+#      install), and kubernetes-validate (with the Kubernetes schemas it
+#      ships) and PyYAML from PyPI in a venv.
 set -euo pipefail
 
 cd "$(dirname "$0")/../.."
@@ -19,6 +24,8 @@ cd "$(dirname "$0")/../.."
 # clang + libclang-rt-14-dev: libFuzzer and the sanitizers (make fuzz,
 # make check-asan); llvm: llvm-symbolizer for their stack traces;
 # valgrind (make check-valgrind); cppcheck (make lint).
+# buildah + debootstrap: the container image (make image, t610), built on
+# a base bootstrapped from Debian's archive: no registry needed.
 packages=(
 	gcc
 	pkg-config
@@ -38,6 +45,8 @@ packages=(
 	llvm
 	valgrind
 	cppcheck
+	buildah
+	debootstrap
 )
 
 # Tools that may come from elsewhere than a Debian package (a JDK in /opt,
@@ -81,4 +90,30 @@ if ! compgen -G "tests/kafka/target/dependency/kafka_2.13-*.jar" >/dev/null; the
 		echo "deps: Maven ran but tests/kafka/target/dependency has no kafka_2.13 jar" >&2
 		exit 1
 	fi
+fi
+
+# The deployment checks' tools (tests/deploy/check.sh).
+tools=.tmp/tools
+if [[ ! -x $tools/prometheus/usr/bin/promtool ]]; then
+	echo "deps: unpacking promtool from Debian's prometheus package"
+	dl=$(mktemp -d)
+	chmod 777 "$dl" # apt downloads as its own user
+	if ! (cd "$dl" && apt-get download -q prometheus >/dev/null 2>&1); then
+		apt-get update -q >/dev/null
+		(cd "$dl" && apt-get download -q prometheus >/dev/null)
+	fi
+	mkdir -p "$tools"
+	dpkg-deb -x "$dl"/prometheus_*.deb "$tools/prometheus"
+	rm -rf "$dl"
+	"$tools/prometheus/usr/bin/promtool" --version >/dev/null
+fi
+venv_want="kubernetes-validate==1.37.0 PyYAML==6.0.4"
+if [[ $(cat "$tools/venv/.deps" 2>/dev/null) != "$venv_want" ]]; then
+	echo "deps: installing $venv_want into $tools/venv"
+	rm -rf "$tools/venv"
+	mkdir -p "$tools"
+	python3 -m venv "$tools/venv"
+	# shellcheck disable=SC2086 # one word per requirement
+	"$tools/venv/bin/pip" install -q --disable-pip-version-check $venv_want
+	echo "$venv_want" >"$tools/venv/.deps"
 fi

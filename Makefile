@@ -106,6 +106,10 @@ check: deps
 check-deploy: all
 	tests/deploy/check.sh
 
+# The picture in README.md, from its Graphviz source (committed both).
+docs/architecture.svg: docs/architecture.dot
+	dot -Tsvg $< -o $@
+
 # The image, localhost/outbox-relay:dev in buildah's store under
 # /var/tmp/outbox-relay-image (IMAGE_NAME, IMAGE_STORE, IMAGE_BASE:
 # deploy/docker/build-image.sh). Needs root.

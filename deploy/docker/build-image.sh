@@ -9,17 +9,27 @@
 #      documentation, man pages or locales; apt without recommends),
 #      imported with `buildah from scratch`, a copy of the tree and
 #      `buildah commit`. Cached in the image store under a tag keyed by
-#      this recipe, the architecture and the ISO week: a new machine, a
-#      changed recipe or a week's worth of Debian updates builds it again.
+#      this recipe, the architecture, the mirror and the ISO week: a new
+#      machine, a changed recipe or a week's worth of Debian updates
+#      builds it again.
 #   2. the relay: `buildah bud --build-arg BASE=<that base>`.
 #
 # Prints the image's name and size on the last line:
 #   image localhost/outbox-relay:dev 95.3 MB
 #
+# Exit status: 0 built; 1 the build failed; 2 this machine cannot build
+# images at all (not root, buildah or debootstrap missing, no apt source,
+# Debian's archive unreachable, buildah's storage or chroot isolation or
+# debootstrap refused by the kernel or the container it runs in): the
+# last line on stderr says which, so t610 can skip with that reason
+# instead of failing.
+#
 # Knobs: IMAGE_NAME (localhost/outbox-relay:dev), IMAGE_STORE
 # (/var/tmp/outbox-relay-image: buildah's storage and the base cache),
 # IMAGE_BASE (use this base image instead of bootstrapping one; then it
-# must be in the store or pullable). Needs root (debootstrap, chroot).
+# must be in the store or pullable), DEBIAN_MIRROR (the archive to
+# bootstrap and install from; default the one apt uses here). Needs root
+# (debootstrap, chroot).
 set -euo pipefail
 
 cd "$(dirname "$0")/../.."
@@ -33,13 +43,17 @@ die() {
 	say "$*"
 	exit 1
 }
+cannot() { # this machine cannot build images: exit 2
+	say "cannot build here: $*"
+	exit 2
+}
 
-[[ $EUID -eq 0 ]] || die "needs root (debootstrap and buildah's chroot isolation)"
-for tool in buildah debootstrap; do
-	command -v "$tool" >/dev/null 2>&1 || die "$tool is missing (make deps installs it)"
+[[ $EUID -eq 0 ]] || cannot "needs root (debootstrap and buildah's chroot isolation)"
+for tool in buildah debootstrap curl; do
+	command -v "$tool" >/dev/null 2>&1 || cannot "$tool is missing (make deps installs it)"
 done
 
-mkdir -p "$IMAGE_STORE"
+mkdir -p "$IMAGE_STORE" || cannot "cannot create $IMAGE_STORE"
 # A store of our own: nothing else on the machine sees these images, and
 # removing the directory removes them all.
 bah() {
@@ -98,10 +112,24 @@ slim_apt_cfg() {
 	EOF
 }
 
+# Both stages install packages from the archive apt uses here (and a new
+# base is bootstrapped from it): without it nothing can be built.
+mirror=${DEBIAN_MIRROR:-$(apt_mirror "$SUITE" | head -n1)}
+[[ -n $mirror ]] || cannot "no apt source for $SUITE found in /etc/apt (set DEBIAN_MIRROR)"
+if ! curl -fsS -o /dev/null -m 20 --retry 2 "${mirror%/}/dists/$SUITE/Release" 2>"$IMAGE_STORE/probe.log"; then
+	cannot "Debian's archive at $mirror is unreachable ($(head -c 200 "$IMAGE_STORE/probe.log"))"
+fi
+# buildah's storage: a working container can be made in it.
+if ! probe=$(bah from scratch 2>"$IMAGE_STORE/probe.log"); then
+	cannot "buildah cannot use its storage in $IMAGE_STORE ($(tail -n1 "$IMAGE_STORE/probe.log"))"
+fi
+bah rm "$probe" >/dev/null 2>&1 || true
+
 arch=$(dpkg --print-architecture)
 week=$(date -u +%G-w%V)
 recipe=$(
-	echo "debootstrap --variant=minbase $SUITE $arch"
+	# The base's apt sources name the mirror: another mirror, another base.
+	echo "debootstrap --variant=minbase $SUITE $arch $mirror"
 	slim_dpkg_cfg
 	slim_apt_cfg
 	sed -n '/^make_base()/,/^}/p' "$0"
@@ -110,16 +138,17 @@ key=$(printf '%s\n%s\n' "$recipe" "$week" | sha256sum | cut -c1-12)
 base=${IMAGE_BASE:-localhost/outbox-relay-base:$SUITE-$key}
 
 make_base() {
-	local root=$IMAGE_STORE/rootfs-$key mirror security ctr t0=$SECONDS
-	mirror=$(apt_mirror "$SUITE" | head -n1)
+	local root=$IMAGE_STORE/rootfs-$key security ctr t0=$SECONDS
 	security=$(apt_mirror "$SUITE-security" | head -n1)
-	[[ -n $mirror ]] || die "no apt source for $SUITE found in /etc/apt"
 	rm -rf "$root"
 	say "bootstrapping $SUITE ($arch, minbase) into $root"
 	if ! debootstrap --variant=minbase --arch="$arch" "$SUITE" "$root" "$mirror" \
 		>"$IMAGE_STORE/debootstrap.log" 2>&1; then
+		# The archive answered above: what fails here is the machine
+		# (mknod, mount or chroot refused inside a container).
 		tail -n 30 "$IMAGE_STORE/debootstrap.log" >&2
-		die "debootstrap failed (log: $IMAGE_STORE/debootstrap.log)"
+		rm -rf "$root"
+		cannot "debootstrap failed (log: $IMAGE_STORE/debootstrap.log)"
 	fi
 	slim_dpkg_cfg >"$root/etc/dpkg/dpkg.cfg.d/90-outbox-relay-slim"
 	slim_apt_cfg >"$root/etc/apt/apt.conf.d/90-outbox-relay-slim"
@@ -168,6 +197,18 @@ if [[ -z ${IMAGE_BASE:-} ]]; then
 		done
 		make_base
 	fi
+fi
+
+# buildah run with chroot isolation on the base: every RUN of the
+# Dockerfile needs it, and some containers refuse its mounts.
+if probe=$(bah from --pull-never "$base" 2>"$IMAGE_STORE/probe.log"); then
+	if ! bah run --isolation chroot "$probe" -- true >>"$IMAGE_STORE/probe.log" 2>&1; then
+		bah rm "$probe" >/dev/null 2>&1 || true
+		cannot "buildah run (chroot isolation) does not work here ($(tail -n1 "$IMAGE_STORE/probe.log"))"
+	fi
+	bah rm "$probe" >/dev/null 2>&1 || true
+else
+	die "base image $base: $(tail -n1 "$IMAGE_STORE/probe.log")"
 fi
 
 t0=$SECONDS

@@ -26,6 +26,8 @@ cd "$(dirname "$0")/../.."
 # valgrind (make check-valgrind); cppcheck (make lint).
 # buildah + debootstrap: the container image (make image, t610), built on
 # a base bootstrapped from Debian's archive: no registry needed.
+# systemd: systemd-analyze, which verifies the unit (make check-deploy);
+# installing it starts nothing where systemd is not PID 1.
 packages=(
 	gcc
 	pkg-config
@@ -47,6 +49,7 @@ packages=(
 	cppcheck
 	buildah
 	debootstrap
+	systemd
 )
 
 # Tools that may come from elsewhere than a Debian package (a JDK in /opt,
@@ -62,11 +65,11 @@ for p in "${packages[@]}"; do
 	[[ $status == installed ]] || missing+=("$p")
 done
 
+sudo=()
+if [[ $EUID -ne 0 ]]; then
+	sudo=(sudo)
+fi
 if ((${#missing[@]} > 0)); then
-	sudo=()
-	if [[ $EUID -ne 0 ]]; then
-		sudo=(sudo)
-	fi
 	echo "deps: installing ${missing[*]}"
 	export DEBIAN_FRONTEND=noninteractive
 	"${sudo[@]}" apt-get update -q
@@ -99,7 +102,7 @@ if [[ ! -x $tools/prometheus/usr/bin/promtool ]]; then
 	dl=$(mktemp -d)
 	chmod 777 "$dl" # apt downloads as its own user
 	if ! (cd "$dl" && apt-get download -q prometheus >/dev/null 2>&1); then
-		apt-get update -q >/dev/null
+		"${sudo[@]}" apt-get update -q >/dev/null
 		(cd "$dl" && apt-get download -q prometheus >/dev/null)
 	fi
 	mkdir -p "$tools"

@@ -19,16 +19,19 @@
 #      buildah run;
 #  (d) a wrong password in the mounted file: exit 77 (the file is what
 #      the relay authenticates with).
-# Needs root (buildah's chroot isolation, debootstrap); skipped with the
-# reason otherwise. A first build on a new machine bootstraps the base:
-# about 1.5 min, then 1 min for the image; later runs reuse the base.
+# Runs in `make check-image` (IT_IMAGE=1), not in `make check`: a first
+# build on a new machine bootstraps the base (about 2 min), then the
+# image takes 1.5 to 2 min more; later runs reuse the base. Skipped, with the
+# reason, when this machine cannot build images (build-image.sh exits 2:
+# not root, no buildah or debootstrap, Debian's archive unreachable,
+# buildah's chroot isolation refused); a build that fails otherwise fails.
 set -euo pipefail
 # shellcheck source=lib.sh
 source "$(dirname "$0")/lib.sh"
 it_init
 
-if [[ $EUID -ne 0 ]] || ! command -v buildah >/dev/null 2>&1; then
-	skip "container image" "needs root and buildah (make deps installs it)"
+if [[ -z ${IT_IMAGE:-} ]]; then
+	skip "container image" "make check-image runs it (IT_IMAGE=1): building the image takes 1.5 to 4.5 min"
 	it_summary
 fi
 
@@ -42,11 +45,16 @@ bah() {
 
 # ------------------------------------------------------------------ (a)
 t0=$SECONDS
-if "$IT_ROOT/deploy/docker/build-image.sh" >"$IT_TEST_DIR/build.out" 2>"$IT_TEST_DIR/build.log"; then
+rc=0
+"$IT_ROOT/deploy/docker/build-image.sh" >"$IT_TEST_DIR/build.out" 2>"$IT_TEST_DIR/build.log" || rc=$?
+if ((rc == 0)); then
 	ok "(a) image built in $((SECONDS - t0)) s: $(tail -n1 "$IT_TEST_DIR/build.out")"
 	it_diag "$(grep '^\[image\]' "$IT_TEST_DIR/build.log")"
+elif ((rc == 2)); then
+	skip "container image" "$(grep '^\[image\] cannot build here' "$IT_TEST_DIR/build.log" | tail -n1 | sed 's/^\[image\] //')"
+	it_summary
 else
-	not_ok "(a) image built" "$(tail -n 30 "$IT_TEST_DIR/build.log")"
+	not_ok "(a) image built (exit $rc)" "$(tail -n 30 "$IT_TEST_DIR/build.log")"
 	it_summary
 fi
 ctr=t610-$$

@@ -118,9 +118,9 @@ docs/architecture.svg: docs/architecture.dot
 image: deps
 	deploy/docker/build-image.sh
 
-# The image test (t610) on its own: it builds the image (1.5 to 2 min
-# with the base cached, 4.5 min without), too long to add to every make
-# check. It
+# The image test (t610) on its own: it builds the image (on 2 CPUs about
+# 1 min with the base cached, 2 min without, up to 4.5 min when the
+# machine is busy), too long to add to every make check. It
 # skips, saying why, where images cannot be built (build-image.sh exit 2).
 check-image: deps
 	$(MAKE) all

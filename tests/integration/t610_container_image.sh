@@ -19,9 +19,10 @@
 #      buildah run;
 #  (d) a wrong password in the mounted file: exit 77 (the file is what
 #      the relay authenticates with).
-# Runs in `make check-image` (IT_IMAGE=1), not in `make check`: a first
-# build on a new machine bootstraps the base (about 2 min), then the
-# image takes 1.5 to 2 min more; later runs reuse the base. Skipped, with the
+# Runs in `make check-image` (IT_IMAGE=1), not in `make check`: on 2
+# CPUs a first build on a new machine bootstraps the base (50 s idle,
+# 2 min busy), then the image takes 40 s to 2 min more; later runs
+# reuse the base. Skipped, with the
 # reason, when this machine cannot build images (build-image.sh exits 2:
 # not root, no buildah or debootstrap, Debian's archive unreachable,
 # buildah's chroot isolation refused); a build that fails otherwise fails.
@@ -31,7 +32,7 @@ source "$(dirname "$0")/lib.sh"
 it_init
 
 if [[ -z ${IT_IMAGE:-} ]]; then
-	skip "container image" "make check-image runs it (IT_IMAGE=1): building the image takes 1.5 to 4.5 min"
+	skip "container image" "make check-image runs it (IT_IMAGE=1): building the image takes 1 to 4.5 min"
 	it_summary
 fi
 

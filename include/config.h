@@ -25,6 +25,7 @@ struct cfg_kv {
 
 struct relay_config {
 	char *pg_conninfo;          /* secret: may hold a password */
+	char *pg_password_file;     /* "" off; see cfg_apply_password_file */
 	char *slot_name;
 	char *outbox_schema;        /* from outbox.table, unquoted, exact case */
 	char *outbox_table;
@@ -52,6 +53,7 @@ struct relay_config {
 	int64_t kafka_failure_max_replays;
 	bool producer_allow_unsafe;
 	char *log_level;
+	char *log_format;           /* "text" or "json" */
 
 	/* Slot health (watchdog, endpoint, heartbeats, alerts). */
 	char *http_listen;          /* "" turns the endpoint off */
@@ -120,6 +122,15 @@ int cfg_validate(struct relay_config *cfg, char *err,
  * cfg_validate(). */
 int cfg_check_conninfo(const struct relay_config *cfg, char *err,
                        size_t errlen) RELAY_MUSTCHECK;
+
+/* pg.password.file: reads the file's first line and adds it to
+ * pg.conninfo as password=, rewriting the string (or URI) as keyword =
+ * value pairs; the old string is wiped. No-op when either key is empty.
+ * Returns -1 with a message (never the password) when the file cannot be
+ * read or is empty, pg.conninfo does not pass cfg_check_conninfo(), or it
+ * has a password of its own. Runs once every source is applied. */
+int cfg_apply_password_file(struct relay_config *cfg, char *err,
+                            size_t errlen) RELAY_MUSTCHECK;
 
 /* Splits "host:port" or "[v6]:port". host may be NULL (only checks).
  * Returns 0, or -1 when malformed. */

@@ -40,6 +40,9 @@ static const struct cfg_key cfg_keys[] = {
 	{ "pg.conninfo", CFG_STR, OFF(pg_conninfo), "", 0, 0,
 	  CFG_F_SECRET | CFG_F_REQUIRED,
 	  "libpq connection string or URI (replication=database is added)" },
+	{ "pg.password.file", CFG_STR, OFF(pg_password_file), "", 0, 0, 0,
+	  "file whose first line is the PostgreSQL password, read at start; "
+	  "any mode (a Kubernetes Secret volume); empty: off" },
 	{ "slot.name", CFG_STR, OFF(slot_name), "outbox_relay", 0, 0,
 	  CFG_F_REQUIRED, "logical replication slot (wal2json), never created implicitly" },
 	{ "outbox.table", CFG_STR, OFF(outbox_table), "public.outbox", 0, 0,
@@ -103,6 +106,8 @@ static const struct cfg_key cfg_keys[] = {
 	  0, 0, 0, "allow producer settings that can reorder or lose events" },
 	{ "log.level", CFG_STR, OFF(log_level), "info", 0, 0, CFG_F_REQUIRED,
 	  "error, warn, info or debug" },
+	{ "log.format", CFG_STR, OFF(log_format), "text", 0, 0, CFG_F_REQUIRED,
+	  "text or json (one JSON object a line)" },
 	{ "http.listen", CFG_STR, OFF(http_listen), "127.0.0.1:8080", 0, 0, 0,
 	  "health endpoint address host:port or [v6]:port; empty turns it off" },
 	{ "http.livez.timeout.ms", CFG_INT, OFF(http_livez_timeout_ms), "10000",
@@ -300,6 +305,14 @@ int cfg_set(struct relay_config *cfg, const char *key, const char *value,
 			}
 			free(cfg->log_level);
 			cfg->log_level = xstrdup(value);
+		} else if (strcmp(k->name, "log.format") == 0) {
+			if (strcmp(value, "text") != 0 && strcmp(value, "json") != 0) {
+				set_err(err, errlen, "%s: log.format: \"%s\" is not one of "
+				        "text, json", origin, value);
+				return -1;
+			}
+			free(cfg->log_format);
+			cfg->log_format = xstrdup(value);
 		} else if (strcmp(k->name, "slot.name") == 0 &&
 		           (value[0] == '\0' || strlen(value) > 63 ||
 		            strspn(value, "abcdefghijklmnopqrstuvwxyz0123456789_") !=
@@ -647,6 +660,86 @@ int cfg_check_conninfo(const struct relay_config *cfg, char *err,
 		        src);
 		return -1;
 	}
+	return 0;
+}
+
+/* Appends "keyword='value'" to b (n used of cap, grown), quoting the way
+ * libpq parses it: backslash before ' and \. */
+static void conninfo_append(char **b, size_t *n, size_t *cap, const char *kw,
+                            const char *val)
+{
+	size_t need = *n + strlen(kw) + 2 * strlen(val) + 8;
+
+	if (need > *cap) {
+		*cap = need * 2;
+		*b = xrealloc(*b, *cap);
+	}
+	*n += (size_t)snprintf(*b + *n, *cap - *n, "%s%s='", *n > 0 ? " " : "",
+	                       kw);
+	for (const char *p = val; *p; p++) {
+		if (*p == '\\' || *p == '\'')
+			(*b)[(*n)++] = '\\';
+		(*b)[(*n)++] = *p;
+	}
+	(*b)[(*n)++] = '\'';
+	(*b)[*n] = '\0';
+}
+
+int cfg_apply_password_file(struct relay_config *cfg, char *err,
+                            size_t errlen)
+{
+	char pw[1024], *b = NULL, *perr = NULL;
+	size_t n = 0, cap = 0, len;
+	PQconninfoOption *o;
+	FILE *f;
+
+	if (cfg->pg_password_file[0] == '\0' || cfg->pg_conninfo[0] == '\0')
+		return 0;
+	if (cfg_check_conninfo(cfg, err, errlen) < 0)
+		return -1;
+	f = fopen(cfg->pg_password_file, "r");
+	if (f == NULL) {
+		set_err(err, errlen, "pg.password.file: cannot read %s: %s",
+		        cfg->pg_password_file, strerror(errno));
+		return -1;
+	}
+	len = fread(pw, 1, sizeof(pw) - 1, f);
+	fclose(f);
+	pw[len] = '\0';
+	/* The first line; a file written by echo or a Secret with a final
+	 * newline gives the same password. */
+	pw[strcspn(pw, "\r\n")] = '\0';
+	len = strlen(pw);
+	if (len == 0 || len >= sizeof(pw) - 2) {
+		set_err(err, errlen, "pg.password.file: %s holds %s", cfg->
+		        pg_password_file, len == 0 ? "no password on its first line"
+		                                   : "a first line over 1 KiB");
+		explicit_bzero(pw, sizeof(pw));
+		return -1;
+	}
+	o = PQconninfoParse(cfg->pg_conninfo, &perr);
+	PQfreemem(perr);
+	if (o == NULL) /* cfg_check_conninfo parsed it */
+		abort();
+	for (PQconninfoOption *opt = o; opt->keyword != NULL; opt++) {
+		if (opt->val == NULL)
+			continue;
+		if (strcmp(opt->keyword, "password") == 0 && opt->val[0] != '\0') {
+			set_err(err, errlen, "pg.password.file is set and pg.conninfo "
+			        "has a password too: keep one of them");
+			PQconninfoFree(o);
+			free(b);
+			explicit_bzero(pw, sizeof(pw));
+			return -1;
+		}
+		conninfo_append(&b, &n, &cap, opt->keyword, opt->val);
+	}
+	PQconninfoFree(o);
+	conninfo_append(&b, &n, &cap, "password", pw);
+	explicit_bzero(pw, sizeof(pw));
+	explicit_bzero(cfg->pg_conninfo, strlen(cfg->pg_conninfo));
+	free(cfg->pg_conninfo);
+	cfg->pg_conninfo = b;
 	return 0;
 }
 

@@ -191,12 +191,18 @@ static void route_livez(struct http_server *h, struct MHD_Connection *c,
 		           "loop stalled for %lld ms\n", (long long)(age / 1000));
 }
 
-/* /readyz: streaming from the slot, a broker up, the slot not critical.
- * The first failing condition is the one-line reason. */
+/* /readyz: able to serve, so that a rolling update moves on. Two states
+ * serve: streaming from the slot ("ready"), and standby, another process
+ * streaming from it while this one retries and takes over when it lets
+ * go ("standby: ..."): a healthy standby is what a rollout waits for.
+ * Both need PostgreSQL answering (the stream, or for a standby the
+ * watchdog's sample), a Kafka broker answering and the slot not
+ * critical. The first failing condition is the one-line reason. */
 static void route_readyz(struct http_server *h, struct MHD_Connection *c,
                          struct reply *r)
 {
 	struct health_snapshot *s = snapshot_copy(h);
+	bool standby;
 
 	if (s == NULL) {
 		reply_text(r, MHD_HTTP_SERVICE_UNAVAILABLE, "no snapshot yet\n");
@@ -205,10 +211,11 @@ static void route_readyz(struct http_server *h, struct MHD_Connection *c,
 	one_line(s->relay.state);
 	one_line(s->relay.reason);
 	one_line(s->eval.reasons);
+	standby = strcmp(s->relay.state, "standby") == 0;
 	if (strcmp(s->relay.state, "fail-stopped") == 0)
 		reply_text(r, MHD_HTTP_SERVICE_UNAVAILABLE, "fail-stopped: %s\n",
 		           s->relay.reason);
-	else if (strcmp(s->relay.state, "streaming") != 0)
+	else if (strcmp(s->relay.state, "streaming") != 0 && !standby)
 		reply_text(r, MHD_HTTP_SERVICE_UNAVAILABLE, "not streaming: %s%s%s\n",
 		           s->relay.state, s->relay.reason[0] ? ": " : "",
 		           s->relay.reason);
@@ -216,6 +223,9 @@ static void route_readyz(struct http_server *h, struct MHD_Connection *c,
 		reply_text(r, MHD_HTTP_SERVICE_UNAVAILABLE, "no message from "
 		           "PostgreSQL for %lld s (pg.receive.timeout.ms)\n",
 		           (long long)(s->relay.pg_rx_age_us / 1000000));
+	else if (standby && !s->relay.pg_up)
+		reply_text(r, MHD_HTTP_SERVICE_UNAVAILABLE, "standby: PostgreSQL "
+		           "does not answer the watchdog (see the log)\n");
 	else if (!s->relay.kafka_up)
 		reply_text(r, MHD_HTTP_SERVICE_UNAVAILABLE, "kafka broker down\n");
 	else if (s->relay.kafka_stale)
@@ -225,6 +235,14 @@ static void route_readyz(struct http_server *h, struct MHD_Connection *c,
 	else if (!state_is_healthy(s->eval.state))
 		reply_text(r, MHD_HTTP_SERVICE_UNAVAILABLE, "slot %s: %s\n",
 		           health_state_name(s->eval.state), s->eval.reasons);
+	else if (standby && s->slot.valid && s->slot.active &&
+	         s->slot.active_pid > 0)
+		reply_text(r, MHD_HTTP_OK, "standby: slot held by another process "
+		           "(PID %d); takes over when it is released\n",
+		           s->slot.active_pid);
+	else if (standby)
+		reply_text(r, MHD_HTTP_OK, "standby: slot held by another process; "
+		           "takes over when it is released\n");
 	else
 		reply_text(r, MHD_HTTP_OK, "ready\n");
 	free(s);

@@ -26,15 +26,20 @@ extern char **environ;
 static int sig_pipe[2] = { -1, -1 };
 static volatile sig_atomic_t sig_count;
 
+/* What the signal handler writes on a second signal, rendered before the
+ * handler is installed (log.format=json gets a JSON line, timed then). */
+#define SECOND_SIGNAL_MSG "second signal: exiting now; the slot replays " \
+                          "whatever was not confirmed"
+static char second_msg[512] = SECOND_SIGNAL_MSG "\n";
+static size_t second_len = sizeof(SECOND_SIGNAL_MSG);
+
 static void on_signal(int signo)
 {
-	static const char msg[] = "second signal: exiting now; the slot replays "
-	                          "whatever was not confirmed\n";
 	int saved = errno;
 	char b = (char)signo;
 
 	if (signo != SIGUSR1 && signo != SIGHUP && ++sig_count >= 2) {
-		ssize_t w = write(STDERR_FILENO, msg, sizeof(msg) - 1);
+		ssize_t w = write(STDERR_FILENO, second_msg, second_len);
 		(void)w;
 		_exit(RELAY_EXIT_FAILURE);
 	}
@@ -141,6 +146,7 @@ int main(int argc, char **argv)
 	struct sigaction sa;
 	struct rlimit nocore = { 0, 0 };
 	enum log_level lvl;
+	enum log_format fmt;
 
 	/* jansson seeds its hash function lazily; do it before any thread
 	 * (HTTP, watchdog, librdkafka statistics) can race to it. */
@@ -201,6 +207,13 @@ int main(int argc, char **argv)
 		code = RELAY_EXIT_OK;
 		goto out;
 	}
+	if (log_format_parse(cfg.log_format, &fmt) == 0)
+		log_set_format(fmt);
+	if (cfg_apply_password_file(&cfg, err, sizeof(err)) < 0) {
+		fprintf(stderr, "outbox-relay: %s\n", err);
+		code = RELAY_EXIT_CONFIG;
+		goto out;
+	}
 	if (cli_is_action(argc, argv)) {
 		if (log_level_parse(cfg.log_level, &lvl) == 0)
 			log_set_level(lvl);
@@ -225,6 +238,10 @@ int main(int argc, char **argv)
 		code = RELAY_EXIT_SOFTWARE;
 		goto out;
 	}
+	if (log_get_format() == LOG_FMT_JSON)
+		second_len = log_render_json(LOG_LVL_ERROR, now_wall_us(),
+		                             SECOND_SIGNAL_MSG, second_msg,
+		                             sizeof(second_msg));
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;
 	sigemptyset(&sa.sa_mask);

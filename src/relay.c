@@ -20,6 +20,7 @@
 #include "log.h"
 #include "lsn_tracker.h"
 #include "monitor.h"
+#include "notify.h"
 #include "publisher.h"
 #include "relay.h"
 #include "repl.h"
@@ -536,6 +537,7 @@ static void begin_stop(struct relay *r, int code)
 	r->stopping = true;
 	r->exit_code = code;
 	r->drain_deadline_us = now_mono_us() + r->cfg->shutdown_timeout_ms * 1000;
+	notify_stopping(); /* systemd: STOPPING=1, whatever the cause */
 }
 
 /* The server's WAL is not the WAL this process published from: the
@@ -1105,9 +1107,11 @@ static void monitor_turn(struct relay *r, int64_t now)
 	bool fatal;
 
 	mon_tick(r->mon, now);
+	notify_watchdog(now); /* systemd: WATCHDOG=1, the loop turned */
 	if (!mon_due(r->mon, now))
 		return;
 	fill_figures(r, &f);
+	notify_figures(&f, now); /* systemd: READY=1 once serving, STATUS= */
 	(void)mon_update(r->mon, &f, (const char (*)[128])r->topics,
 	                 r->topic_events, r->ntopics, now, &fatal, why, sizeof(why));
 	if (fatal && !r->stopping) {

@@ -8,6 +8,11 @@
 #      missing, one `apt-get update` and one `apt-get install` of those.
 #   2. The Kafka broker's jars (for the throwaway test broker), fetched with
 #      Maven from tests/kafka/pom.xml when absent.
+#   3. The deployment checks' tools (make check-deploy), under .tmp/tools:
+#      promtool, unpacked from Debian's prometheus package (installing it
+#      would also start a Prometheus server wherever services start on
+#      install), and kubernetes-validate (with the Kubernetes schemas it
+#      ships) and PyYAML from PyPI in a venv.
 set -euo pipefail
 
 cd "$(dirname "$0")/../.."
@@ -15,9 +20,14 @@ cd "$(dirname "$0")/../.."
 # Build: compiler, pkg-config and the client libraries' headers.
 # Tests: PostgreSQL 15 with the wal2json plugin, kcat, the Check framework.
 # libmicrohttpd/libcurl: the relay's health endpoint and its tests.
+# libsystemd-dev: sd_notify() (Type=notify, src/notify.c).
 # clang + libclang-rt-14-dev: libFuzzer and the sanitizers (make fuzz,
 # make check-asan); llvm: llvm-symbolizer for their stack traces;
 # valgrind (make check-valgrind); cppcheck (make lint).
+# buildah + debootstrap: the container image (make image, t610), built on
+# a base bootstrapped from Debian's archive: no registry needed.
+# systemd: systemd-analyze, which verifies the unit (make check-deploy);
+# installing it starts nothing where systemd is not PID 1.
 packages=(
 	gcc
 	pkg-config
@@ -26,6 +36,7 @@ packages=(
 	libjansson-dev
 	libmicrohttpd-dev
 	libcurl4-openssl-dev
+	libsystemd-dev
 	check
 	postgresql-15
 	postgresql-15-wal2json
@@ -36,6 +47,9 @@ packages=(
 	llvm
 	valgrind
 	cppcheck
+	buildah
+	debootstrap
+	systemd
 )
 
 # Tools that may come from elsewhere than a Debian package (a JDK in /opt,
@@ -51,11 +65,11 @@ for p in "${packages[@]}"; do
 	[[ $status == installed ]] || missing+=("$p")
 done
 
+sudo=()
+if [[ $EUID -ne 0 ]]; then
+	sudo=(sudo)
+fi
 if ((${#missing[@]} > 0)); then
-	sudo=()
-	if [[ $EUID -ne 0 ]]; then
-		sudo=(sudo)
-	fi
 	echo "deps: installing ${missing[*]}"
 	export DEBIAN_FRONTEND=noninteractive
 	"${sudo[@]}" apt-get update -q
@@ -79,4 +93,30 @@ if ! compgen -G "tests/kafka/target/dependency/kafka_2.13-*.jar" >/dev/null; the
 		echo "deps: Maven ran but tests/kafka/target/dependency has no kafka_2.13 jar" >&2
 		exit 1
 	fi
+fi
+
+# The deployment checks' tools (tests/deploy/check.sh).
+tools=.tmp/tools
+if [[ ! -x $tools/prometheus/usr/bin/promtool ]]; then
+	echo "deps: unpacking promtool from Debian's prometheus package"
+	dl=$(mktemp -d)
+	chmod 777 "$dl" # apt downloads as its own user
+	if ! (cd "$dl" && apt-get download -q prometheus >/dev/null 2>&1); then
+		"${sudo[@]}" apt-get update -q >/dev/null
+		(cd "$dl" && apt-get download -q prometheus >/dev/null)
+	fi
+	mkdir -p "$tools"
+	dpkg-deb -x "$dl"/prometheus_*.deb "$tools/prometheus"
+	rm -rf "$dl"
+	"$tools/prometheus/usr/bin/promtool" --version >/dev/null
+fi
+venv_want="kubernetes-validate==1.37.0 PyYAML==6.0.4"
+if [[ $(cat "$tools/venv/.deps" 2>/dev/null) != "$venv_want" ]]; then
+	echo "deps: installing $venv_want into $tools/venv"
+	rm -rf "$tools/venv"
+	mkdir -p "$tools"
+	python3 -m venv "$tools/venv"
+	# shellcheck disable=SC2086 # one word per requirement
+	"$tools/venv/bin/pip" install -q --disable-pip-version-check $venv_want
+	echo "$venv_want" >"$tools/venv/.deps"
 fi

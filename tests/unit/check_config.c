@@ -6,6 +6,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <libpq-fe.h>
+
 #include "config.h"
 
 static char tmp_path[64];
@@ -369,6 +371,105 @@ START_TEST(test_listen_parse)
 }
 END_TEST
 
+/* pg.password.file: the first line becomes password= of pg.conninfo,
+ * which libpq then parses back to the same settings, quotes and all. */
+START_TEST(test_password_file)
+{
+	static const struct {
+		const char *conninfo, *file, *password;
+	} cases[] = {
+		{ "host=db port=5432 dbname=app user=relay", "s3cret\n", "s3cret" },
+		{ "postgresql://relay@db:5432/app?sslmode=require", "a b'c\\d\r\n",
+		  "a b'c\\d" },
+		{ "dbname='my db' user=relay", "pw\nsecond line ignored\n", "pw" },
+	};
+	struct relay_config cfg;
+	char err[256];
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		PQconninfoOption *o, *before;
+		char *perr = NULL;
+
+		cfg_init(&cfg);
+		ck_assert_int_eq(cfg_set(&cfg, "pg.conninfo", cases[i].conninfo,
+		                         CFG_SRC_FILE, "t", err, sizeof(err)), 0);
+		before = PQconninfoParse(cases[i].conninfo, &perr);
+		ck_assert_ptr_nonnull(before);
+		ck_assert_int_eq(cfg_set(&cfg, "pg.password.file",
+		                         write_tmp(cases[i].file), CFG_SRC_FILE, "t",
+		                         err, sizeof(err)), 0);
+		ck_assert_msg(cfg_apply_password_file(&cfg, err, sizeof(err)) == 0,
+		              "%s", err);
+		unlink(tmp_path);
+		o = PQconninfoParse(cfg.pg_conninfo, &perr);
+		ck_assert_msg(o != NULL, "case %zu does not parse", i);
+		for (size_t k = 0; o[k].keyword != NULL; k++) {
+			const char *want = strcmp(o[k].keyword, "password") == 0
+			                       ? cases[i].password : before[k].val;
+			ck_assert_str_eq(o[k].keyword, before[k].keyword);
+			if (want == NULL)
+				ck_assert_ptr_null(o[k].val);
+			else
+				ck_assert_str_eq(o[k].val, want);
+		}
+		PQconninfoFree(o);
+		PQconninfoFree(before);
+		cfg_free(&cfg);
+	}
+}
+END_TEST
+
+START_TEST(test_password_file_errors)
+{
+	struct relay_config cfg;
+	char err[256];
+
+	/* Off: nothing changes. */
+	base_cfg(&cfg);
+	ck_assert_int_eq(cfg_apply_password_file(&cfg, err, sizeof(err)), 0);
+	ck_assert_str_eq(cfg.pg_conninfo, "dbname=x");
+	/* Missing file, empty first line. */
+	ck_assert_int_eq(cfg_set(&cfg, "pg.password.file", "/nonexistent/pw",
+	                         CFG_SRC_FILE, "t", err, sizeof(err)), 0);
+	ck_assert_int_eq(cfg_apply_password_file(&cfg, err, sizeof(err)), -1);
+	ck_assert_ptr_nonnull(strstr(err, "cannot read /nonexistent/pw"));
+	ck_assert_int_eq(cfg_set(&cfg, "pg.password.file", write_tmp("\nx\n"),
+	                         CFG_SRC_FILE, "t", err, sizeof(err)), 0);
+	ck_assert_int_eq(cfg_apply_password_file(&cfg, err, sizeof(err)), -1);
+	ck_assert_ptr_nonnull(strstr(err, "no password"));
+	unlink(tmp_path);
+	/* Two passwords: which one wins would be a surprise. */
+	ck_assert_int_eq(cfg_set(&cfg, "pg.conninfo", "dbname=x password=InConn1",
+	                         CFG_SRC_FILE, "t", err, sizeof(err)), 0);
+	ck_assert_int_eq(cfg_set(&cfg, "pg.password.file", write_tmp("InFile2\n"),
+	                         CFG_SRC_FILE, "t", err, sizeof(err)), 0);
+	ck_assert_int_eq(cfg_apply_password_file(&cfg, err, sizeof(err)), -1);
+	ck_assert_ptr_nonnull(strstr(err, "keep one"));
+	ck_assert_ptr_null(strstr(err, "InConn1"));
+	ck_assert_ptr_null(strstr(err, "InFile2"));
+	unlink(tmp_path);
+	cfg_free(&cfg);
+}
+END_TEST
+
+START_TEST(test_log_format)
+{
+	struct relay_config cfg;
+	char err[256];
+
+	cfg_init(&cfg);
+	ck_assert_str_eq(cfg.log_format, "text");
+	ck_assert_int_eq(cfg_set(&cfg, "log.format", "json", CFG_SRC_ENV,
+	                         "OUTBOX_RELAY_LOG_FORMAT", err, sizeof(err)), 0);
+	ck_assert_str_eq(cfg.log_format, "json");
+	ck_assert_int_eq(cfg_set(&cfg, "log.format", "logfmt", CFG_SRC_FILE,
+	                         "relay.conf:3", err, sizeof(err)), -1);
+	ck_assert_str_eq(err, "relay.conf:3: log.format: \"logfmt\" is not one "
+	                 "of text, json");
+	cfg_free(&cfg);
+}
+END_TEST
+
 Suite *config_suite(void)
 {
 	Suite *s = suite_create("config");
@@ -384,6 +485,9 @@ Suite *config_suite(void)
 	tcase_add_test(tc, test_listen_parse);
 	tcase_add_test(tc, test_conninfo_uri_split);
 	tcase_add_test(tc, test_load_text);
+	tcase_add_test(tc, test_password_file);
+	tcase_add_test(tc, test_password_file_errors);
+	tcase_add_test(tc, test_log_format);
 	suite_add_tcase(s, tc);
 	return s;
 }

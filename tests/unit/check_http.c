@@ -379,8 +379,18 @@ START_TEST(test_readyz_reasons)
 		{ "streaming", "", true, HEALTH_WARN, 200, "ready\n" },
 		{ "connecting", "connection refused", true, HEALTH_OK, 503,
 		  "not streaming: connecting: connection refused\n" },
-		{ "standby", "server is in recovery", true, HEALTH_OK, 503,
-		  "not streaming: standby: server is in recovery\n" },
+		/* A healthy standby is ready: a rolling update waits for it. */
+		{ "standby", "slot active for PID 4242 (standby)", true, HEALTH_OK,
+		  200, "standby: slot held by another process (PID 4242); takes "
+		  "over when it is released\n" },
+		{ "standby", "slot active for PID 4242 (standby)", true, HEALTH_WARN,
+		  200, "standby: slot held by another process (PID 4242); takes "
+		  "over when it is released\n" },
+		{ "standby", "", false, HEALTH_OK, 503, "kafka broker down\n" },
+		{ "standby", "", true, HEALTH_CRITICAL, 503,
+		  "slot critical: retained WAL 9.0 GiB >= critical 8.0 GiB; "
+		  "wal_status unreserved\n" },
+		{ "stopping", "", true, HEALTH_OK, 503, "not streaming: stopping\n" },
 		{ "backoff", "", true, HEALTH_OK, 503, "not streaming: backoff\n" },
 		/* A multi-line server message stays on one line. */
 		{ "connecting", "FATAL: x\nDETAIL: y", true, HEALTH_OK, 503,
@@ -408,9 +418,43 @@ START_TEST(test_readyz_reasons)
 		snprintf(s.relay.reason, sizeof(s.relay.reason), "%s",
 		         cases[i].reason);
 		s.relay.kafka_up = cases[i].kafka_up;
+		s.relay.pg_up = true;
 		http_publish(srv, &s);
 		expect("/readyz", cases[i].code, CT_TEXT, cases[i].body);
 	}
+}
+END_TEST
+
+/* A standby has no stream of its own: PostgreSQL answering is the
+ * watchdog's word (pg_up), and the broker must answer as for the active
+ * relay. The PID comes from the slot's row when the sample has one. */
+START_TEST(test_readyz_standby)
+{
+	struct health_snapshot s;
+
+	start_server(60000);
+	snap_init(&s, HEALTH_OK);
+	snprintf(s.relay.state, sizeof(s.relay.state), "standby");
+	s.relay.pg_up = true;
+	s.slot.active_pid = 0;
+	http_publish(srv, &s);
+	expect("/readyz", 200, CT_TEXT, "standby: slot held by another process; "
+	       "takes over when it is released\n");
+	s.relay.pg_up = false;
+	http_publish(srv, &s);
+	expect("/readyz", 503, CT_TEXT, "standby: PostgreSQL does not answer "
+	       "the watchdog (see the log)\n");
+	s.relay.pg_up = true;
+	s.relay.kafka_contact_age_us = 16 * 1000000LL;
+	s.relay.kafka_stale = true;
+	http_publish(srv, &s);
+	expect("/readyz", 503, CT_TEXT, "no answer from a Kafka broker for 16 s "
+	       "(kafka.contact.timeout.ms)\n");
+	/* Fail-stopped and backoff never serve, whatever else holds. */
+	s.relay.kafka_stale = false;
+	snprintf(s.relay.state, sizeof(s.relay.state), "backoff");
+	http_publish(srv, &s);
+	expect("/readyz", 503, CT_TEXT, "not streaming: backoff\n");
 }
 END_TEST
 
@@ -835,7 +879,7 @@ static void snap_ab(struct health_snapshot *s, int which)
 {
 	snap_init(s, HEALTH_OK);
 	snprintf(s->relay.state, sizeof(s->relay.state), "%s",
-	         which ? "standby" : "connecting");
+	         which ? "backoff" : "connecting");
 	memset(s->relay.reason, which ? 'B' : 'A', sizeof(s->relay.reason) - 1);
 	s->relay.reason[sizeof(s->relay.reason) - 1] = '\0';
 }
@@ -1463,6 +1507,7 @@ Suite *http_suite(void)
 	tcase_add_test(tc, test_no_snapshot);
 	tcase_add_test(tc, test_readyz_reasons);
 	tcase_add_test(tc, test_readyz_silence);
+	tcase_add_test(tc, test_readyz_standby);
 	tcase_add_test(tc, test_slot_by_state);
 	tcase_add_test(tc, test_metrics);
 	tcase_add_test(tc, test_head);

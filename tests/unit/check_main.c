@@ -22,6 +22,8 @@ Suite *alert_suite(void);
 Suite *emit_suite(void);
 Suite *json_check_suite(void);
 Suite *ledger_suite(void);
+Suite *log_suite(void);
+Suite *notify_suite(void);
 
 int main(void)
 {
@@ -41,6 +43,8 @@ int main(void)
 	srunner_add_suite(sr, emit_suite());
 	srunner_add_suite(sr, json_check_suite());
 	srunner_add_suite(sr, ledger_suite());
+	srunner_add_suite(sr, log_suite());
+	srunner_add_suite(sr, notify_suite());
 
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);

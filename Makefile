@@ -34,7 +34,9 @@ LIB_SRCS := src/common.c src/log.c src/config.c src/json_check.c src/w2j.c \
             src/route.c \
             src/lsn_tracker.c src/repl.c src/publisher.c src/relay.c \
             src/watchdog.c src/monitor.c src/health.c src/http.c src/alert.c \
-            src/hist.c src/ledger.c src/pgutil.c src/cli.c
+            src/hist.c src/ledger.c src/pgutil.c src/stream_spec.c \
+            src/event.c src/slot.c src/kafka_conf.c \
+            $(wildcard src/cli/*.c)
 MAIN_SRC := src/main.c
 LIB_OBJS := $(LIB_SRCS:src/%.c=$(BUILD)/obj/%.o)
 MAIN_OBJ := $(BUILD)/obj/main.o
@@ -202,5 +204,5 @@ lint: deps
 		--enable=warning,style,performance,portability --inline-suppr \
 		--suppressions-list=tests/lint/cppcheck.supp src/
 
--include $(wildcard $(BUILD)/obj/*.d $(BUILD)/obj/unit/*.d $(BUILD)/*.d \
-                    $(FUZZ_DIR)/obj/*.d $(FUZZ_DIR)/*.d $(BUILD)/fuzz-replay/*.d)
+-include $(wildcard $(BUILD)/obj/*.d $(BUILD)/obj/cli/*.d $(BUILD)/obj/unit/*.d $(BUILD)/*.d \
+                    $(FUZZ_DIR)/obj/*.d $(FUZZ_DIR)/obj/cli/*.d $(FUZZ_DIR)/*.d $(BUILD)/fuzz-replay/*.d)

@@ -13,12 +13,26 @@
 #include <stdint.h>
 
 #include "common.h"
+#include "config.h"
 #include "hist.h"
 
 enum health_state { HEALTH_OK = 0, HEALTH_WARN, HEALTH_CRITICAL, HEALTH_FATAL };
 
 /* "ok", "warn", "critical", "fatal". */
 const char *health_state_name(enum health_state s);
+
+/* pg_replication_slots.wal_status. */
+enum wal_status {
+	WAL_STATUS_UNKNOWN = 0,     /* NULL, "", or a value 15 does not have */
+	WAL_STATUS_RESERVED,
+	WAL_STATUS_EXTENDED,
+	WAL_STATUS_UNRESERVED,
+	WAL_STATUS_LOST,            /* invalidated: the WAL it needs is gone */
+};
+
+/* The column's text ("" for unknown), and back. */
+const char *wal_status_name(enum wal_status w);
+enum wal_status wal_status_parse(const char *s);
 
 /* One watchdog sample of the slot and the server (non-replication
  * connection). Byte counts are -1 when unknown (SQL NULL). */
@@ -31,7 +45,7 @@ struct slot_figures {
 	uint64_t restart_lsn;
 	uint64_t confirmed_flush_lsn;
 	uint64_t current_lsn;       /* pg_current_wal_lsn() */
-	char wal_status[16];        /* reserved, extended, unreserved, lost or "" */
+	enum wal_status wal_status;
 	int64_t safe_wal_size;      /* bytes; -1 when NULL */
 	int64_t max_slot_wal_keep_size; /* bytes; -1 when unlimited */
 	int64_t retained_bytes;     /* current - restart_lsn */
@@ -98,6 +112,11 @@ struct health_thresholds {
 	int64_t wal_budget_bytes;   /* used for the ETA when max_slot_wal_keep_size
 	                             * is unlimited; 0 = no budget */
 };
+
+/* The thresholds of cfg's watchdog.* keys: the relay's monitor and
+ * --slot-status judge a slot alike. */
+void health_thresholds_init(struct health_thresholds *th,
+                            const struct relay_config *cfg);
 
 /* Retained-WAL growth over a sliding window of samples. */
 #define HEALTH_WINDOW_MAX 64

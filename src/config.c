@@ -14,9 +14,8 @@
 #include <string.h>
 
 #include <libpq-fe.h>
-#include <librdkafka/rdkafka.h>
-
 #include "config.h"
+#include "kafka_conf.h"
 
 enum cfg_type { CFG_STR, CFG_INT, CFG_BOOL };
 
@@ -149,17 +148,6 @@ static const struct cfg_key cfg_keys[] = {
 
 static const char *const source_names[] = { "default", "file", "env", "flag" };
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-	RELAY_PRINTF(3, 4);
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
-
 static char **str_field(struct relay_config *cfg, const struct cfg_key *k)
 {
 	return (char **)((char *)cfg + k->offset);
@@ -265,14 +253,14 @@ int cfg_set(struct relay_config *cfg, const char *key, const char *value,
 	 * (kafka.failure.max.replays); librdkafka gets the rest. */
 	if (k == NULL && strncmp(key, "kafka.", 6) == 0) {
 		if (key[6] == '\0') {
-			set_err(err, errlen, "%s: empty kafka property name", origin);
+			errbuf_set(err, errlen, "%s: empty kafka property name", origin);
 			return -1;
 		}
 		kafka_set(cfg, key + 6, value, src);
 		return 0;
 	}
 	if (k == NULL) {
-		set_err(err, errlen, "%s: unknown key \"%s\"", origin, key);
+		errbuf_set(err, errlen, "%s: unknown key \"%s\"", origin, key);
 		return -1;
 	}
 	switch (k->type) {
@@ -280,7 +268,7 @@ int cfg_set(struct relay_config *cfg, const char *key, const char *value,
 		if (strcmp(k->name, "outbox.table") == 0) {
 			char *s, *t;
 			if (split_table(value, &s, &t) < 0) {
-				set_err(err, errlen, "%s: outbox.table: \"%s\" is not "
+				errbuf_set(err, errlen, "%s: outbox.table: \"%s\" is not "
 				        "schema.table", origin, value);
 				return -1;
 			}
@@ -294,7 +282,7 @@ int cfg_set(struct relay_config *cfg, const char *key, const char *value,
 			for (size_t i = 0; i < 4; i++)
 				found = found || strcmp(value, lv[i]) == 0;
 			if (!found) {
-				set_err(err, errlen, "%s: log.level: \"%s\" is not one of "
+				errbuf_set(err, errlen, "%s: log.level: \"%s\" is not one of "
 				        "error, warn, info, debug", origin, value);
 				return -1;
 			}
@@ -304,7 +292,7 @@ int cfg_set(struct relay_config *cfg, const char *key, const char *value,
 		           (value[0] == '\0' || strlen(value) > 63 ||
 		            strspn(value, "abcdefghijklmnopqrstuvwxyz0123456789_") !=
 		                strlen(value))) {
-			set_err(err, errlen, "%s: slot.name: \"%s\" is not a valid slot "
+			errbuf_set(err, errlen, "%s: slot.name: \"%s\" is not a valid slot "
 			        "name (1-63 of a-z, 0-9, _)", origin, value);
 			return -1;
 		} else {
@@ -318,12 +306,12 @@ int cfg_set(struct relay_config *cfg, const char *key, const char *value,
 		errno = 0;
 		long long v = strtoll(value, &end, 10);
 		if (errno != 0 || end == value || *end != '\0') {
-			set_err(err, errlen, "%s: %s: \"%s\" is not an integer",
+			errbuf_set(err, errlen, "%s: %s: \"%s\" is not an integer",
 			        origin, key, value);
 			return -1;
 		}
 		if (v < k->min || v > k->max) {
-			set_err(err, errlen, "%s: %s: %lld is out of range [%lld, %lld]",
+			errbuf_set(err, errlen, "%s: %s: %lld is out of range [%lld, %lld]",
 			        origin, key, v, (long long)k->min, (long long)k->max);
 			return -1;
 		}
@@ -333,7 +321,7 @@ int cfg_set(struct relay_config *cfg, const char *key, const char *value,
 	case CFG_BOOL: {
 		bool b;
 		if (parse_bool(value, &b) < 0) {
-			set_err(err, errlen, "%s: %s: \"%s\" is not a boolean "
+			errbuf_set(err, errlen, "%s: %s: \"%s\" is not a boolean "
 			        "(true/false)", origin, key, value);
 			return -1;
 		}
@@ -365,7 +353,7 @@ static int load_line(struct relay_config *cfg, char *line, size_t n,
 	size_t vlen;
 
 	if (memchr(line, '\0', n) != NULL) {
-		set_err(err, errlen, "%s: NUL byte in line", origin);
+		errbuf_set(err, errlen, "%s: NUL byte in line", origin);
 		return -1;
 	}
 	s = trim(line);
@@ -373,7 +361,7 @@ static int load_line(struct relay_config *cfg, char *line, size_t n,
 		return 0;
 	eq = strchr(s, '=');
 	if (eq == NULL) {
-		set_err(err, errlen, "%s: expected \"key = value\"", origin);
+		errbuf_set(err, errlen, "%s: expected \"key = value\"", origin);
 		return -1;
 	}
 	*eq = '\0';
@@ -385,7 +373,7 @@ static int load_line(struct relay_config *cfg, char *line, size_t n,
 		val++;
 	}
 	if (*key == '\0') {
-		set_err(err, errlen, "%s: empty key", origin);
+		errbuf_set(err, errlen, "%s: empty key", origin);
 		return -1;
 	}
 	return cfg_set(cfg, key, val, CFG_SRC_FILE, origin, err, errlen);
@@ -432,7 +420,7 @@ int cfg_load_file(struct relay_config *cfg, const char *path, char *err,
 	int rc;
 
 	if (f == NULL) {
-		set_err(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+		errbuf_set(err, errlen, "%s: cannot open: %s", path, strerror(errno));
 		return -1;
 	}
 	do {
@@ -444,7 +432,7 @@ int cfg_load_file(struct relay_config *cfg, const char *path, char *err,
 		len += n;
 	} while (n > 0);
 	if (ferror(f)) {
-		set_err(err, errlen, "%s: read error: %s", path, strerror(errno));
+		errbuf_set(err, errlen, "%s: read error: %s", path, strerror(errno));
 		rc = -1;
 	} else {
 		rc = cfg_load_text(cfg, text, len, path, err, errlen);
@@ -505,7 +493,7 @@ int cfg_load_env(struct relay_config *cfg, char *const *envp, char *err,
 				return -1;
 			continue;
 		}
-		set_err(err, errlen, "%s: unknown configuration variable", name);
+		errbuf_set(err, errlen, "%s: unknown configuration variable", name);
 		return -1;
 	}
 	return 0;
@@ -519,12 +507,12 @@ int cfg_set_flag(struct relay_config *cfg, const char *kv, char *err,
 	size_t klen;
 
 	if (eq == NULL || eq == kv) {
-		set_err(err, errlen, "--set %s: expected key=value", kv);
+		errbuf_set(err, errlen, "--set %s: expected key=value", kv);
 		return -1;
 	}
 	klen = (size_t)(eq - kv);
 	if (klen >= sizeof(key)) {
-		set_err(err, errlen, "--set: key too long");
+		errbuf_set(err, errlen, "--set: key too long");
 		return -1;
 	}
 	memcpy(key, kv, klen);
@@ -633,13 +621,13 @@ int cfg_check_conninfo(const struct relay_config *cfg, char *err,
 	o = PQconninfoParse(cfg->pg_conninfo, &perr);
 	PQfreemem(perr);
 	if (o == NULL) {
-		set_err(err, errlen, "pg.conninfo (from %s) is not a valid "
+		errbuf_set(err, errlen, "pg.conninfo (from %s) is not a valid "
 		        "connection string or URI", src);
 		return -1;
 	}
 	PQconninfoFree(o);
 	if (uri_split_wrong(cfg->pg_conninfo)) {
-		set_err(err, errlen, "pg.conninfo (from %s): the URI has an '@' "
+		errbuf_set(err, errlen, "pg.conninfo (from %s): the URI has an '@' "
 		        "after its user info, so libpq would take part of the "
 		        "password for the host name; percent-encode '@' as %%40 "
 		        "and '/' as %%2F in the password (and in the database "
@@ -652,8 +640,6 @@ int cfg_check_conninfo(const struct relay_config *cfg, char *err,
 
 int cfg_validate(struct relay_config *cfg, char *err, size_t errlen)
 {
-	rd_kafka_conf_t *kc;
-	char kerr[512];
 	const char *v;
 
 	for (size_t i = 0; i < CFG_NKEYS; i++) {
@@ -661,20 +647,20 @@ int cfg_validate(struct relay_config *cfg, char *err, size_t errlen)
 		if ((k->flags & CFG_F_REQUIRED) && k->type == CFG_STR &&
 		    strcmp(k->name, "outbox.table") != 0 &&
 		    (*str_field(cfg, k) == NULL || **str_field(cfg, k) == '\0')) {
-			set_err(err, errlen, "%s is required", k->name);
+			errbuf_set(err, errlen, "%s is required", k->name);
 			return -1;
 		}
 	}
 	if (cfg->http_listen[0] != '\0' && cfg_listen_parse(cfg->http_listen,
 	                                                   NULL, 0, NULL) < 0) {
-		set_err(err, errlen, "http.listen: \"%s\" is not host:port or "
+		errbuf_set(err, errlen, "http.listen: \"%s\" is not host:port or "
 		        "[v6]:port", cfg->http_listen);
 		return -1;
 	}
 	if (cfg->alert_webhook_url[0] != '\0' &&
 	    strncmp(cfg->alert_webhook_url, "http://", 7) != 0 &&
 	    strncmp(cfg->alert_webhook_url, "https://", 8) != 0) {
-		set_err(err, errlen, "alert.webhook.url must start with http:// "
+		errbuf_set(err, errlen, "alert.webhook.url must start with http:// "
 		        "or https://");
 		return -1;
 	}
@@ -688,7 +674,7 @@ int cfg_validate(struct relay_config *cfg, char *err, size_t errlen)
 		const char *pv[2] = { cfg->heartbeat_prefix, cfg->outbox_emit_prefix };
 		for (int i = 0; i < 2; i++) {
 			if (strpbrk(pv[i], ", \t\n\r\f\v\\") != NULL) {
-				set_err(err, errlen, "%s: \"%s\" contains a comma, white "
+				errbuf_set(err, errlen, "%s: \"%s\" contains a comma, white "
 				        "space or a backslash, which wal2json's "
 				        "add-msg-prefixes cannot match", pk[i], pv[i]);
 				return -1;
@@ -696,7 +682,7 @@ int cfg_validate(struct relay_config *cfg, char *err, size_t errlen)
 		}
 	}
 	if (cfg->reconnect_backoff_max_ms < cfg->reconnect_backoff_ms) {
-		set_err(err, errlen, "reconnect.backoff.max.ms (%lld) is below "
+		errbuf_set(err, errlen, "reconnect.backoff.max.ms (%lld) is below "
 		        "reconnect.backoff.ms (%lld)",
 		        (long long)cfg->reconnect_backoff_max_ms,
 		        (long long)cfg->reconnect_backoff_ms);
@@ -705,7 +691,7 @@ int cfg_validate(struct relay_config *cfg, char *err, size_t errlen)
 	if (cfg_kafka_get(cfg, "bootstrap.servers") == NULL &&
 	    cfg_kafka_get(cfg, "metadata.broker.list") == NULL &&
 	    cfg_kafka_get(cfg, "test.mock.num.brokers") == NULL) {
-		set_err(err, errlen, "kafka.bootstrap.servers is required");
+		errbuf_set(err, errlen, "kafka.bootstrap.servers is required");
 		return -1;
 	}
 
@@ -714,7 +700,7 @@ int cfg_validate(struct relay_config *cfg, char *err, size_t errlen)
 	if (!cfg->producer_allow_unsafe) {
 		v = cfg_kafka_get(cfg, "enable.idempotence");
 		if (v != NULL && strcmp(v, "true") != 0) {
-			set_err(err, errlen, "kafka.enable.idempotence=%s (from %s) can "
+			errbuf_set(err, errlen, "kafka.enable.idempotence=%s (from %s) can "
 			        "reorder or duplicate events within a session; set "
 			        "producer.allow.unsafe=true to force it", v,
 			        origin_of(cfg, "enable.idempotence"));
@@ -724,7 +710,7 @@ int cfg_validate(struct relay_config *cfg, char *err, size_t errlen)
 		if (v == NULL)
 			v = cfg_kafka_get(cfg, "request.required.acks");
 		if (v != NULL && strcmp(v, "all") != 0 && strcmp(v, "-1") != 0) {
-			set_err(err, errlen, "kafka.acks=%s can lose acked events when a "
+			errbuf_set(err, errlen, "kafka.acks=%s can lose acked events when a "
 			        "broker fails; set producer.allow.unsafe=true to force "
 			        "it", v);
 			return -1;
@@ -732,21 +718,7 @@ int cfg_validate(struct relay_config *cfg, char *err, size_t errlen)
 	}
 
 	/* Let librdkafka judge every property (names, values, types). */
-	kc = rd_kafka_conf_new();
-	for (size_t i = 0; i < cfg->kafka_len; i++) {
-		if (rd_kafka_conf_set(kc, cfg->kafka[i].name, cfg->kafka[i].value,
-		                      kerr, sizeof(kerr)) != RD_KAFKA_CONF_OK) {
-			/* librdkafka quotes the value; a secret's stays out. */
-			set_err(err, errlen, "kafka.%s (from %s): %s", cfg->kafka[i].name,
-			        source_names[cfg->kafka[i].source],
-			        cfg_kafka_is_secret(cfg->kafka[i].name)
-			            ? "invalid value (not shown: secret)" : kerr);
-			rd_kafka_conf_destroy(kc);
-			return -1;
-		}
-	}
-	rd_kafka_conf_destroy(kc);
-	return 0;
+	return kc_check_properties(cfg, err, errlen);
 }
 
 void cfg_print(const struct relay_config *cfg, FILE *out)
@@ -785,6 +757,32 @@ void cfg_print(const struct relay_config *cfg, FILE *out)
 		        cfg_kafka_is_secret(cfg->kafka[i].name) ? "<redacted>"
 		                                                : cfg->kafka[i].value,
 		        source_names[cfg->kafka[i].source]);
+}
+
+void cfg_help(FILE *out)
+{
+	for (size_t i = 0; i < CFG_NKEYS; i++) {
+		const struct cfg_key *k = &cfg_keys[i];
+		fprintf(out, "  %-32s %s", k->name, k->help);
+		if (k->flags & CFG_F_REQUIRED && k->def[0] == '\0')
+			fprintf(out, " [required]\n");
+		else if (k->flags & CFG_F_SECRET)
+			fprintf(out, " [secret]\n");
+		else
+			fprintf(out, " [%s]\n", k->def);
+	}
+	fprintf(out, "  %-32s %s\n", "kafka.<property>",
+	        "passed to librdkafka, e.g. kafka.bootstrap.servers=host:9092");
+}
+
+size_t cfg_key_count(void)
+{
+	return CFG_NKEYS;
+}
+
+const char *cfg_key_name(size_t i)
+{
+	return i < CFG_NKEYS ? cfg_keys[i].name : NULL;
 }
 
 void cfg_free(struct relay_config *cfg)

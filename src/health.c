@@ -30,6 +30,44 @@ const char *health_state_name(enum health_state s)
 	return "unknown";
 }
 
+void health_thresholds_init(struct health_thresholds *th,
+                            const struct relay_config *cfg)
+{
+	*th = (struct health_thresholds){
+		.retained_warn_bytes = cfg->watchdog_retained_warn_bytes,
+		.retained_critical_bytes = cfg->watchdog_retained_critical_bytes,
+		.lag_warn_bytes = cfg->watchdog_lag_warn_bytes,
+		.lag_critical_bytes = cfg->watchdog_lag_critical_bytes,
+		.outbox_lag_warn_s = cfg->watchdog_outbox_lag_warn_ms / 1000,
+		.outbox_lag_critical_s = cfg->watchdog_outbox_lag_critical_ms / 1000,
+		.eta_warn_s = cfg->watchdog_eta_warn_ms / 1000,
+		.eta_critical_s = cfg->watchdog_eta_critical_ms / 1000,
+		.wal_budget_bytes = cfg->watchdog_wal_budget_bytes,
+	};
+}
+
+static const char *const wal_names[] = {
+	[WAL_STATUS_UNKNOWN] = "",
+	[WAL_STATUS_RESERVED] = "reserved",
+	[WAL_STATUS_EXTENDED] = "extended",
+	[WAL_STATUS_UNRESERVED] = "unreserved",
+	[WAL_STATUS_LOST] = "lost",
+};
+
+const char *wal_status_name(enum wal_status w)
+{
+	return (size_t)w < sizeof(wal_names) / sizeof(wal_names[0]) ? wal_names[w]
+	                                                            : "";
+}
+
+enum wal_status wal_status_parse(const char *s)
+{
+	for (size_t i = 1; i < sizeof(wal_names) / sizeof(wal_names[0]); i++)
+		if (strcmp(s, wal_names[i]) == 0)
+			return (enum wal_status)i;
+	return WAL_STATUS_UNKNOWN;
+}
+
 /* ---- growth window ---------------------------------------------------- */
 
 static size_t win_at(const struct health_window *w, size_t i)
@@ -94,24 +132,6 @@ double health_window_rate(const struct health_window *w)
 }
 
 /* ---- evaluation -------------------------------------------------------- */
-
-/* "512 B", "1.5 KiB", "1.2 GiB": one decimal, binary units. */
-static void fmt_bytes(char *buf, size_t len, double v)
-{
-	static const char *const unit[] = { "B", "KiB", "MiB", "GiB", "TiB",
-		                                "PiB", "EiB" };
-	size_t u = 0;
-
-	if (fabs(v) < 1024) {
-		snprintf(buf, len, "%.0f B", v);
-		return;
-	}
-	while (fabs(v) >= 1024 && u + 1 < sizeof(unit) / sizeof(unit[0])) {
-		v /= 1024;
-		u++;
-	}
-	snprintf(buf, len, "%.1f %s", v, unit[u]);
-}
 
 /* "45 s", "5.0 min", "2.5 h", "3.0 d". */
 static void fmt_secs(char *buf, size_t len, double s)
@@ -215,19 +235,18 @@ static void slot_rules(struct rules *rs, const struct slot_figures *sf,
                        const struct health_thresholds *th,
                        struct health_eval *out)
 {
-	char ws[sizeof(sf->wal_status) + 1], fb[32];
+	char fb[32];
 	bool budget;
 
 	if (!sf->slot_exists) {
 		rule(rs, HEALTH_FATAL, "slot does not exist");
 		return;
 	}
-	fixed_str(ws, sizeof(ws), sf->wal_status, sizeof(sf->wal_status));
-	if (strcmp(ws, "lost") == 0) {
+	if (sf->wal_status == WAL_STATUS_LOST) {
 		rule(rs, HEALTH_FATAL,
 		     "slot lost: WAL removed; the relay stops, the slot must be "
 		     "recreated and the outbox re-published: see runbook");
-	} else if (strcmp(ws, "unreserved") == 0) {
+	} else if (sf->wal_status == WAL_STATUS_UNRESERVED) {
 		if (sf->max_slot_wal_keep_size >= 0) {
 			fmt_bytes(fb, sizeof(fb), (double)sf->max_slot_wal_keep_size);
 			rule(rs, HEALTH_CRITICAL,
@@ -239,7 +258,7 @@ static void slot_rules(struct rules *rs, const struct slot_figures *sf,
 			     "wal_status unreserved: retained WAL removed at the next "
 			     "checkpoint");
 		}
-	} else if (strcmp(ws, "extended") == 0) {
+	} else if (sf->wal_status == WAL_STATUS_EXTENDED) {
 		rule(rs, HEALTH_WARN,
 		     "wal_status extended: retained WAL past max_wal_size");
 	}
@@ -481,9 +500,8 @@ static json_t *server_json(const struct slot_figures *sf)
 {
 	json_t *o = json_object();
 	bool ex = sf->slot_exists;
-	char ws[sizeof(sf->wal_status) + 1];
+	const char *ws = wal_status_name(sf->wal_status);
 
-	fixed_str(ws, sizeof(ws), sf->wal_status, sizeof(sf->wal_status));
 	json_object_set_new(o, "sampled_at", j_time(sf->sampled_at_us));
 	json_object_set_new(o, "slot_exists", json_boolean(ex));
 	json_object_set_new(o, "active", json_boolean(ex && sf->active));
@@ -728,20 +746,6 @@ static void label_value(struct mbuf *b, const char *s, size_t n)
 	}
 }
 
-/* The upper bound (inclusive, µs) of hist bucket b: a copy of
- * bucket_upper() in hist.c, which hist.h does not export; check_health.c
- * pins the two together through hist_record(). */
-static uint64_t hist_bucket_upper(unsigned b)
-{
-	unsigned msb, sub;
-
-	if (b < HIST_SUB)
-		return b;
-	msb = b / HIST_SUB + 2;
-	sub = b % HIST_SUB;
-	return ((uint64_t)(HIST_SUB + sub + 1) << (msb - 3)) - 1;
-}
-
 static const struct {
 	const char *le;
 	uint64_t us;
@@ -811,13 +815,12 @@ static void topics(struct mbuf *b, const struct health_snapshot *s)
 
 static void slot_metrics(struct mbuf *b, const struct health_snapshot *s)
 {
-	static const char *const statuses[] = { "reserved", "extended",
-		                                    "unreserved", "lost" };
+	static const enum wal_status statuses[] = {
+		WAL_STATUS_RESERVED, WAL_STATUS_EXTENDED, WAL_STATUS_UNRESERVED,
+		WAL_STATUS_LOST,
+	};
 	const struct slot_figures *sf = &s->slot;
 	bool have = sf->valid && sf->slot_exists;
-	char ws[sizeof(sf->wal_status) + 1];
-
-	fixed_str(ws, sizeof(ws), sf->wal_status, sizeof(sf->wal_status));
 
 	/* The gauges below are as of this sample: stale while PostgreSQL
 	 * cannot be reached, which this says (and pg_up). */
@@ -840,7 +843,7 @@ static void slot_metrics(struct mbuf *b, const struct health_snapshot *s)
 	if (have)
 		for (size_t i = 0; i < 4; i++)
 			mb_printf(b, PFX "slot_wal_status{status=\"%s\"} %d\n",
-			          statuses[i], strcmp(ws, statuses[i]) == 0);
+			          wal_status_name(statuses[i]), sf->wal_status == statuses[i]);
 
 	family(b, "slot_retained_wal_bytes", "gauge",
 	       "WAL the slot keeps on the server: pg_current_wal_lsn() - "

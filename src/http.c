@@ -107,17 +107,6 @@ struct reply {
 	char *body;
 };
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-	RELAY_PRINTF(3, 4);
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
-
 static void reply_text(struct reply *r, unsigned int status, const char *fmt,
                        ...) RELAY_PRINTF(3, 4);
 
@@ -523,7 +512,7 @@ static int listen_resolve(const char *addr, struct addrinfo **out,
 	if (addr[0] == '[') {
 		const char *rb = strchr(addr, ']');
 		if (rb == NULL || rb[1] != ':') {
-			set_err(err, errlen, "http.listen: \"%s\": expected "
+			errbuf_set(err, errlen, "http.listen: \"%s\": expected "
 			        "[ipv6]:port", addr);
 			return -1;
 		}
@@ -536,7 +525,7 @@ static int listen_resolve(const char *addr, struct addrinfo **out,
 	} else {
 		colon = strchr(addr, ':');
 		if (colon == NULL || strchr(colon + 1, ':') != NULL) {
-			set_err(err, errlen, "http.listen: \"%s\": expected host:port "
+			errbuf_set(err, errlen, "http.listen: \"%s\": expected host:port "
 			        "or [ipv6]:port", addr);
 			return -1;
 		}
@@ -553,7 +542,7 @@ static int listen_resolve(const char *addr, struct addrinfo **out,
 	plen = strlen(port);
 	if (plen == 0 || plen > 5 || strspn(port, "0123456789") != plen ||
 	    strtol(port, NULL, 10) > 65535) {
-		set_err(err, errlen, "http.listen: \"%s\": bad port", addr);
+		errbuf_set(err, errlen, "http.listen: \"%s\": bad port", addr);
 		return -1;
 	}
 
@@ -567,7 +556,7 @@ static int listen_resolve(const char *addr, struct addrinfo **out,
 	return 0;
 
 bad_host:
-	set_err(err, errlen, "http.listen: \"%s\": the host must be an IPv4 "
+	errbuf_set(err, errlen, "http.listen: \"%s\": the host must be an IPv4 "
 	        "address or a bracketed IPv6 address", addr);
 	return -1;
 }
@@ -585,7 +574,7 @@ static int listen_socket(const char *addr, bool *v6, char *err,
 	*v6 = ai->ai_family == AF_INET6;
 	fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0) {
-		set_err(err, errlen, "http.listen: cannot bind %s: socket: %s",
+		errbuf_set(err, errlen, "http.listen: cannot bind %s: socket: %s",
 		        addr, strerror(errno));
 		goto err;
 	}
@@ -595,7 +584,7 @@ static int listen_socket(const char *addr, bool *v6, char *err,
 		(void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
 	if (bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 ||
 	    listen(fd, HTTP_LISTEN_BACKLOG) != 0) {
-		set_err(err, errlen, "http.listen: cannot bind %s: %s", addr,
+		errbuf_set(err, errlen, "http.listen: cannot bind %s: %s", addr,
 		        strerror(errno));
 		goto err;
 	}
@@ -709,14 +698,14 @@ struct http_server *http_start(const char *addr, int64_t livez_timeout_ms,
 	}
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (h->mhd == NULL) {
-		set_err(err, errlen, "http.listen: cannot serve %s: libmicrohttpd "
+		errbuf_set(err, errlen, "http.listen: cannot serve %s: libmicrohttpd "
 		        "failed to start (see the log above)", addr);
 		close_if_same(fd, st.st_ino);
 		server_free(h);
 		return NULL;
 	}
 	if (!h->sweeper_started) {
-		set_err(err, errlen, "http.listen: cannot serve %s: cannot "
+		errbuf_set(err, errlen, "http.listen: cannot serve %s: cannot "
 		        "start a thread: %s", addr, strerror(rc));
 		MHD_stop_daemon(h->mhd); /* closes fd */
 		server_free(h);

@@ -21,10 +21,10 @@
 #include "lsn_tracker.h"
 #include "monitor.h"
 #include "publisher.h"
+#include "event.h"
 #include "relay.h"
 #include "repl.h"
-#include "route.h"
-#include "w2j.h"
+#include "stream_spec.h"
 
 #define READ_BUDGET 4096          /* frames per loop turn, keeps timers fair */
 #define LEDGER_TOKEN UINT64_MAX   /* delivery token of the ledger's records */
@@ -43,12 +43,15 @@ enum relay_state {
 static const char *const state_names[] = { "connecting", "backoff", "standby",
 	                                       "streaming" };
 
-enum handled { H_OK, H_BLOCKED, H_STOP };
+/* What became of a frame: handled, to be tried again (the window or
+ * librdkafka's queue is full), or the end of reading (a stop, a
+ * restart), H_POISON only inside handle_msg(). */
+enum handled { H_OK, H_BLOCKED, H_STOP, H_POISON };
 
 struct relay {
 	const struct relay_config *cfg; /* borrowed */
-	struct w2j_spec spec;
-	char *msg_prefixes;             /* wal2json add-msg-prefixes; owned */
+	struct stream_spec ss;          /* what is asked of wal2json; owned */
+	struct ev_txn txn;              /* the transaction being read */
 	struct lsn_tracker lt;
 	struct publisher *pub;          /* owned; NULL between sessions */
 	struct repl_stream rs;
@@ -81,9 +84,6 @@ struct relay {
 	 * into rs.copybuf, which stays valid until the next repl_read(). */
 	bool have_pending;
 	struct repl_msg pending;
-
-	int64_t cur_xid;
-	uint64_t cur_commit_lsn;
 
 	uint64_t n_received, n_acked, n_failed, n_stale, n_txns, n_reconnects;
 	uint64_t n_skipped;             /* events acked in an earlier session,
@@ -516,6 +516,7 @@ static void restart(struct relay *r)
 	/* Acks of the old session's events must not move the new watermark;
 	 * what was acked is kept for lsn_resume() to check. */
 	lsn_end_session(&r->lt);
+	ev_txn_reset(&r->txn);
 	r->n_reconnects++;
 	d = backoff_us(r);
 	r->state = ST_BACKOFF;
@@ -608,7 +609,7 @@ static bool ledger_verify(struct relay *r, int64_t now)
 	if (r->ledger_retry_us != 0)
 		log_info("slot ledger: read again");
 	r->ledger_retry_us = 0;
-	if (ledger_check(&e, r->cfg->slot_name, r->rs.slot.confirmed_flush, err,
+	if (ledger_check(&e, r->cfg->slot_name, r->rs.slot.confirmed_lsn, err,
 	                 sizeof(err)) < 0) {
 		log_error("%s", err);
 		snprintf(r->reason, sizeof(r->reason), "the slot was moved without "
@@ -661,9 +662,8 @@ static void try_connect(struct relay *r)
 			return;
 		}
 	}
-	rc = repl_start(&r->rs, r->cfg->pg_conninfo, r->cfg->slot_name, &r->spec,
-	                r->msg_prefixes, r->cfg->pg_receive_timeout_ms, err,
-	                sizeof(err));
+	rc = repl_start(&r->rs, r->cfg->pg_conninfo, r->cfg->slot_name, &r->ss,
+	                r->cfg->pg_receive_timeout_ms, err, sizeof(err));
 	switch (rc) {
 	case REPL_OK:
 		r->have_rs = true;
@@ -679,13 +679,13 @@ static void try_connect(struct relay *r)
 			.system_id = r->rs.system_id,
 			.timeline = r->rs.timeline,
 			.wal_end = r->rs.system_lsn,
-			.slot_lsn = r->rs.slot.confirmed_flush,
+			.slot_lsn = r->rs.slot.confirmed_lsn,
 		});
 		log_info("streaming from slot \"%s\" (system %s, timeline %d): "
 		         "confirmed_flush_lsn " LSN_FMT ", restart_lsn " LSN_FMT
 		         ", server WAL at " LSN_FMT "%s", r->cfg->slot_name,
 		         r->rs.system_id, r->rs.timeline,
-		         LSN_ARGS(r->rs.slot.confirmed_flush),
+		         LSN_ARGS(r->rs.slot.confirmed_lsn),
 		         LSN_ARGS(r->rs.slot.restart_lsn), LSN_ARGS(r->rs.system_lsn),
 		         resume == LSN_RESUME_VERIFY
 		             ? "; transactions already published are skipped" : "");
@@ -741,20 +741,19 @@ static enum handled fail_stop(struct relay *r, const struct repl_msg *m,
 	          "after this transaction is confirmed and the slot keeps it. "
 	          "Fix the cause or skip the transaction deliberately (see the "
 	          "runbook: poison event)", LSN_ARGS(m->wal_start),
-	          (long long)r->cur_xid, what);
+	          (long long)r->txn.xid, what);
 	snprintf(r->reason, sizeof(r->reason), "poison event at LSN " LSN_FMT
-	         " (xid %lld)", LSN_ARGS(m->wal_start), (long long)r->cur_xid);
+	         " (xid %lld)", LSN_ARGS(m->wal_start), (long long)r->txn.xid);
 	begin_stop(r, RELAY_EXIT_DATAERR);
 	return H_STOP;
 }
 
-static enum handled handle_event(struct relay *r, const struct repl_msg *m,
-                                 struct w2j_record *rec)
+/* An outbox event (event.h): produced, unless its transaction was acked
+ * in an earlier session. */
+static enum handled handle_event(struct relay *r, const struct ev_event *ev)
 {
-	struct route_headers h;
-	char err[512], msg[1024];
+	char err[512];
 	uint64_t token;
-	size_t bytes;
 
 	if (r->lt.cur_skip) {
 		r->n_skipped++; /* acked in an earlier session */
@@ -768,35 +767,28 @@ static enum handled handle_event(struct relay *r, const struct repl_msg *m,
 		r->iso_wait = true;
 		return H_BLOCKED;
 	}
-	if (route_topic(r->cfg->route_topic_replacement, rec->route.ptr,
-	                rec->route.len, r->topic, sizeof(r->topic), err,
-	                sizeof(err)) < 0) {
-		snprintf(msg, sizeof(msg), "event id %s: %s", rec->id.ptr, err);
-		return fail_stop(r, m, msg);
-	}
 	r->iso_wait = false;
-	route_headers(&h, rec, r->cur_commit_lsn);
-	bytes = rec->payload.len + rec->key.len;
-	token = lsn_event(&r->lt, bytes);
-	switch (pub_send(r->pub, r->topic, rec->key.ptr, rec->key.len,
-	                 rec->payload.ptr, rec->payload.len, &h, token, err,
+	token = lsn_event(&r->lt, ev->bytes);
+	switch (pub_send(r->pub, ev->topic, ev->key.ptr, ev->key.len,
+	                 ev->value.ptr, ev->value.len, &ev->headers, token, err,
 	                 sizeof(err))) {
 	case PUB_SENT:
 		r->n_received++;
 		r->win_events++;
-		r->win_bytes += bytes;
+		r->win_bytes += ev->bytes;
 		return H_OK;
 	case PUB_FULL:
-		lsn_event_undo(&r->lt, token, bytes);
+		lsn_event_undo(&r->lt, token, ev->bytes);
 		r->queue_full = true;
 		return H_BLOCKED;
 	case PUB_REJECTED:
-		lsn_event_undo(&r->lt, token, bytes);
-		snprintf(msg, sizeof(msg), "event id %s (topic %s, %zu bytes): Kafka "
-		         "refuses it: %s", rec->id.ptr, r->topic, rec->payload.len, err);
-		return fail_stop(r, m, msg);
+		lsn_event_undo(&r->lt, token, ev->bytes);
+		snprintf(r->err, sizeof(r->err), "event id %s (topic %s, %zu bytes): "
+		         "Kafka refuses it: %s", ev->id.ptr, ev->topic, ev->value.len,
+		         err);
+		return H_POISON;
 	case PUB_FATAL:
-		lsn_event_undo(&r->lt, token, bytes);
+		lsn_event_undo(&r->lt, token, ev->bytes);
 		log_error("kafka: produce failed: %s", err);
 		r->restart_pending = true;
 		r->restart_kafka = true;
@@ -807,9 +799,8 @@ static enum handled handle_event(struct relay *r, const struct repl_msg *m,
 
 static enum handled handle_msg(struct relay *r, const struct repl_msg *m)
 {
-	struct w2j_record rec;
+	struct ev_record er;
 	enum handled h = H_OK;
-	char err[1024];
 
 	if (m->wal_end > r->server_wal_end)
 		r->server_wal_end = m->wal_end;
@@ -825,66 +816,42 @@ static enum handled handle_msg(struct relay *r, const struct repl_msg *m)
 		return H_OK;
 	}
 	lsn_received(&r->lt, m->wal_start);
-	if (w2j_decode(m->data, m->len, &r->spec, &rec, err, sizeof(err)) < 0)
-		return fail_stop(r, m, err);
-	switch (rec.kind) {
-	case W2J_BEGIN:
-		r->cur_xid = rec.xid;
-		r->cur_commit_lsn = rec.nextlsn;
-		if (lsn_begin(&r->lt, rec.xid, rec.commit_ts_us, rec.nextlsn) ==
-		    LSN_REWOUND) {
+	ev_next(&r->ss, m->data, m->len, &r->txn, &er);
+	switch (er.kind) {
+	case EV_BEGIN:
+		if (lsn_begin(&r->lt, er.rec.xid, er.rec.commit_ts_us,
+		              er.rec.nextlsn) == LSN_REWOUND) {
 			rewound_stop(r);
 			h = H_STOP;
 		}
 		break;
-	case W2J_COMMIT:
-		lsn_commit(&r->lt, rec.nextlsn);
+	case EV_COMMIT:
+		lsn_commit(&r->lt, er.rec.nextlsn);
 		r->n_txns++;
 		break;
-	case W2J_EVENT:
-		if (!r->lt.in_txn) {
-			h = fail_stop(r, m, "insert record outside a transaction "
-			              "(is include-transaction off?)");
-			break;
-		}
-		h = handle_event(r, m, &rec);
+	case EV_EVENT:
+		h = handle_event(r, &er.ev);
+		if (h == H_POISON)
+			h = fail_stop(r, m, r->err);
 		break;
-	case W2J_MESSAGE:
-		if (!rec.transactional &&
-		    strcmp(rec.msg_prefix.ptr, r->cfg->heartbeat_prefix) == 0) {
-			/* Our heartbeat: its content is the wall clock when the
-			 * watchdog wrote it. Everything before it was sent, so with
-			 * nothing open or in flight its LSN is safe to confirm. */
-			int64_t sent = strtoll(rec.msg_content.ptr, NULL, 10);
-			if (sent > 0)
-				r->hb_rtt_us = now_wall_us() - sent;
-			r->hb_seen++;
-			if (!lsn_idle(&r->lt, rec.lsn)) {
-				rewound_stop(r);
-				h = H_STOP;
-			}
-		} else if (rec.transactional &&
-		           r->cfg->outbox_emit_prefix[0] != '\0' &&
-		           strcmp(rec.msg_prefix.ptr, r->cfg->outbox_emit_prefix) == 0) {
-			/* outbox_emit() (sql/emit.sql): an event without a row,
-			 * published exactly like one. */
-			if (!r->lt.in_txn) {
-				h = fail_stop(r, m, "outbox message outside a transaction "
-				              "(is include-transaction off?)");
-				break;
-			}
-			if (w2j_decode_emit(rec.msg_content.ptr, rec.msg_content.len,
-			                    &rec, err, sizeof(err)) < 0) {
-				h = fail_stop(r, m, err);
-				break;
-			}
-			h = handle_event(r, m, &rec);
+	case EV_HEARTBEAT:
+		/* Everything before it was sent, so with nothing open or in
+		 * flight its LSN is safe to confirm. */
+		if (er.heartbeat_sent_us > 0)
+			r->hb_rtt_us = now_wall_us() - er.heartbeat_sent_us;
+		r->hb_seen++;
+		if (!lsn_idle(&r->lt, er.rec.lsn)) {
+			rewound_stop(r);
+			h = H_STOP;
 		}
 		break;
-	case W2J_SKIP:
+	case EV_POISON:
+		h = fail_stop(r, m, er.reason);
+		break;
+	case EV_SKIP:
 		break;
 	}
-	w2j_record_clear(&rec);
+	ev_record_clear(&er);
 	return h;
 }
 
@@ -938,6 +905,7 @@ static void read_stream(struct relay *r)
 			r->have_pending = true;
 			return;
 		case H_STOP:
+		case H_POISON:
 			return;
 		}
 	}
@@ -1122,27 +1090,11 @@ int relay_run(const struct relay_config *cfg, int sigfd)
 	int code;
 
 	r->cfg = cfg;
-	r->spec = (struct w2j_spec){
-		.schema = cfg->outbox_schema,
-		.table = cfg->outbox_table,
-		.col_id = cfg->field_id,
-		.col_key = cfg->field_key,
-		.col_type = cfg->field_type,
-		.col_route = cfg->route_by_field,
-		.col_payload = cfg->field_payload,
-	};
-	/* wal2json drops every message whose prefix is not listed. */
-	r->msg_prefixes = xmalloc(strlen(cfg->heartbeat_prefix) +
-	                          strlen(cfg->outbox_emit_prefix) + 2);
-	strcpy(r->msg_prefixes, cfg->heartbeat_prefix);
-	if (cfg->outbox_emit_prefix[0] != '\0') {
-		strcat(r->msg_prefixes, ",");
-		strcat(r->msg_prefixes, cfg->outbox_emit_prefix);
-	}
+	ss_init(&r->ss, cfg);
+	ev_txn_reset(&r->txn);
 	lsn_init(&r->lt);
 	hist_reset(&r->lat);
 	r->state = ST_CONNECTING;
-	r->cur_xid = -1;
 	r->hb_rtt_us = -1;
 	if (getenv("RELAY_TEST_STALL_MS") != NULL)
 		r->stall_ms = strtoll(getenv("RELAY_TEST_STALL_MS"), NULL, 10);
@@ -1150,7 +1102,7 @@ int relay_run(const struct relay_config *cfg, int sigfd)
 	if (r->mon == NULL) {
 		log_error("%s", r->err);
 		lsn_free(&r->lt);
-		free(r->msg_prefixes);
+		ss_free(&r->ss);
 		free(r);
 		return RELAY_EXIT_UNAVAILABLE;
 	}
@@ -1312,7 +1264,7 @@ int relay_run(const struct relay_config *cfg, int sigfd)
 	         ru.ru_maxrss, (unsigned long long)unacked, r->exit_code);
 	code = r->exit_code;
 	lsn_free(&r->lt);
-	free(r->msg_prefixes);
+	ss_free(&r->ss);
 	free(r);
 	return code;
 }

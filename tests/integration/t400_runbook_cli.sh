@@ -620,7 +620,7 @@ expect_in m_check out "(m) the outbox_table item is ok" "ok    outbox_table: t40
 run m_noschema --config "$cfgE" --check --set outbox.table=t400_nope.*
 expect_exit m_noschema 78 "(m) --check with outbox.table = a missing schema.*"
 expect_in m_noschema out "(m) the fail item names the schema" \
-	"fail  outbox_table: outbox.table: schema t400_nope does not exist"
+	"fail  outbox_table: schema t400_nope does not exist"
 run m_nocol --config "$cfgE" --check --set outbox.table=t400_part_bad.*
 expect_exit m_nocol 78 "(m) --check with a schema.* table that lacks a column"
 expect_in m_nocol out "(m) the fail item names the table and the column" \

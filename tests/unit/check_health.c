@@ -35,7 +35,7 @@ static void base(struct slot_figures *sf, struct relay_figures *rf,
 	sf->restart_lsn = 0x16B2000000ull;
 	sf->confirmed_flush_lsn = 0x16B3000000ull;
 	sf->current_lsn = 0x16B374D848ull;
-	snprintf(sf->wal_status, sizeof(sf->wal_status), "reserved");
+	sf->wal_status = WAL_STATUS_RESERVED;
 	sf->safe_wal_size = -1;
 	sf->max_slot_wal_keep_size = -1;
 	sf->retained_bytes = 32 * MiB;
@@ -243,15 +243,15 @@ END_TEST
 
 START_TEST(test_wal_status)
 {
-	snprintf(sf.wal_status, sizeof(sf.wal_status), "reserved");
+	sf.wal_status = WAL_STATUS_RESERVED;
 	eval(0);
 	ck_state(HEALTH_OK, "");
 
-	snprintf(sf.wal_status, sizeof(sf.wal_status), "extended");
+	sf.wal_status = WAL_STATUS_EXTENDED;
 	eval(0);
 	ck_state(HEALTH_WARN, "wal_status extended: retained WAL past max_wal_size");
 
-	snprintf(sf.wal_status, sizeof(sf.wal_status), "unreserved");
+	sf.wal_status = WAL_STATUS_UNRESERVED;
 	sf.max_slot_wal_keep_size = 2 * GiB;
 	sf.safe_wal_size = -4096;
 	eval(0);
@@ -259,7 +259,7 @@ START_TEST(test_wal_status)
 	         "wal_status unreserved: retained WAL past max_slot_wal_keep_size "
 	         "2.0 GiB, removed at the next checkpoint");
 
-	snprintf(sf.wal_status, sizeof(sf.wal_status), "lost");
+	sf.wal_status = WAL_STATUS_LOST;
 	sf.safe_wal_size = -1;
 	sf.retained_bytes = -1;
 	eval(0);
@@ -268,7 +268,7 @@ START_TEST(test_wal_status)
 	         "recreated and the outbox re-published: see runbook");
 
 	/* Not sampled yet (pre-PG13 or empty): no rule. */
-	sf.wal_status[0] = '\0';
+	sf.wal_status = WAL_STATUS_UNKNOWN;
 	eval(0);
 	ck_state(HEALTH_OK, "");
 }
@@ -278,7 +278,7 @@ START_TEST(test_slot_missing)
 {
 	sf.slot_exists = false;
 	sf.retained_bytes = 100 * GiB; /* meaningless without a slot */
-	snprintf(sf.wal_status, sizeof(sf.wal_status), "lost");
+	sf.wal_status = WAL_STATUS_LOST;
 	eval(1e6);
 	ck_state(HEALTH_FATAL, "slot does not exist");
 	ck_assert_double_eq(ev.eta_seconds, -1);
@@ -329,7 +329,7 @@ START_TEST(test_worst_wins_and_order)
 	ck_state(HEALTH_CRITICAL, "retained WAL 5.0 GiB >= critical 4.0 GiB; "
 	                          "outbox lag 70 s >= warn 60 s");
 
-	snprintf(sf.wal_status, sizeof(sf.wal_status), "lost");  /* fatal */
+	sf.wal_status = WAL_STATUS_LOST;  /* fatal */
 	eval(0);
 	ck_state(HEALTH_FATAL,
 	         "slot lost: WAL removed; the relay stops, the slot must be "
@@ -380,7 +380,7 @@ START_TEST(test_reasons_truncated)
 
 	snprintf(rf.state, sizeof(rf.state), "fail-stopped");
 	memset(rf.reason, 'x', sizeof(rf.reason)); /* no NUL at all */
-	snprintf(sf.wal_status, sizeof(sf.wal_status), "lost");
+	sf.wal_status = WAL_STATUS_LOST;
 	sf.retained_bytes = 5 * GiB;
 	sf.confirmed_lag_bytes = 5 * GiB;
 	rf.inflight_events = 1;
@@ -772,7 +772,7 @@ START_TEST(test_slot_json_optional_values)
 	s.slot.active_pid = 0;
 	s.slot.max_slot_wal_keep_size = 4 * GiB;
 	s.slot.safe_wal_size = -123; /* negative, not unknown */
-	snprintf(s.slot.wal_status, sizeof(s.slot.wal_status), "unreserved");
+	s.slot.wal_status = WAL_STATUS_UNRESERVED;
 	s.slot.oldest_xact_pid = 777;
 	s.slot.oldest_xact_age = 123456;
 	s.slot.oldest_xact_seconds = 42.25;
@@ -1367,7 +1367,7 @@ START_TEST(test_metrics_values)
 	s.slot.retained_bytes = 5 * GiB;
 	s.slot.max_slot_wal_keep_size = 8 * GiB;
 	s.slot.safe_wal_size = 3 * GiB;
-	snprintf(s.slot.wal_status, sizeof(s.slot.wal_status), "extended");
+	s.slot.wal_status = WAL_STATUS_EXTENDED;
 	s.slot.oldest_xact_pid = 99;
 	s.slot.oldest_xact_seconds = 12.5;
 	s.relay.inflight_events = 7;

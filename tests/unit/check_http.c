@@ -226,7 +226,7 @@ static void snap_init(struct health_snapshot *s, enum health_state st)
 	s->slot.restart_lsn = 0x16B3000000ULL;
 	s->slot.confirmed_flush_lsn = 0x16B374D848ULL;
 	s->slot.current_lsn = 0x16C0000000ULL;
-	snprintf(s->slot.wal_status, sizeof(s->slot.wal_status), "%s", wal[st]);
+	s->slot.wal_status = wal_status_parse(wal[st]);
 	s->slot.safe_wal_size = 1 << 30;
 	s->slot.max_slot_wal_keep_size = -1;
 	s->slot.retained_bytes = 1234567;

@@ -21,6 +21,8 @@ Suite *alert_suite(void);
 Suite *emit_suite(void);
 Suite *json_check_suite(void);
 Suite *ledger_suite(void);
+Suite *event_suite(void);
+Suite *slot_suite(void);
 
 int main(void)
 {
@@ -39,6 +41,8 @@ int main(void)
 	srunner_add_suite(sr, emit_suite());
 	srunner_add_suite(sr, json_check_suite());
 	srunner_add_suite(sr, ledger_suite());
+	srunner_add_suite(sr, event_suite());
+	srunner_add_suite(sr, slot_suite());
 
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);

@@ -127,7 +127,6 @@ struct relay {
 	int64_t replay_count;           /* failures in a row */
 	char replay_err[256];           /* the last one */
 
-	char topic[256];
 	char err[2048];
 
 	/* Health figures (see monitor.h). */

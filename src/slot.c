@@ -527,30 +527,47 @@ int slot_sample(PGconn *conn, const char *name, int64_t deadline_us,
 	memset(f, 0, sizeof(*f));
 	f->valid = true;
 	f->sampled_at_us = now_wall_us();
+	/* Each value is copied to its member by memcpy: the column table
+	 * holds offsets, and a typed store through a char pointer is what
+	 * alias analysis (and cppcheck) rightly distrusts. */
 	for (size_t i = 0; i < NSAMPLE; i++) {
 		char *p = (char *)f + sample_cols[i].off;
 		int c = (int)i;
+		bool b;
+		int n;
+		int64_t v;
+		uint64_t lsn;
+		enum wal_status w;
+		double d;
+
 		switch (sample_cols[i].type) {
 		case COL_BOOL:
-			*(bool *)p = pgu_bool(res, 0, c);
+			b = pgu_bool(res, 0, c);
+			memcpy(p, &b, sizeof(b));
 			break;
 		case COL_INT:
-			*(int *)p = (int)pgu_i64(res, 0, c);
+			n = (int)pgu_i64(res, 0, c);
+			memcpy(p, &n, sizeof(n));
 			break;
 		case COL_I64:
-			*(int64_t *)p = pgu_i64(res, 0, c);
+			v = pgu_i64(res, 0, c);
+			memcpy(p, &v, sizeof(v));
 			break;
 		case COL_I64_NULL:
-			*(int64_t *)p = PQgetisnull(res, 0, c) ? -1 : pgu_i64(res, 0, c);
+			v = PQgetisnull(res, 0, c) ? -1 : pgu_i64(res, 0, c);
+			memcpy(p, &v, sizeof(v));
 			break;
 		case COL_LSN:
-			*(uint64_t *)p = pgu_lsn(res, 0, c);
+			lsn = pgu_lsn(res, 0, c);
+			memcpy(p, &lsn, sizeof(lsn));
 			break;
 		case COL_WAL:
-			*(enum wal_status *)p = wal_status_parse(PQgetvalue(res, 0, c));
+			w = wal_status_parse(PQgetvalue(res, 0, c));
+			memcpy(p, &w, sizeof(w));
 			break;
 		case COL_DOUBLE:
-			*(double *)p = strtod(PQgetvalue(res, 0, c), NULL);
+			d = strtod(PQgetvalue(res, 0, c), NULL);
+			memcpy(p, &d, sizeof(d));
 			break;
 		}
 	}

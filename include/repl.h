@@ -94,6 +94,18 @@ bool repl_wants_write(struct repl_stream *rs);
 /* Flushes queued output. Returns 0 or -1 (err filled). */
 int repl_flush(struct repl_stream *rs, char *err, size_t errlen) RELAY_MUSTCHECK;
 
+/* Read-only views of a started stream, for the relay: it reads the
+ * stream through these, never its fields (make boundaries). */
+const char *repl_system_id(const struct repl_stream *rs); /* IDENTIFY_SYSTEM */
+int repl_timeline(const struct repl_stream *rs);
+uint64_t repl_wal_end(const struct repl_stream *rs);   /* its xlogpos */
+const struct slot_row *repl_slot(const struct repl_stream *rs); /* as read
+                                                         * at the start */
+bool repl_in_copy(const struct repl_stream *rs);       /* streaming */
+bool repl_connect_failed(const struct repl_stream *rs); /* never connected */
+enum repl_err repl_stream_err(const struct repl_stream *rs); /* class of the
+                                                  * last repl_read() failure */
+
 /* Ends the stream politely (CopyDone) and closes the connection. */
 void repl_close(struct repl_stream *rs);
 

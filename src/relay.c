@@ -319,14 +319,14 @@ static uint64_t confirm_target(const struct relay *r)
 	if (t > r->server_wal_end)
 		t = r->server_wal_end;
 	if (r->ledger_key[0] != '\0' &&
-	    t > (r->ledger_verified ? r->ledger_lsn : r->lt.confirmed))
-		t = r->ledger_verified ? r->ledger_lsn : r->lt.confirmed;
+	    t > (r->ledger_verified ? r->ledger_lsn : lsn_confirmed(&r->lt)))
+		t = r->ledger_verified ? r->ledger_lsn : lsn_confirmed(&r->lt);
 	return t;
 }
 
 static bool confirm_due(const struct relay *r)
 {
-	return confirm_target(r) > r->lt.confirmed;
+	return confirm_target(r) > lsn_confirmed(&r->lt);
 }
 
 /* The ledger is behind the watermark: a record is due. */
@@ -338,7 +338,7 @@ static bool ledger_due(const struct relay *r)
 		w = r->server_wal_end;
 	return r->ledger_key[0] != '\0' && r->ledger_verified && r->pub != NULL &&
 	       r->have_rs && r->ledger_sending == 0 && w > r->ledger_lsn &&
-	       w > r->lt.confirmed;
+	       w > lsn_confirmed(&r->lt);
 }
 
 /* Records the watermark in the slot ledger, through the relay's own
@@ -350,8 +350,9 @@ static void ledger_record(struct relay *r, int64_t now)
 
 	if (w > r->server_wal_end)
 		w = r->server_wal_end;
-	value = ledger_value(r->rs.system_id, r->rs.slot.database,
-	                     r->cfg->slot_name, w, "relay");
+	value = ledger_value(repl_system_id(&r->rs),
+	                     repl_slot(&r->rs)->database, r->cfg->slot_name, w,
+	                     "relay");
 	switch (pub_send(r->pub, r->cfg->slot_ledger_topic, r->ledger_key,
 	                 strlen(r->ledger_key), value, strlen(value), NULL,
 	                 LEDGER_TOKEN, err, sizeof(err))) {
@@ -381,10 +382,11 @@ static void send_status(struct relay *r, bool force_log)
 static void send_status_req(struct relay *r, bool force_log, bool ping)
 {
 	uint64_t flush = lsn_confirmable(&r->lt);
+	uint64_t confirmed = lsn_confirmed(&r->lt); /* the last one sent */
 	uint64_t recv;
 	char err[512];
 
-	if (!r->have_rs || !r->rs.in_copy)
+	if (!r->have_rs || !repl_in_copy(&r->rs))
 		return;
 	/* Every LSN the tracker can hold came from this server's stream, so
 	 * this never bites; it is the last line against confirming WAL the
@@ -398,17 +400,19 @@ static void send_status_req(struct relay *r, bool force_log, bool ping)
 	/* Nothing past what the slot ledger holds: a slot moved past it is
 	 * refused at the next start (a recreated slot). */
 	if (r->ledger_key[0] != '\0' &&
-	    flush > (r->ledger_verified ? r->ledger_lsn : r->lt.confirmed))
-		flush = r->ledger_verified ? r->ledger_lsn : r->lt.confirmed;
-	if (flush < r->lt.confirmed)
-		flush = r->lt.confirmed;
-	recv = r->lt.received_lsn > flush ? r->lt.received_lsn : flush;
+	    flush > (r->ledger_verified ? r->ledger_lsn : confirmed))
+		flush = r->ledger_verified ? r->ledger_lsn : confirmed;
+	if (flush < confirmed)
+		flush = confirmed;
+	recv = lsn_received_max(&r->lt);
+	if (recv < flush)
+		recv = flush;
 	if (repl_send_status(&r->rs, recv, flush, ping, err, sizeof(err)) < 0) {
 		log_warn("%s", err);
 		r->restart_pending = true;
 		return;
 	}
-	if (flush != r->lt.confirmed || force_log) {
+	if (flush != confirmed || force_log) {
 		log_debug("confirmed flush LSN " LSN_FMT, LSN_ARGS(flush));
 		r->last_confirm_wall_us = now_wall_us();
 	}
@@ -431,9 +435,10 @@ static void log_stats(struct relay *r, const char *prefix)
 	         (unsigned long long)r->n_txns,
 	         (unsigned long long)r->n_reconnects,
 	         (unsigned long long)r->win_events, (unsigned long long)r->win_bytes,
-	         (unsigned long long)r->lt.held_events,
+	         (unsigned long long)lsn_held_events(&r->lt),
 	         (unsigned long long)r->n_status,
-	         LSN_ARGS(r->lt.received_lsn), LSN_ARGS(r->lt.confirmed),
+	         LSN_ARGS(lsn_received_max(&r->lt)),
+	         LSN_ARGS(lsn_confirmed(&r->lt)),
 	         hist_percentile(&r->lat, 0.50) / 1000.0,
 	         hist_percentile(&r->lat, 0.99) / 1000.0, r->lat.max_us / 1000.0);
 }
@@ -523,7 +528,8 @@ static void restart(struct relay *r)
 	snprintf(r->reason, sizeof(r->reason), "session ended; replaying from "
 	         "the slot after a backoff");
 	log_warn("replaying from slot \"%s\" in %lld ms (confirmed " LSN_FMT ")",
-	         r->cfg->slot_name, (long long)(d / 1000), LSN_ARGS(r->lt.confirmed));
+	         r->cfg->slot_name, (long long)(d / 1000),
+	         LSN_ARGS(lsn_confirmed(&r->lt)));
 }
 
 static void begin_stop(struct relay *r, int code)
@@ -544,7 +550,8 @@ static void rewound_stop(struct relay *r)
 	          "confirmed. Reconcile what consumers did with those events, "
 	          "then start the relay again: a new process streams from the "
 	          "slot as this database has it (runbook: the database went "
-	          "back in time)", r->lt.rewound, LSN_ARGS(r->lt.confirmed));
+	          "back in time)", lsn_rewound_reason(&r->lt),
+	          LSN_ARGS(lsn_confirmed(&r->lt)));
 	snprintf(r->reason, sizeof(r->reason), "the database went back in time "
 	         "(see the log)");
 	begin_stop(r, RELAY_EXIT_UNAVAILABLE);
@@ -560,7 +567,7 @@ static void permanent_error(struct relay *r, enum repl_err rc, const char *err)
 	           : rc == REPL_ERR_CONFIG ? RELAY_EXIT_CONFIG
 	                                   : RELAY_EXIT_UNAVAILABLE;
 
-	if (r->rs.connect_failed && r->ever_streamed &&
+	if (repl_connect_failed(&r->rs) && r->ever_streamed &&
 	    ++r->perm_failures < r->cfg->pg_permanent_error_retries) {
 		int64_t d = backoff_us(r);
 		log_warn("%s; attempt %lld of %lld, retrying in %lld ms", err,
@@ -608,8 +615,8 @@ static bool ledger_verify(struct relay *r, int64_t now)
 	if (r->ledger_retry_us != 0)
 		log_info("slot ledger: read again");
 	r->ledger_retry_us = 0;
-	if (ledger_check(&e, r->cfg->slot_name, r->rs.slot.confirmed_lsn, err,
-	                 sizeof(err)) < 0) {
+	if (ledger_check(&e, r->cfg->slot_name, repl_slot(&r->rs)->confirmed_lsn,
+	                 err, sizeof(err)) < 0) {
 		log_error("%s", err);
 		snprintf(r->reason, sizeof(r->reason), "the slot was moved without "
 		         "the relay (see the log)");
@@ -637,8 +644,9 @@ static bool ledger_session_start(struct relay *r)
 	r->ledger_retry_us = 0;
 	if (r->cfg->slot_ledger_topic[0] == '\0')
 		return true;
-	if (ledger_key(r->rs.system_id, r->rs.slot.database, r->cfg->slot_name,
-	               r->ledger_key, sizeof(r->ledger_key)) < 0) {
+	if (ledger_key(repl_system_id(&r->rs), repl_slot(&r->rs)->database,
+	               r->cfg->slot_name, r->ledger_key,
+	               sizeof(r->ledger_key)) < 0) {
 		log_error("slot ledger: key for slot \"%s\" too long",
 		          r->cfg->slot_name);
 		begin_stop(r, RELAY_EXIT_CONFIG);
@@ -673,27 +681,29 @@ static void try_connect(struct relay *r)
 		r->session_start_us = now_mono_us();
 		r->last_rx_us = r->session_start_us;
 		r->pinged = false;
-		r->server_wal_end = r->rs.system_lsn;
+		r->server_wal_end = repl_wal_end(&r->rs);
 		resume = lsn_resume(&r->lt, &(struct lsn_server){
-			.system_id = r->rs.system_id,
-			.timeline = r->rs.timeline,
-			.wal_end = r->rs.system_lsn,
-			.slot_lsn = r->rs.slot.confirmed_lsn,
+			.system_id = repl_system_id(&r->rs),
+			.timeline = repl_timeline(&r->rs),
+			.wal_end = repl_wal_end(&r->rs),
+			.slot_lsn = repl_slot(&r->rs)->confirmed_lsn,
 		});
 		log_info("streaming from slot \"%s\" (system %s, timeline %d): "
 		         "confirmed_flush_lsn " LSN_FMT ", restart_lsn " LSN_FMT
 		         ", server WAL at " LSN_FMT "%s", r->cfg->slot_name,
-		         r->rs.system_id, r->rs.timeline,
-		         LSN_ARGS(r->rs.slot.confirmed_lsn),
-		         LSN_ARGS(r->rs.slot.restart_lsn), LSN_ARGS(r->rs.system_lsn),
+		         repl_system_id(&r->rs), repl_timeline(&r->rs),
+		         LSN_ARGS(repl_slot(&r->rs)->confirmed_lsn),
+		         LSN_ARGS(repl_slot(&r->rs)->restart_lsn),
+		         LSN_ARGS(repl_wal_end(&r->rs)),
 		         resume == LSN_RESUME_VERIFY
 		             ? "; transactions already published are skipped" : "");
 		if (resume == LSN_RESUME_VERIFY)
 			log_info("the slot is behind what this process published (up "
 			         "to commit " LSN_FMT ", xid %lld): replaying from the "
 			         "slot without publishing again, once that commit is "
-			         "seen unchanged", LSN_ARGS(r->lt.verify.end_lsn),
-			         (long long)r->lt.verify.xid);
+			         "seen unchanged",
+			         LSN_ARGS(lsn_verifying(&r->lt)->end_lsn),
+			         (long long)lsn_verifying(&r->lt)->xid);
 		if (resume == LSN_RESUME_REWOUND) {
 			rewound_stop(r);
 			return;
@@ -710,7 +720,7 @@ static void try_connect(struct relay *r)
 			         (long long)r->cfg->standby_retry_ms);
 		r->state = ST_STANDBY;
 		snprintf(r->reason, sizeof(r->reason), "slot active for PID %d "
-		         "(standby)", r->rs.slot.active_pid);
+		         "(standby)", repl_slot(&r->rs)->active_pid);
 		r->retry_at_us = now_mono_us() + r->cfg->standby_retry_ms * 1000;
 		return;
 	case REPL_ERR_TRANSIENT: {
@@ -754,7 +764,7 @@ static enum handled handle_event(struct relay *r, const struct ev_event *ev)
 	char err[512];
 	uint64_t token;
 
-	if (r->lt.cur_skip) {
+	if (lsn_skipping(&r->lt)) {
 		r->n_skipped++; /* acked in an earlier session */
 		return H_OK;
 	}
@@ -762,7 +772,7 @@ static enum handled handle_event(struct relay *r, const struct ev_event *ev)
 	 * session's start until the watermark is past the batch: the
 	 * previous event must be acked (or have failed) first, so a refusal
 	 * names its record and nothing after it is published meanwhile. */
-	if (r->iso_to != 0 && r->lt.inflight > 0) {
+	if (r->iso_to != 0 && lsn_inflight(&r->lt) > 0) {
 		r->iso_wait = true;
 		return H_BLOCKED;
 	}
@@ -865,7 +875,7 @@ static bool reading_allowed(const struct relay *r)
 
 	return r->state == ST_STREAMING && r->have_rs && !r->stopping &&
 	       !r->restart_pending && !r->queue_full &&
-	       !(r->iso_wait && r->lt.inflight > 0) &&
+	       !(r->iso_wait && lsn_inflight(&r->lt) > 0) &&
 	       r->win_events < max_ev && r->win_bytes < max_b &&
 	       lsn_window_events(&r->lt) < max_ev;
 }
@@ -885,8 +895,8 @@ static void read_stream(struct relay *r)
 			if (rc == 0)
 				return;
 			if (rc < 0) {
-				if (r->rs.stream_err == REPL_ERR_FATAL ||
-				    r->rs.stream_err == REPL_ERR_CONFIG) {
+				if (repl_stream_err(&r->rs) == REPL_ERR_FATAL ||
+				    repl_stream_err(&r->rs) == REPL_ERR_CONFIG) {
 					log_error("%s", err);
 					begin_stop(r, RELAY_EXIT_UNAVAILABLE);
 				} else {
@@ -987,11 +997,12 @@ static bool drained(struct relay *r, int64_t now)
 	/* Acked, and recorded in the ledger so the final update confirms it. */
 	bool ledger_behind = ledger_due(r) || r->ledger_sending != 0;
 
-	if (r->pub == NULL || (r->lt.inflight == 0 && !ledger_behind))
+	if (r->pub == NULL || (lsn_inflight(&r->lt) == 0 && !ledger_behind))
 		return true;
 	if (now >= r->drain_deadline_us) {
 		log_warn("shutdown timeout: %llu events not acked; the slot replays "
-		         "them on the next start", (unsigned long long)r->lt.inflight);
+		         "them on the next start",
+		         (unsigned long long)lsn_inflight(&r->lt));
 		return true;
 	}
 	return false;
@@ -1037,9 +1048,9 @@ static void fill_figures(struct relay *r, struct relay_figures *f)
 	f->pg_rx_age_us = r->have_rs ? now_mono_us() - r->last_rx_us : -1;
 	f->pg_stale = r->have_rs &&
 	              f->pg_rx_age_us > r->cfg->pg_receive_timeout_ms * 1000 / 2;
-	f->received_lsn = r->lt.received_lsn;
+	f->received_lsn = lsn_received_max(&r->lt);
 	f->confirmable_lsn = lsn_confirmable(&r->lt);
-	f->confirmed_lsn = r->lt.confirmed;
+	f->confirmed_lsn = lsn_confirmed(&r->lt);
 	f->events_received = r->n_received;
 	f->events_published = r->n_acked;
 	f->events_failed = r->n_failed;
@@ -1229,12 +1240,12 @@ int relay_run(const struct relay_config *cfg, int sigfd)
 		}
 		/* The transactions that failed in Kafka are confirmed now: the
 		 * backstop starts over, and the one-at-a-time replay ends. */
-		if (r->replay_count > 0 && r->lt.confirmed >= r->replay_lsn &&
-		    !r->restart_pending) {
+		if (r->replay_count > 0 &&
+		    lsn_confirmed(&r->lt) >= r->replay_lsn && !r->restart_pending) {
 			r->replay_count = 0;
 			r->replay_err[0] = '\0';
 		}
-		if (r->iso_to != 0 && r->lt.confirmed >= r->iso_to &&
+		if (r->iso_to != 0 && lsn_confirmed(&r->lt) >= r->iso_to &&
 		    !r->restart_pending) {
 			log_info("kafka: the events of commits " LSN_FMT " to " LSN_FMT
 			         " were all published one at a time: the broker refused "

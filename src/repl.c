@@ -356,3 +356,38 @@ void repl_close(struct repl_stream *rs)
 	rs->conn = NULL;
 	rs->in_copy = false;
 }
+
+const char *repl_system_id(const struct repl_stream *rs)
+{
+	return rs->system_id;
+}
+
+int repl_timeline(const struct repl_stream *rs)
+{
+	return rs->timeline;
+}
+
+uint64_t repl_wal_end(const struct repl_stream *rs)
+{
+	return rs->system_lsn;
+}
+
+const struct slot_row *repl_slot(const struct repl_stream *rs)
+{
+	return &rs->slot;
+}
+
+bool repl_in_copy(const struct repl_stream *rs)
+{
+	return rs->in_copy;
+}
+
+bool repl_connect_failed(const struct repl_stream *rs)
+{
+	return rs->connect_failed;
+}
+
+enum repl_err repl_stream_err(const struct repl_stream *rs)
+{
+	return rs->stream_err;
+}

@@ -50,5 +50,12 @@ rule "wal2json options come from stream_spec.c" \
 	"$(grep -rnE '"(include-xids|add-msg-prefixes|format-version)"' src |
 		grep -v '^src/stream_spec\.c:')"
 
+# 5. relay.c reads the LSN tracker and the replication stream through
+#    their functions (lsn_tracker.h, repl.h), not their fields: the loop
+#    then cannot come to depend on how either keeps its books.
+rule "relay.c reads the tracker and the stream through their functions" \
+	"$(grep -nE '(r->|\b)(lt|rs)(\.|->)[a-z_]' src/relay.c |
+		grep -vE '^[0-9]+:[[:space:]]*(/?\*)')"
+
 echo "$pass passed, $fail failed"
 ((fail == 0))

@@ -60,10 +60,26 @@ struct slot_figures {
 	double oldest_xact_seconds; /* now() - xact_start */
 };
 
+/* What the relay loop is doing: the one list /readyz, /slot, /metrics
+ * and --slot-status judge it by. */
+enum relay_phase {
+	RELAY_PHASE_NOT_RUNNING = 0, /* no relay in this process (--slot-status) */
+	RELAY_PHASE_CONNECTING,
+	RELAY_PHASE_BACKOFF,
+	RELAY_PHASE_STANDBY,        /* another process holds the slot */
+	RELAY_PHASE_STREAMING,
+	RELAY_PHASE_STOPPING,
+	RELAY_PHASE_FAIL_STOPPED,   /* stopping on a poison event: exit 65 */
+};
+
+/* "not running", "connecting", ..., "fail-stopped" ("?" out of range),
+ * and back (RELAY_PHASE_NOT_RUNNING for an unknown name). */
+const char *relay_phase_name(enum relay_phase p);
+enum relay_phase relay_phase_parse(const char *s);
+
 /* What the relay loop knows about itself. */
 struct relay_figures {
-	char state[24];             /* connecting, backoff, standby, streaming,
-	                             * stopping, fail-stopped */
+	enum relay_phase state;
 	char reason[256];           /* why not streaming; "" when streaming */
 	bool kafka_up;
 	int64_t kafka_contact_age_us; /* since the last answer of a broker

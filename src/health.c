@@ -15,6 +15,32 @@
 
 #include "health.h"
 
+static const char *const phase_names[] = {
+	[RELAY_PHASE_NOT_RUNNING] = "not running",
+	[RELAY_PHASE_CONNECTING] = "connecting",
+	[RELAY_PHASE_BACKOFF] = "backoff",
+	[RELAY_PHASE_STANDBY] = "standby",
+	[RELAY_PHASE_STREAMING] = "streaming",
+	[RELAY_PHASE_STOPPING] = "stopping",
+	[RELAY_PHASE_FAIL_STOPPED] = "fail-stopped",
+};
+#define NPHASES (sizeof(phase_names) / sizeof(phase_names[0]))
+
+const char *relay_phase_name(enum relay_phase p)
+{
+	/* A snapshot is copied between threads as bytes: never index past
+	 * the table whatever it holds. */
+	return (size_t)p < NPHASES ? phase_names[p] : "?";
+}
+
+enum relay_phase relay_phase_parse(const char *s)
+{
+	for (size_t i = 0; i < NPHASES; i++)
+		if (strcmp(s, phase_names[i]) == 0)
+			return (enum relay_phase)i;
+	return RELAY_PHASE_NOT_RUNNING;
+}
+
 const char *health_state_name(enum health_state s)
 {
 	switch (s) {
@@ -316,7 +342,7 @@ void health_evaluate(const struct slot_figures *sf,
                      struct health_eval *out)
 {
 	struct rules rs;
-	char state[sizeof(rf->state) + 1], reason[sizeof(rf->reason) + 1];
+	char reason[sizeof(rf->reason) + 1];
 
 	memset(&rs, 0, sizeof(rs));
 	memset(out, 0, sizeof(*out));
@@ -324,8 +350,7 @@ void health_evaluate(const struct slot_figures *sf,
 	                                  ? growth_bytes_per_s : 0;
 	out->eta_seconds = -1;
 
-	fixed_str(state, sizeof(state), rf->state, sizeof(rf->state));
-	if (strcmp(state, "fail-stopped") == 0) {
+	if (rf->state == RELAY_PHASE_FAIL_STOPPED) {
 		fixed_str(reason, sizeof(reason), rf->reason, sizeof(rf->reason));
 		/* Keep "; " the reasons' separator (/slot splits on it). */
 		for (char *c = reason; *c != '\0'; c++)
@@ -551,7 +576,7 @@ static json_t *relay_json(const struct relay_figures *rf)
 	json_t *o = json_object(), *lat = json_object();
 	const struct hist *h = &rf->latency;
 
-	json_object_set_new(o, "state", j_str_fixed(rf->state, sizeof(rf->state)));
+	json_object_set_new(o, "state", json_string(relay_phase_name(rf->state)));
 	json_object_set_new(o, "reason",
 	                    j_str_fixed(rf->reason, sizeof(rf->reason)));
 	json_object_set_new(o, "kafka_up", json_boolean(rf->kafka_up));
@@ -926,27 +951,26 @@ static const struct {
  * exactly one of them 1. */
 static void relay_state_set(struct mbuf *b, const struct relay_figures *rf)
 {
-	static const struct {
-		const char *state, *from[3];
-	} states[] = {
-		{ "streaming", { "streaming" } },
-		{ "standby", { "standby" } },
-		{ "backoff", { "backoff", "connecting" } },
-		{ "stopped", { "stopping", "fail-stopped" } },
+	static const char *const series[] = { "streaming", "standby", "backoff",
+		                              "stopped" };
+	/* The series each phase sets; -1 none (no relay in this process). */
+	static const int of_phase[NPHASES] = {
+		[RELAY_PHASE_NOT_RUNNING] = -1,
+		[RELAY_PHASE_CONNECTING] = 2,
+		[RELAY_PHASE_BACKOFF] = 2,
+		[RELAY_PHASE_STANDBY] = 1,
+		[RELAY_PHASE_STREAMING] = 0,
+		[RELAY_PHASE_STOPPING] = 3,
+		[RELAY_PHASE_FAIL_STOPPED] = 3,
 	};
-	char st[sizeof(rf->state) + 1];
+	int on = (size_t)rf->state < NPHASES ? of_phase[rf->state] : -1;
 
-	fixed_str(st, sizeof(st), rf->state, sizeof(rf->state));
 	family(b, "state", "gauge",
 	       "The relay's state, one series per state (a state set): "
 	       "streaming, standby (another process holds the slot), backoff "
 	       "(connecting or waiting to), stopped (stopping or fail-stopped).");
-	for (size_t i = 0; i < sizeof(states) / sizeof(states[0]); i++) {
-		bool on = false;
-		for (size_t k = 0; k < 3 && states[i].from[k] != NULL; k++)
-			on = on || strcmp(st, states[i].from[k]) == 0;
-		mb_printf(b, PFX "state{state=\"%s\"} %d\n", states[i].state, on);
-	}
+	for (int i = 0; i < (int)(sizeof(series) / sizeof(series[0])); i++)
+		mb_printf(b, PFX "state{state=\"%s\"} %d\n", series[i], i == on);
 }
 
 char *health_render_metrics(const struct health_snapshot *s)

@@ -153,7 +153,6 @@ static struct health_snapshot *snapshot_copy(struct http_server *h)
 	pthread_mutex_unlock(&h->lock);
 	/* Strings rendered below must end inside their arrays whatever the
 	 * publisher wrote. */
-	s->relay.state[sizeof(s->relay.state) - 1] = '\0';
 	s->relay.reason[sizeof(s->relay.reason) - 1] = '\0';
 	s->eval.reasons[sizeof(s->eval.reasons) - 1] = '\0';
 	return s;
@@ -191,15 +190,15 @@ static void route_readyz(struct http_server *h, struct MHD_Connection *c,
 		reply_text(r, MHD_HTTP_SERVICE_UNAVAILABLE, "no snapshot yet\n");
 		return;
 	}
-	one_line(s->relay.state);
 	one_line(s->relay.reason);
 	one_line(s->eval.reasons);
-	if (strcmp(s->relay.state, "fail-stopped") == 0)
+	if (s->relay.state == RELAY_PHASE_FAIL_STOPPED)
 		reply_text(r, MHD_HTTP_SERVICE_UNAVAILABLE, "fail-stopped: %s\n",
 		           s->relay.reason);
-	else if (strcmp(s->relay.state, "streaming") != 0)
+	else if (s->relay.state != RELAY_PHASE_STREAMING)
 		reply_text(r, MHD_HTTP_SERVICE_UNAVAILABLE, "not streaming: %s%s%s\n",
-		           s->relay.state, s->relay.reason[0] ? ": " : "",
+		           relay_phase_name(s->relay.state),
+		           s->relay.reason[0] ? ": " : "",
 		           s->relay.reason);
 	else if (s->relay.pg_stale)
 		reply_text(r, MHD_HTTP_SERVICE_UNAVAILABLE, "no message from "

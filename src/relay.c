@@ -40,8 +40,13 @@ enum relay_state {
 	ST_STREAMING,
 };
 
-static const char *const state_names[] = { "connecting", "backoff", "standby",
-	                                       "streaming" };
+/* How /readyz, /slot and /metrics name each (health.h). */
+static const enum relay_phase state_phase[] = {
+	[ST_CONNECTING] = RELAY_PHASE_CONNECTING,
+	[ST_BACKOFF] = RELAY_PHASE_BACKOFF,
+	[ST_STANDBY] = RELAY_PHASE_STANDBY,
+	[ST_STREAMING] = RELAY_PHASE_STREAMING,
+};
 
 /* What became of a frame: handled, to be tried again (the window or
  * librdkafka's queue is full), or the end of reading (a stop, a
@@ -429,7 +434,8 @@ static void log_stats(struct relay *r, const char *prefix)
 	         "inflight_bytes=%llu held=%llu status_updates=%llu "
 	         "received_lsn=" LSN_FMT " confirmed_lsn=" LSN_FMT
 	         " latency_p50_ms=%.1f latency_p99_ms=%.1f latency_max_ms=%.1f",
-	         prefix, state_names[r->state], (unsigned long long)r->n_received,
+	         prefix, relay_phase_name(state_phase[r->state]),
+	         (unsigned long long)r->n_received,
 	         (unsigned long long)r->n_acked, (unsigned long long)r->n_failed,
 	         (unsigned long long)r->n_stale, (unsigned long long)r->n_skipped,
 	         (unsigned long long)r->n_txns,
@@ -1035,11 +1041,10 @@ static void fill_figures(struct relay *r, struct relay_figures *f)
 {
 	memset(f, 0, sizeof(*f));
 	if (r->stopping)
-		snprintf(f->state, sizeof(f->state), "%s",
-		         r->exit_code == RELAY_EXIT_DATAERR ? "fail-stopped"
-		                                            : "stopping");
+		f->state = r->exit_code == RELAY_EXIT_DATAERR
+		                   ? RELAY_PHASE_FAIL_STOPPED : RELAY_PHASE_STOPPING;
 	else
-		snprintf(f->state, sizeof(f->state), "%s", state_names[r->state]);
+		f->state = state_phase[r->state];
 	snprintf(f->reason, sizeof(f->reason), "%s", r->reason);
 	f->kafka_up = r->pub != NULL && pub_broker_up(r->pub);
 	f->kafka_contact_age_us = r->pub != NULL ? pub_contact_age_us(r->pub) : -1;

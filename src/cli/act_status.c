@@ -70,7 +70,7 @@ int act_slot_status(const struct relay_config *cfg, const struct cli_args *a)
 	}
 	snprintf(s->slot_name, sizeof(s->slot_name), "%s", cfg->slot_name);
 	health_thresholds_init(&s->thresholds, cfg);
-	snprintf(s->relay.state, sizeof(s->relay.state), "not running");
+	s->relay.state = RELAY_PHASE_NOT_RUNNING;
 	snprintf(s->relay.reason, sizeof(s->relay.reason), "%s",
 	         s->slot.active ? "outbox-relay --slot-status: one sample; the "
 	                          "streaming relay's own figures are on its /slot"

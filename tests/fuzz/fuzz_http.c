@@ -73,7 +73,7 @@ static void publish(void)
 	s.slot.wal_status = WAL_STATUS_RESERVED;
 	s.slot.safe_wal_size = -1;
 	s.slot.max_slot_wal_keep_size = -1;
-	snprintf(s.relay.state, sizeof(s.relay.state), "streaming");
+	s.relay.state = RELAY_PHASE_STREAMING;
 	s.relay.kafka_up = true;
 	s.relay.pg_up = true;
 	s.relay.heartbeat_rtt_us = -1;

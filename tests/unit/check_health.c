@@ -50,7 +50,7 @@ static void base(struct slot_figures *sf, struct relay_figures *rf,
 	sf->total_bytes = 8000000;
 
 	memset(rf, 0, sizeof(*rf));
-	snprintf(rf->state, sizeof(rf->state), "streaming");
+	rf->state = RELAY_PHASE_STREAMING;
 	rf->kafka_up = true;
 	rf->received_lsn = 0x16B374D000ull;
 	rf->confirmable_lsn = 0x16B3700000ull;
@@ -301,7 +301,7 @@ END_TEST
 
 START_TEST(test_fail_stopped)
 {
-	snprintf(rf.state, sizeof(rf.state), "fail-stopped");
+	rf.state = RELAY_PHASE_FAIL_STOPPED;
 	snprintf(rf.reason, sizeof(rf.reason),
 	         "poison event at 16/B3000000; topic missing");
 	eval(0);
@@ -313,7 +313,7 @@ START_TEST(test_fail_stopped)
 	eval(0);
 	ck_state(HEALTH_CRITICAL, "relay fail-stopped: no reason recorded");
 
-	snprintf(rf.state, sizeof(rf.state), "backoff");
+	rf.state = RELAY_PHASE_BACKOFF;
 	snprintf(rf.reason, sizeof(rf.reason), "connection refused");
 	eval(0);
 	ck_state(HEALTH_OK, "");
@@ -378,7 +378,7 @@ START_TEST(test_reasons_truncated)
 	char *r;
 	size_t n;
 
-	snprintf(rf.state, sizeof(rf.state), "fail-stopped");
+	rf.state = RELAY_PHASE_FAIL_STOPPED;
 	memset(rf.reason, 'x', sizeof(rf.reason)); /* no NUL at all */
 	sf.wal_status = WAL_STATUS_LOST;
 	sf.retained_bytes = 5 * GiB;
@@ -782,7 +782,7 @@ START_TEST(test_slot_json_optional_values)
 	s.relay.last_ack_us = 0;
 	s.relay.received_lsn = 0;
 	s.relay.bytes_published = UINT64_MAX;
-	snprintf(s.relay.state, sizeof(s.relay.state), "fail-stopped");
+	s.relay.state = RELAY_PHASE_FAIL_STOPPED;
 	snprintf(s.relay.reason, sizeof(s.relay.reason), "poison \"event\"");
 	health_evaluate(&s.slot, &s.relay, &s.thresholds, 2048, s.now_us, &s.eval);
 
@@ -1454,7 +1454,7 @@ START_TEST(test_metrics_state_set)
 		char lab[64];
 
 		full_snapshot(&s);
-		snprintf(s.relay.state, sizeof(s.relay.state), "%s", cases[i].loop);
+		s.relay.state = relay_phase_parse(cases[i].loop);
 		s.relay.pg_up = i % 2 == 0;
 		s.relay.kafka_contact_age_us = 1500000;
 		health_evaluate(&s.slot, &s.relay, &s.thresholds, 0, s.now_us,
@@ -1653,6 +1653,22 @@ START_TEST(test_metrics_no_secrets_no_junk)
 }
 END_TEST
 
+/* The relay's phases are an enum across modules; the names are what
+ * /slot, /readyz and the log print, and a stray value names nothing. */
+START_TEST(test_relay_phase_names)
+{
+	static const char *const names[] = { "not running", "connecting",
+		"backoff", "standby", "streaming", "stopping", "fail-stopped" };
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		ck_assert_str_eq(relay_phase_name((enum relay_phase)i), names[i]);
+		ck_assert_int_eq(relay_phase_parse(names[i]), (int)i);
+	}
+	ck_assert_str_eq(relay_phase_name((enum relay_phase)99), "?");
+	ck_assert_int_eq(relay_phase_parse("bogus"), RELAY_PHASE_NOT_RUNNING);
+}
+END_TEST
+
 Suite *health_suite(void)
 {
 	Suite *s = suite_create("health");
@@ -1663,6 +1679,7 @@ Suite *health_suite(void)
 
 	tcase_add_checked_fixture(tc, setup, NULL);
 	tcase_add_test(tc, test_state_names);
+	tcase_add_test(tc, test_relay_phase_names);
 	tcase_add_test(tc, test_healthy_is_ok);
 	tcase_add_test(tc, test_retained);
 	tcase_add_test(tc, test_confirmed_lag);

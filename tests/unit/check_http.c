@@ -231,7 +231,7 @@ static void snap_init(struct health_snapshot *s, enum health_state st)
 	s->slot.max_slot_wal_keep_size = -1;
 	s->slot.retained_bytes = 1234567;
 	s->slot.confirmed_lag_bytes = 4567;
-	snprintf(s->relay.state, sizeof(s->relay.state), "streaming");
+	s->relay.state = RELAY_PHASE_STREAMING;
 	s->relay.kafka_up = true;
 	s->relay.confirmed_lsn = 0x16B374D848ULL;
 	s->relay.inflight_events = 3;
@@ -404,7 +404,7 @@ START_TEST(test_readyz_reasons)
 	start_server(60000);
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		snap_init(&s, cases[i].eval);
-		snprintf(s.relay.state, sizeof(s.relay.state), "%s", cases[i].state);
+		s.relay.state = relay_phase_parse(cases[i].state);
 		snprintf(s.relay.reason, sizeof(s.relay.reason), "%s",
 		         cases[i].reason);
 		s.relay.kafka_up = cases[i].kafka_up;
@@ -834,8 +834,7 @@ static bool publisher_running;
 static void snap_ab(struct health_snapshot *s, int which)
 {
 	snap_init(s, HEALTH_OK);
-	snprintf(s->relay.state, sizeof(s->relay.state), "%s",
-	         which ? "standby" : "connecting");
+	s->relay.state = which ? RELAY_PHASE_STANDBY : RELAY_PHASE_CONNECTING;
 	memset(s->relay.reason, which ? 'B' : 'A', sizeof(s->relay.reason) - 1);
 	s->relay.reason[sizeof(s->relay.reason) - 1] = '\0';
 }
@@ -875,7 +874,7 @@ START_TEST(test_publish_concurrent)
 	for (int i = 0; i < 2; i++) {
 		snap_ab(&ab, i);
 		snprintf(want[i], sizeof(want[i]), "not streaming: %s: %s\n",
-		         ab.relay.state, ab.relay.reason);
+		         relay_phase_name(ab.relay.state), ab.relay.reason);
 	}
 	start_server(60000);
 	atomic_store(&publishing, true);

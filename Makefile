@@ -1,7 +1,11 @@
 # outbox-relay -- plain Makefile, dependencies through pkg-config.
 #
 #   make             build build/outbox-relay
-#   make check       install what is missing, unit + integration tests
+#   make check       install what is missing, then unit, boundaries,
+#                    fuzz-regress and integration
+#   make unit        unit tests only (needs the -dev packages, no apt)
+#   make integration integration tests only (needs the servers, no apt)
+#   make boundaries  the module boundary rules (tests/lint/boundaries.sh)
 #   make demo        install what is missing, run the relay end to end
 #   make image       the container image (deploy/docker/), with buildah on a
 #                    Debian 12 base bootstrapped here (no registry needed)
@@ -36,8 +40,10 @@ ifneq ($(WERROR),)
 WARN     += -Werror
 endif
 OPT      ?= -O2 -g
-PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+# Evaluated once, errors on stderr: a missing -dev package is named here
+# rather than showing up later as a missing header.
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS))
 FINAL_CFLAGS = $(STD) $(WARN) $(OPT) -Iinclude -MMD -MP $(PKG_CFLAGS) $(CFLAGS)
 FINAL_LIBS   = $(PKG_LIBS) -lm -lpthread $(LIBS)
 
@@ -46,7 +52,9 @@ LIB_SRCS := src/common.c src/log.c src/config.c src/json_check.c src/w2j.c \
             src/route.c \
             src/lsn_tracker.c src/repl.c src/publisher.c src/relay.c \
             src/watchdog.c src/monitor.c src/health.c src/http.c src/alert.c \
-            src/hist.c src/ledger.c src/pgutil.c src/notify.c src/cli.c
+            src/hist.c src/ledger.c src/pgutil.c src/notify.c \
+            src/stream_spec.c src/event.c src/slot.c src/kafka_conf.c \
+            $(wildcard src/cli/*.c)
 MAIN_SRC := src/main.c
 LIB_OBJS := $(LIB_SRCS:src/%.c=$(BUILD)/obj/%.o)
 MAIN_OBJ := $(BUILD)/obj/main.o
@@ -54,8 +62,8 @@ MAIN_OBJ := $(BUILD)/obj/main.o
 UNIT_SRCS := $(wildcard tests/unit/*.c)
 UNIT_OBJS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/obj/unit/%.o)
 
-.PHONY: all deps check unit integration demo bench-smoke bench-decode \
-        bench bench-full bench-deps clean install \
+.PHONY: all deps check unit integration boundaries demo bench-smoke \
+        bench-decode bench bench-full bench-deps clean install \
         reliability soak image check-image check-deploy \
         fuzz fuzz-build fuzz-regress check-asan check-valgrind lint
 
@@ -70,16 +78,16 @@ $(BUILD)/obj/%.o: src/%.c
 
 $(BUILD)/obj/unit/%.o: tests/unit/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(FINAL_CFLAGS) $(shell pkg-config --cflags check 2>/dev/null) \
+	$(CC) $(FINAL_CFLAGS) $(shell pkg-config --cflags check) \
 		-DFIXTURE_DIR='"tests/fixtures"' -c -o $@ $<
 
 $(BUILD)/unit-tests: $(LIB_OBJS) $(UNIT_OBJS)
 	$(CC) $(FINAL_CFLAGS) -o $@ $^ $(FINAL_LIBS) \
-		$(shell pkg-config --libs check 2>/dev/null)
+		$(shell pkg-config --libs check)
 
 # Test tool, not part of the relay: librdkafka's mock cluster behind a
 # line protocol on stdin/stdout (tests/integration/mock.sh drives it).
-MOCK_LIBS = $(shell pkg-config --libs rdkafka 2>/dev/null) -lpthread $(LIBS)
+MOCK_LIBS = $(shell pkg-config --libs rdkafka) -lpthread $(LIBS)
 
 $(BUILD)/kafka-mock: tests/mock/kafka_mock.c
 	@mkdir -p $(dir $@)
@@ -108,9 +116,14 @@ unit: $(BUILD)/unit-tests
 integration: all $(BUILD)/kafka-mock $(BUILD)/tcp-proxy
 	tests/integration/run.sh
 
+# One copy of each rule: who may call whom (docs/design.md), by grep.
+boundaries:
+	tests/lint/boundaries.sh
+
 check: deps
 	$(MAKE) all $(BUILD)/unit-tests
 	$(MAKE) unit
+	$(MAKE) boundaries
 	$(MAKE) fuzz-regress
 	$(MAKE) check-deploy
 	$(MAKE) integration
@@ -275,5 +288,5 @@ lint: deps
 		--enable=warning,style,performance,portability --inline-suppr \
 		--suppressions-list=tests/lint/cppcheck.supp src/
 
--include $(wildcard $(BUILD)/obj/*.d $(BUILD)/obj/unit/*.d $(BUILD)/*.d \
-                    $(FUZZ_DIR)/obj/*.d $(FUZZ_DIR)/*.d $(BUILD)/fuzz-replay/*.d)
+-include $(wildcard $(BUILD)/obj/*.d $(BUILD)/obj/cli/*.d $(BUILD)/obj/unit/*.d $(BUILD)/*.d \
+                    $(FUZZ_DIR)/obj/*.d $(FUZZ_DIR)/obj/cli/*.d $(FUZZ_DIR)/*.d $(BUILD)/fuzz-replay/*.d)

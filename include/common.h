@@ -38,6 +38,14 @@ char *xstrndup(const char *s, size_t n);
 /* Parses "X/X" into *out. Returns 0, or -1 when s is not an LSN. */
 int lsn_parse(const char *s, size_t len, uint64_t *out) RELAY_MUSTCHECK;
 
+/* Formats a message into err (errlen bytes, always NUL-terminated):
+ * how every fallible function fills the caller's error buffer. */
+void errbuf_set(char *err, size_t errlen, const char *fmt, ...)
+	RELAY_PRINTF(3, 4);
+
+/* "512 B", "1.5 KiB", "1.2 GiB": one decimal, binary units. */
+void fmt_bytes(char *buf, size_t len, double v);
+
 /* Monotonic and wall clocks in microseconds. */
 int64_t now_mono_us(void);
 int64_t now_wall_us(void);

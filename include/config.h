@@ -146,6 +146,14 @@ bool cfg_kafka_is_secret(const char *name);
 /* Prints the effective configuration, secrets redacted. */
 void cfg_print(const struct relay_config *cfg, FILE *out);
 
+/* Every key with its help text and default, one a line: the key part of
+ * --help (the table's help column). */
+void cfg_help(FILE *out);
+
+/* The key table's names, for the check that each is documented. */
+size_t cfg_key_count(void);
+const char *cfg_key_name(size_t i);
+
 void cfg_free(struct relay_config *cfg);
 
 #endif

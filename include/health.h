@@ -13,12 +13,26 @@
 #include <stdint.h>
 
 #include "common.h"
+#include "config.h"
 #include "hist.h"
 
 enum health_state { HEALTH_OK = 0, HEALTH_WARN, HEALTH_CRITICAL, HEALTH_FATAL };
 
 /* "ok", "warn", "critical", "fatal". */
 const char *health_state_name(enum health_state s);
+
+/* pg_replication_slots.wal_status. */
+enum wal_status {
+	WAL_STATUS_UNKNOWN = 0,     /* NULL, "", or a value 15 does not have */
+	WAL_STATUS_RESERVED,
+	WAL_STATUS_EXTENDED,
+	WAL_STATUS_UNRESERVED,
+	WAL_STATUS_LOST,            /* invalidated: the WAL it needs is gone */
+};
+
+/* The column's text ("" for unknown), and back. */
+const char *wal_status_name(enum wal_status w);
+enum wal_status wal_status_parse(const char *s);
 
 /* One watchdog sample of the slot and the server (non-replication
  * connection). Byte counts are -1 when unknown (SQL NULL). */
@@ -31,7 +45,7 @@ struct slot_figures {
 	uint64_t restart_lsn;
 	uint64_t confirmed_flush_lsn;
 	uint64_t current_lsn;       /* pg_current_wal_lsn() */
-	char wal_status[16];        /* reserved, extended, unreserved, lost or "" */
+	enum wal_status wal_status;
 	int64_t safe_wal_size;      /* bytes; -1 when NULL */
 	int64_t max_slot_wal_keep_size; /* bytes; -1 when unlimited */
 	int64_t retained_bytes;     /* current - restart_lsn */
@@ -46,10 +60,26 @@ struct slot_figures {
 	double oldest_xact_seconds; /* now() - xact_start */
 };
 
+/* What the relay loop is doing: the one list /readyz, /slot, /metrics
+ * and --slot-status judge it by. */
+enum relay_phase {
+	RELAY_PHASE_NOT_RUNNING = 0, /* no relay in this process (--slot-status) */
+	RELAY_PHASE_CONNECTING,
+	RELAY_PHASE_BACKOFF,
+	RELAY_PHASE_STANDBY,        /* another process holds the slot */
+	RELAY_PHASE_STREAMING,
+	RELAY_PHASE_STOPPING,
+	RELAY_PHASE_FAIL_STOPPED,   /* stopping on a poison event: exit 65 */
+};
+
+/* "not running", "connecting", ..., "fail-stopped" ("?" out of range),
+ * and back (RELAY_PHASE_NOT_RUNNING for an unknown name). */
+const char *relay_phase_name(enum relay_phase p);
+enum relay_phase relay_phase_parse(const char *s);
+
 /* What the relay loop knows about itself. */
 struct relay_figures {
-	char state[24];             /* connecting, backoff, standby, streaming,
-	                             * stopping, fail-stopped */
+	enum relay_phase state;
 	char reason[256];           /* why not streaming; "" when streaming */
 	bool kafka_up;
 	int64_t kafka_contact_age_us; /* since the last answer of a broker
@@ -98,6 +128,11 @@ struct health_thresholds {
 	int64_t wal_budget_bytes;   /* used for the ETA when max_slot_wal_keep_size
 	                             * is unlimited; 0 = no budget */
 };
+
+/* The thresholds of cfg's watchdog.* keys: the relay's monitor and
+ * --slot-status judge a slot alike. */
+void health_thresholds_init(struct health_thresholds *th,
+                            const struct relay_config *cfg);
 
 /* Retained-WAL growth over a sliding window of samples. */
 #define HEALTH_WINDOW_MAX 64

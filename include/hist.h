@@ -20,6 +20,9 @@ struct hist {
 
 void hist_reset(struct hist *h);
 void hist_record(struct hist *h, int64_t us);
+/* The upper bound (inclusive, µs) of bucket b: what a count in it is
+ * reported as (hist_percentile(), the /metrics buckets). */
+uint64_t hist_bucket_upper(unsigned b);
 /* Upper bound of the bucket holding percentile q (0 < q <= 1); 0 if empty. */
 uint64_t hist_percentile(const struct hist *h, double q);
 

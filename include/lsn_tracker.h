@@ -190,4 +190,17 @@ const struct lsn_txn *lsn_head(const struct lsn_tracker *lt);
  * until the next call that changes lt. */
 const struct lsn_txn *lsn_find(const struct lsn_tracker *lt, uint64_t token);
 
+/* Read-only views for the relay loop and its figures: the relay reads
+ * the tracker through these, never its fields (make boundaries). */
+uint64_t lsn_confirmed(const struct lsn_tracker *lt);      /* last sent */
+uint64_t lsn_received_max(const struct lsn_tracker *lt);   /* highest read */
+uint64_t lsn_inflight(const struct lsn_tracker *lt);       /* this session */
+uint64_t lsn_held_events(const struct lsn_tracker *lt);    /* in the ring */
+bool lsn_skipping(const struct lsn_tracker *lt);  /* current txn was acked
+                                                   * in an earlier session */
+/* The commit verification looks for (end_lsn 0: none pending). */
+const struct lsn_commit_id *lsn_verifying(const struct lsn_tracker *lt);
+/* Why LSN_*REWOUND was returned ("" otherwise). */
+const char *lsn_rewound_reason(const struct lsn_tracker *lt);
+
 #endif

@@ -54,4 +54,52 @@ PGresult *pgu_exec(PGconn *conn, const char *sql, int nparams,
 /* libpq's message of conn (or res when not NULL), on one line, into out. */
 void pgu_message(PGconn *conn, const PGresult *res, char *out, size_t outlen);
 
+/* The server's primary message of a failed result with its hint
+ * ("... (hint: ...)"), or libpq's message of conn when the result has
+ * none; on one line, into out. What the runbook prints. */
+void pgu_error_text(PGconn *conn, const PGresult *res, char *out,
+                    size_t outlen);
+
+/* The SQLSTATE of a result ("" when there is none). */
+const char *pgu_sqlstate(const PGresult *res);
+
+/* How pgu_query() went. */
+enum pgu_outcome {
+	PGU_Q_OK = 0,
+	PGU_Q_NO_ANSWER,    /* timed out or the connection broke: transient */
+	PGU_Q_REFUSED,      /* the server answered with an error: sqlstate */
+};
+
+struct pgu_status {
+	enum pgu_outcome outcome;
+	char sqlstate[6];   /* PGU_Q_REFUSED: the server's code, else "" */
+};
+
+/* pgu_exec() and the check of its status against want (PGRES_TUPLES_OK,
+ * PGRES_COMMAND_OK, ...). Returns the result (caller clears) or NULL
+ * with st filled and err = "what: <why>" (the server's message, or that
+ * it did not answer in time). */
+PGresult *pgu_query(PGconn *conn, const char *sql, int nparams,
+                    const char *const *params, int64_t deadline_us,
+                    ExecStatusType want, const char *what,
+                    struct pgu_status *st, char *err, size_t errlen);
+
+/* IDENTIFY_SYSTEM (a replication connection): the system identifier,
+ * the timeline and the server's WAL end. */
+struct pgu_system {
+	char system_id[32];
+	int timeline;
+	uint64_t xlogpos;
+};
+
+int pgu_identify(PGconn *conn, int64_t deadline_us, struct pgu_system *sys,
+                 struct pgu_status *st, char *err, size_t errlen) RELAY_MUSTCHECK;
+
+/* Column helpers for row r, column c of res: an LSN (LSN_INVALID when
+ * empty or not one), a 64-bit integer (0 when not one), a boolean
+ * ("t"). */
+uint64_t pgu_lsn(const PGresult *res, int r, int c);
+int64_t pgu_i64(const PGresult *res, int r, int c);
+bool pgu_bool(const PGresult *res, int r, int c);
+
 #endif

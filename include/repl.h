@@ -13,7 +13,8 @@
 #include <stdint.h>
 
 #include "common.h"
-#include "w2j.h"
+#include "slot.h"
+#include "stream_spec.h"
 
 struct pg_conn;
 
@@ -29,23 +30,13 @@ enum repl_err {
 	REPL_ERR_AUTH,        /* password, pg_hba or the role's rights */
 };
 
-struct repl_slot_info {
-	char plugin[64];
-	char database[64];
-	bool active;
-	int active_pid;
-	char wal_status[32];
-	uint64_t confirmed_flush;
-	uint64_t restart_lsn;
-};
-
 struct repl_stream {
 	struct pg_conn *conn;   /* owned */
 	char *copybuf;          /* owned by libpq until the next read */
 	uint64_t system_lsn;    /* IDENTIFY_SYSTEM xlogpos */
 	char system_id[32];
 	int timeline;
-	struct repl_slot_info slot;
+	struct slot_row slot;    /* as read at the start */
 	enum repl_err stream_err; /* class of the last repl_read() failure */
 	bool connect_failed;      /* repl_start() failed before connecting */
 	int64_t timeout_ms;       /* bound of each statement at the start */
@@ -68,9 +59,9 @@ struct repl_msg {
  * stops answering is a transient error, not a hang). On failure returns
  * the class and a message in err; rs is left closed. */
 enum repl_err repl_start(struct repl_stream *rs, const char *conninfo,
-                         const char *slot, const struct w2j_spec *spec,
-                         const char *msg_prefixes, int64_t timeout_ms,
-                         char *err, size_t errlen) RELAY_MUSTCHECK;
+                         const char *slot, const struct stream_spec *ss,
+                         int64_t timeout_ms, char *err,
+                         size_t errlen) RELAY_MUSTCHECK;
 
 /* The socket to poll(), or -1. */
 int repl_socket(const struct repl_stream *rs);
@@ -103,21 +94,19 @@ bool repl_wants_write(struct repl_stream *rs);
 /* Flushes queued output. Returns 0 or -1 (err filled). */
 int repl_flush(struct repl_stream *rs, char *err, size_t errlen) RELAY_MUSTCHECK;
 
+/* Read-only views of a started stream, for the relay: it reads the
+ * stream through these, never its fields (make boundaries). */
+const char *repl_system_id(const struct repl_stream *rs); /* IDENTIFY_SYSTEM */
+int repl_timeline(const struct repl_stream *rs);
+uint64_t repl_wal_end(const struct repl_stream *rs);   /* its xlogpos */
+const struct slot_row *repl_slot(const struct repl_stream *rs); /* as read
+                                                         * at the start */
+bool repl_in_copy(const struct repl_stream *rs);       /* streaming */
+bool repl_connect_failed(const struct repl_stream *rs); /* never connected */
+enum repl_err repl_stream_err(const struct repl_stream *rs); /* class of the
+                                                  * last repl_read() failure */
+
 /* Ends the stream politely (CopyDone) and closes the connection. */
 void repl_close(struct repl_stream *rs);
-
-/* The relay reads only an ordinary table (relkind 'r') as outbox.table:
- * returns 0 for one, else -1 with the reason and the way out in err
- * (partitioned tables, views, ...). The daemon and --check both ask this. */
-int repl_relkind_refusal(char relkind, const char *schema, const char *table,
-                         char *err, size_t errlen);
-
-/* Builds the START_REPLICATION command into out. msg_prefixes (NULL:
- * none) becomes wal2json's add-msg-prefixes, so only the relay's own
- * logical messages are decoded. Returns its length or -1 when out is too
- * small. Exposed for tests. */
-int repl_start_command(const char *slot, const struct w2j_spec *spec,
-                       const char *msg_prefixes, char *out,
-                       size_t outlen) RELAY_MUSTCHECK;
 
 #endif

@@ -41,7 +41,4 @@ void wd_last_error(struct watchdog *w, char *out, size_t outlen);
  * NULL is a no-op. */
 void wd_stop(struct watchdog *w);
 
-/* The SQL of one sample; $1 is the slot name. Exposed for tests. */
-extern const char wd_sample_sql[];
-
 #endif

@@ -65,17 +65,6 @@ void alert_set_backoff_for_tests(int ms)
 	atomic_store(&backoff_first_ms, ms > 0 ? ms : ALERT_BACKOFF_FIRST_MS);
 }
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-	RELAY_PRINTF(3, 4);
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
-
 /* True once alert_stop's deadline has passed. Caller holds a->lock. */
 static bool expired_locked(const struct alerter *a)
 {
@@ -127,7 +116,7 @@ static int post_once(struct alerter *a, const char *body, char *why,
 	curl_easy_setopt(a->easy, CURLOPT_POSTFIELDSIZE, (long)strlen(body));
 	mc = curl_multi_add_handle(a->multi, a->easy);
 	if (mc != CURLM_OK) {
-		set_err(why, whylen, "%s", curl_multi_strerror(mc));
+		errbuf_set(why, whylen, "%s", curl_multi_strerror(mc));
 		return -1;
 	}
 	for (;;) {
@@ -148,23 +137,23 @@ static int post_once(struct alerter *a, const char *body, char *why,
 	curl_multi_remove_handle(a->multi, a->easy);
 
 	if (aborted) {
-		set_err(why, whylen, "shutting down");
+		errbuf_set(why, whylen, "shutting down");
 		return -1;
 	}
 	if (mc != CURLM_OK) {
-		set_err(why, whylen, "%s", curl_multi_strerror(mc));
+		errbuf_set(why, whylen, "%s", curl_multi_strerror(mc));
 		return -1;
 	}
 	/* curl_easy_strerror, not the error buffer: fixed texts that cannot
 	 * echo the URL. */
 	if (res != CURLE_OK) {
-		set_err(why, whylen, "%s", curl_easy_strerror(res));
+		errbuf_set(why, whylen, "%s", curl_easy_strerror(res));
 		return -1;
 	}
 	curl_easy_getinfo(a->easy, CURLINFO_RESPONSE_CODE, &code);
 	if (code >= 200 && code < 300)
 		return 0;
-	set_err(why, whylen, "HTTP %ld", code);
+	errbuf_set(why, whylen, "HTTP %ld", code);
 	return -1;
 }
 
@@ -265,7 +254,7 @@ static int url_check(struct alerter *a, const char *url, char *err,
 	int rc = -1;
 
 	if (u == NULL) {
-		set_err(err, errlen, "alert.webhook.url: out of memory");
+		errbuf_set(err, errlen, "alert.webhook.url: out of memory");
 		return -1;
 	}
 	if (curl_url_set(u, CURLUPART_URL, url, 0) != CURLUE_OK ||
@@ -273,11 +262,11 @@ static int url_check(struct alerter *a, const char *url, char *err,
 	    curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK ||
 	    curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) !=
 	        CURLUE_OK) {
-		set_err(err, errlen, "alert.webhook.url: not a valid URL");
+		errbuf_set(err, errlen, "alert.webhook.url: not a valid URL");
 		goto out;
 	}
 	if (strcmp(scheme, "http") != 0 && strcmp(scheme, "https") != 0) {
-		set_err(err, errlen, "alert.webhook.url: the scheme must be http or "
+		errbuf_set(err, errlen, "alert.webhook.url: the scheme must be http or "
 		        "https");
 		goto out;
 	}
@@ -312,7 +301,7 @@ struct alerter *alert_start(const char *url, char *err, size_t errlen)
 
 	pthread_once(&curl_once, curl_init_once);
 	if (curl_init_rc != CURLE_OK) {
-		set_err(err, errlen, "alert: curl_global_init: %s",
+		errbuf_set(err, errlen, "alert: curl_global_init: %s",
 		        curl_easy_strerror(curl_init_rc));
 		return NULL;
 	}
@@ -329,7 +318,7 @@ struct alerter *alert_start(const char *url, char *err, size_t errlen)
 	a->multi = curl_multi_init();
 	a->easy = curl_easy_init();
 	if (a->multi == NULL || a->easy == NULL) {
-		set_err(err, errlen, "alert: cannot create a libcurl handle");
+		errbuf_set(err, errlen, "alert: cannot create a libcurl handle");
 		goto err;
 	}
 	a->headers = curl_slist_append(NULL, "Content-Type: application/json");
@@ -354,7 +343,7 @@ struct alerter *alert_start(const char *url, char *err, size_t errlen)
 	rc = pthread_create(&a->thread, NULL, alert_main, a);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (rc != 0) {
-		set_err(err, errlen, "alert: pthread_create: %s", strerror(rc));
+		errbuf_set(err, errlen, "alert: pthread_create: %s", strerror(rc));
 		goto err;
 	}
 	return a;
@@ -481,7 +470,8 @@ char *alert_render(const struct health_snapshot *s, enum health_state prev)
 		json_object_set_new(fig, "confirmed_lag_bytes",
 		                    jbytes(s->slot.confirmed_lag_bytes));
 		json_object_set_new(fig, "wal_status",
-		                    s->slot.wal_status[0] ? jstr(s->slot.wal_status)
+		                    s->slot.wal_status != WAL_STATUS_UNKNOWN
+		                            ? jstr(wal_status_name(s->slot.wal_status))
 		                                          : json_null());
 		json_object_set_new(fig, "safe_wal_size_bytes",
 		                    jbytes(s->slot.safe_wal_size));

@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* common.c -- allocation wrappers, LSN text, clocks. */
+#include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,4 +103,30 @@ int64_t now_wall_us(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+void errbuf_set(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+void fmt_bytes(char *buf, size_t len, double v)
+{
+	static const char *const unit[] = { "B", "KiB", "MiB", "GiB", "TiB",
+		                                "PiB", "EiB" };
+	size_t u = 0;
+
+	if (fabs(v) < 1024) {
+		snprintf(buf, len, "%.0f B", v);
+		return;
+	}
+	while (fabs(v) >= 1024 && u + 1 < sizeof(unit) / sizeof(unit[0])) {
+		v /= 1024;
+		u++;
+	}
+	snprintf(buf, len, "%.1f %s", v, unit[u]);
 }

@@ -14,9 +14,8 @@
 #include <string.h>
 
 #include <libpq-fe.h>
-#include <librdkafka/rdkafka.h>
-
 #include "config.h"
+#include "kafka_conf.h"
 
 enum cfg_type { CFG_STR, CFG_INT, CFG_BOOL };
 
@@ -154,17 +153,6 @@ static const struct cfg_key cfg_keys[] = {
 
 static const char *const source_names[] = { "default", "file", "env", "flag" };
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-	RELAY_PRINTF(3, 4);
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
-
 static char **str_field(struct relay_config *cfg, const struct cfg_key *k)
 {
 	return (char **)((char *)cfg + k->offset);
@@ -270,14 +258,14 @@ int cfg_set(struct relay_config *cfg, const char *key, const char *value,
 	 * (kafka.failure.max.replays); librdkafka gets the rest. */
 	if (k == NULL && strncmp(key, "kafka.", 6) == 0) {
 		if (key[6] == '\0') {
-			set_err(err, errlen, "%s: empty kafka property name", origin);
+			errbuf_set(err, errlen, "%s: empty kafka property name", origin);
 			return -1;
 		}
 		kafka_set(cfg, key + 6, value, src);
 		return 0;
 	}
 	if (k == NULL) {
-		set_err(err, errlen, "%s: unknown key \"%s\"", origin, key);
+		errbuf_set(err, errlen, "%s: unknown key \"%s\"", origin, key);
 		return -1;
 	}
 	switch (k->type) {
@@ -285,7 +273,7 @@ int cfg_set(struct relay_config *cfg, const char *key, const char *value,
 		if (strcmp(k->name, "outbox.table") == 0) {
 			char *s, *t;
 			if (split_table(value, &s, &t) < 0) {
-				set_err(err, errlen, "%s: outbox.table: \"%s\" is not "
+				errbuf_set(err, errlen, "%s: outbox.table: \"%s\" is not "
 				        "schema.table", origin, value);
 				return -1;
 			}
@@ -299,7 +287,7 @@ int cfg_set(struct relay_config *cfg, const char *key, const char *value,
 			for (size_t i = 0; i < 4; i++)
 				found = found || strcmp(value, lv[i]) == 0;
 			if (!found) {
-				set_err(err, errlen, "%s: log.level: \"%s\" is not one of "
+				errbuf_set(err, errlen, "%s: log.level: \"%s\" is not one of "
 				        "error, warn, info, debug", origin, value);
 				return -1;
 			}
@@ -307,7 +295,7 @@ int cfg_set(struct relay_config *cfg, const char *key, const char *value,
 			cfg->log_level = xstrdup(value);
 		} else if (strcmp(k->name, "log.format") == 0) {
 			if (strcmp(value, "text") != 0 && strcmp(value, "json") != 0) {
-				set_err(err, errlen, "%s: log.format: \"%s\" is not one of "
+				errbuf_set(err, errlen, "%s: log.format: \"%s\" is not one of "
 				        "text, json", origin, value);
 				return -1;
 			}
@@ -317,7 +305,7 @@ int cfg_set(struct relay_config *cfg, const char *key, const char *value,
 		           (value[0] == '\0' || strlen(value) > 63 ||
 		            strspn(value, "abcdefghijklmnopqrstuvwxyz0123456789_") !=
 		                strlen(value))) {
-			set_err(err, errlen, "%s: slot.name: \"%s\" is not a valid slot "
+			errbuf_set(err, errlen, "%s: slot.name: \"%s\" is not a valid slot "
 			        "name (1-63 of a-z, 0-9, _)", origin, value);
 			return -1;
 		} else {
@@ -331,12 +319,12 @@ int cfg_set(struct relay_config *cfg, const char *key, const char *value,
 		errno = 0;
 		long long v = strtoll(value, &end, 10);
 		if (errno != 0 || end == value || *end != '\0') {
-			set_err(err, errlen, "%s: %s: \"%s\" is not an integer",
+			errbuf_set(err, errlen, "%s: %s: \"%s\" is not an integer",
 			        origin, key, value);
 			return -1;
 		}
 		if (v < k->min || v > k->max) {
-			set_err(err, errlen, "%s: %s: %lld is out of range [%lld, %lld]",
+			errbuf_set(err, errlen, "%s: %s: %lld is out of range [%lld, %lld]",
 			        origin, key, v, (long long)k->min, (long long)k->max);
 			return -1;
 		}
@@ -346,7 +334,7 @@ int cfg_set(struct relay_config *cfg, const char *key, const char *value,
 	case CFG_BOOL: {
 		bool b;
 		if (parse_bool(value, &b) < 0) {
-			set_err(err, errlen, "%s: %s: \"%s\" is not a boolean "
+			errbuf_set(err, errlen, "%s: %s: \"%s\" is not a boolean "
 			        "(true/false)", origin, key, value);
 			return -1;
 		}
@@ -378,7 +366,7 @@ static int load_line(struct relay_config *cfg, char *line, size_t n,
 	size_t vlen;
 
 	if (memchr(line, '\0', n) != NULL) {
-		set_err(err, errlen, "%s: NUL byte in line", origin);
+		errbuf_set(err, errlen, "%s: NUL byte in line", origin);
 		return -1;
 	}
 	s = trim(line);
@@ -386,7 +374,7 @@ static int load_line(struct relay_config *cfg, char *line, size_t n,
 		return 0;
 	eq = strchr(s, '=');
 	if (eq == NULL) {
-		set_err(err, errlen, "%s: expected \"key = value\"", origin);
+		errbuf_set(err, errlen, "%s: expected \"key = value\"", origin);
 		return -1;
 	}
 	*eq = '\0';
@@ -398,7 +386,7 @@ static int load_line(struct relay_config *cfg, char *line, size_t n,
 		val++;
 	}
 	if (*key == '\0') {
-		set_err(err, errlen, "%s: empty key", origin);
+		errbuf_set(err, errlen, "%s: empty key", origin);
 		return -1;
 	}
 	return cfg_set(cfg, key, val, CFG_SRC_FILE, origin, err, errlen);
@@ -445,7 +433,7 @@ int cfg_load_file(struct relay_config *cfg, const char *path, char *err,
 	int rc;
 
 	if (f == NULL) {
-		set_err(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+		errbuf_set(err, errlen, "%s: cannot open: %s", path, strerror(errno));
 		return -1;
 	}
 	do {
@@ -457,7 +445,7 @@ int cfg_load_file(struct relay_config *cfg, const char *path, char *err,
 		len += n;
 	} while (n > 0);
 	if (ferror(f)) {
-		set_err(err, errlen, "%s: read error: %s", path, strerror(errno));
+		errbuf_set(err, errlen, "%s: read error: %s", path, strerror(errno));
 		rc = -1;
 	} else {
 		rc = cfg_load_text(cfg, text, len, path, err, errlen);
@@ -518,7 +506,7 @@ int cfg_load_env(struct relay_config *cfg, char *const *envp, char *err,
 				return -1;
 			continue;
 		}
-		set_err(err, errlen, "%s: unknown configuration variable", name);
+		errbuf_set(err, errlen, "%s: unknown configuration variable", name);
 		return -1;
 	}
 	return 0;
@@ -532,12 +520,12 @@ int cfg_set_flag(struct relay_config *cfg, const char *kv, char *err,
 	size_t klen;
 
 	if (eq == NULL || eq == kv) {
-		set_err(err, errlen, "--set %s: expected key=value", kv);
+		errbuf_set(err, errlen, "--set %s: expected key=value", kv);
 		return -1;
 	}
 	klen = (size_t)(eq - kv);
 	if (klen >= sizeof(key)) {
-		set_err(err, errlen, "--set: key too long");
+		errbuf_set(err, errlen, "--set: key too long");
 		return -1;
 	}
 	memcpy(key, kv, klen);
@@ -646,13 +634,13 @@ int cfg_check_conninfo(const struct relay_config *cfg, char *err,
 	o = PQconninfoParse(cfg->pg_conninfo, &perr);
 	PQfreemem(perr);
 	if (o == NULL) {
-		set_err(err, errlen, "pg.conninfo (from %s) is not a valid "
+		errbuf_set(err, errlen, "pg.conninfo (from %s) is not a valid "
 		        "connection string or URI", src);
 		return -1;
 	}
 	PQconninfoFree(o);
 	if (uri_split_wrong(cfg->pg_conninfo)) {
-		set_err(err, errlen, "pg.conninfo (from %s): the URI has an '@' "
+		errbuf_set(err, errlen, "pg.conninfo (from %s): the URI has an '@' "
 		        "after its user info, so libpq would take part of the "
 		        "password for the host name; percent-encode '@' as %%40 "
 		        "and '/' as %%2F in the password (and in the database "
@@ -699,7 +687,7 @@ int cfg_apply_password_file(struct relay_config *cfg, char *err,
 		return -1;
 	f = fopen(cfg->pg_password_file, "r");
 	if (f == NULL) {
-		set_err(err, errlen, "pg.password.file: cannot read %s: %s",
+		errbuf_set(err, errlen, "pg.password.file: cannot read %s: %s",
 		        cfg->pg_password_file, strerror(errno));
 		return -1;
 	}
@@ -711,7 +699,7 @@ int cfg_apply_password_file(struct relay_config *cfg, char *err,
 	pw[strcspn(pw, "\r\n")] = '\0';
 	len = strlen(pw);
 	if (len == 0 || len >= sizeof(pw) - 2) {
-		set_err(err, errlen, "pg.password.file: %s holds %s", cfg->
+		errbuf_set(err, errlen, "pg.password.file: %s holds %s", cfg->
 		        pg_password_file, len == 0 ? "no password on its first line"
 		                                   : "a first line over 1 KiB");
 		explicit_bzero(pw, sizeof(pw));
@@ -725,7 +713,7 @@ int cfg_apply_password_file(struct relay_config *cfg, char *err,
 		if (opt->val == NULL)
 			continue;
 		if (strcmp(opt->keyword, "password") == 0 && opt->val[0] != '\0') {
-			set_err(err, errlen, "pg.password.file is set and pg.conninfo "
+			errbuf_set(err, errlen, "pg.password.file is set and pg.conninfo "
 			        "has a password too: keep one of them");
 			PQconninfoFree(o);
 			free(b);
@@ -745,8 +733,6 @@ int cfg_apply_password_file(struct relay_config *cfg, char *err,
 
 int cfg_validate(struct relay_config *cfg, char *err, size_t errlen)
 {
-	rd_kafka_conf_t *kc;
-	char kerr[512];
 	const char *v;
 
 	for (size_t i = 0; i < CFG_NKEYS; i++) {
@@ -754,20 +740,20 @@ int cfg_validate(struct relay_config *cfg, char *err, size_t errlen)
 		if ((k->flags & CFG_F_REQUIRED) && k->type == CFG_STR &&
 		    strcmp(k->name, "outbox.table") != 0 &&
 		    (*str_field(cfg, k) == NULL || **str_field(cfg, k) == '\0')) {
-			set_err(err, errlen, "%s is required", k->name);
+			errbuf_set(err, errlen, "%s is required", k->name);
 			return -1;
 		}
 	}
 	if (cfg->http_listen[0] != '\0' && cfg_listen_parse(cfg->http_listen,
 	                                                   NULL, 0, NULL) < 0) {
-		set_err(err, errlen, "http.listen: \"%s\" is not host:port or "
+		errbuf_set(err, errlen, "http.listen: \"%s\" is not host:port or "
 		        "[v6]:port", cfg->http_listen);
 		return -1;
 	}
 	if (cfg->alert_webhook_url[0] != '\0' &&
 	    strncmp(cfg->alert_webhook_url, "http://", 7) != 0 &&
 	    strncmp(cfg->alert_webhook_url, "https://", 8) != 0) {
-		set_err(err, errlen, "alert.webhook.url must start with http:// "
+		errbuf_set(err, errlen, "alert.webhook.url must start with http:// "
 		        "or https://");
 		return -1;
 	}
@@ -781,7 +767,7 @@ int cfg_validate(struct relay_config *cfg, char *err, size_t errlen)
 		const char *pv[2] = { cfg->heartbeat_prefix, cfg->outbox_emit_prefix };
 		for (int i = 0; i < 2; i++) {
 			if (strpbrk(pv[i], ", \t\n\r\f\v\\") != NULL) {
-				set_err(err, errlen, "%s: \"%s\" contains a comma, white "
+				errbuf_set(err, errlen, "%s: \"%s\" contains a comma, white "
 				        "space or a backslash, which wal2json's "
 				        "add-msg-prefixes cannot match", pk[i], pv[i]);
 				return -1;
@@ -789,7 +775,7 @@ int cfg_validate(struct relay_config *cfg, char *err, size_t errlen)
 		}
 	}
 	if (cfg->reconnect_backoff_max_ms < cfg->reconnect_backoff_ms) {
-		set_err(err, errlen, "reconnect.backoff.max.ms (%lld) is below "
+		errbuf_set(err, errlen, "reconnect.backoff.max.ms (%lld) is below "
 		        "reconnect.backoff.ms (%lld)",
 		        (long long)cfg->reconnect_backoff_max_ms,
 		        (long long)cfg->reconnect_backoff_ms);
@@ -798,7 +784,7 @@ int cfg_validate(struct relay_config *cfg, char *err, size_t errlen)
 	if (cfg_kafka_get(cfg, "bootstrap.servers") == NULL &&
 	    cfg_kafka_get(cfg, "metadata.broker.list") == NULL &&
 	    cfg_kafka_get(cfg, "test.mock.num.brokers") == NULL) {
-		set_err(err, errlen, "kafka.bootstrap.servers is required");
+		errbuf_set(err, errlen, "kafka.bootstrap.servers is required");
 		return -1;
 	}
 
@@ -807,7 +793,7 @@ int cfg_validate(struct relay_config *cfg, char *err, size_t errlen)
 	if (!cfg->producer_allow_unsafe) {
 		v = cfg_kafka_get(cfg, "enable.idempotence");
 		if (v != NULL && strcmp(v, "true") != 0) {
-			set_err(err, errlen, "kafka.enable.idempotence=%s (from %s) can "
+			errbuf_set(err, errlen, "kafka.enable.idempotence=%s (from %s) can "
 			        "reorder or duplicate events within a session; set "
 			        "producer.allow.unsafe=true to force it", v,
 			        origin_of(cfg, "enable.idempotence"));
@@ -817,7 +803,7 @@ int cfg_validate(struct relay_config *cfg, char *err, size_t errlen)
 		if (v == NULL)
 			v = cfg_kafka_get(cfg, "request.required.acks");
 		if (v != NULL && strcmp(v, "all") != 0 && strcmp(v, "-1") != 0) {
-			set_err(err, errlen, "kafka.acks=%s can lose acked events when a "
+			errbuf_set(err, errlen, "kafka.acks=%s can lose acked events when a "
 			        "broker fails; set producer.allow.unsafe=true to force "
 			        "it", v);
 			return -1;
@@ -825,21 +811,7 @@ int cfg_validate(struct relay_config *cfg, char *err, size_t errlen)
 	}
 
 	/* Let librdkafka judge every property (names, values, types). */
-	kc = rd_kafka_conf_new();
-	for (size_t i = 0; i < cfg->kafka_len; i++) {
-		if (rd_kafka_conf_set(kc, cfg->kafka[i].name, cfg->kafka[i].value,
-		                      kerr, sizeof(kerr)) != RD_KAFKA_CONF_OK) {
-			/* librdkafka quotes the value; a secret's stays out. */
-			set_err(err, errlen, "kafka.%s (from %s): %s", cfg->kafka[i].name,
-			        source_names[cfg->kafka[i].source],
-			        cfg_kafka_is_secret(cfg->kafka[i].name)
-			            ? "invalid value (not shown: secret)" : kerr);
-			rd_kafka_conf_destroy(kc);
-			return -1;
-		}
-	}
-	rd_kafka_conf_destroy(kc);
-	return 0;
+	return kc_check_properties(cfg, err, errlen);
 }
 
 void cfg_print(const struct relay_config *cfg, FILE *out)
@@ -878,6 +850,32 @@ void cfg_print(const struct relay_config *cfg, FILE *out)
 		        cfg_kafka_is_secret(cfg->kafka[i].name) ? "<redacted>"
 		                                                : cfg->kafka[i].value,
 		        source_names[cfg->kafka[i].source]);
+}
+
+void cfg_help(FILE *out)
+{
+	for (size_t i = 0; i < CFG_NKEYS; i++) {
+		const struct cfg_key *k = &cfg_keys[i];
+		fprintf(out, "  %-32s %s", k->name, k->help);
+		if (k->flags & CFG_F_REQUIRED && k->def[0] == '\0')
+			fprintf(out, " [required]\n");
+		else if (k->flags & CFG_F_SECRET)
+			fprintf(out, " [secret]\n");
+		else
+			fprintf(out, " [%s]\n", k->def);
+	}
+	fprintf(out, "  %-32s %s\n", "kafka.<property>",
+	        "passed to librdkafka, e.g. kafka.bootstrap.servers=host:9092");
+}
+
+size_t cfg_key_count(void)
+{
+	return CFG_NKEYS;
+}
+
+const char *cfg_key_name(size_t i)
+{
+	return i < CFG_NKEYS ? cfg_keys[i].name : NULL;
 }
 
 void cfg_free(struct relay_config *cfg)

@@ -15,6 +15,32 @@
 
 #include "health.h"
 
+static const char *const phase_names[] = {
+	[RELAY_PHASE_NOT_RUNNING] = "not running",
+	[RELAY_PHASE_CONNECTING] = "connecting",
+	[RELAY_PHASE_BACKOFF] = "backoff",
+	[RELAY_PHASE_STANDBY] = "standby",
+	[RELAY_PHASE_STREAMING] = "streaming",
+	[RELAY_PHASE_STOPPING] = "stopping",
+	[RELAY_PHASE_FAIL_STOPPED] = "fail-stopped",
+};
+#define NPHASES (sizeof(phase_names) / sizeof(phase_names[0]))
+
+const char *relay_phase_name(enum relay_phase p)
+{
+	/* A snapshot is copied between threads as bytes: never index past
+	 * the table whatever it holds. */
+	return (size_t)p < NPHASES ? phase_names[p] : "?";
+}
+
+enum relay_phase relay_phase_parse(const char *s)
+{
+	for (size_t i = 0; i < NPHASES; i++)
+		if (strcmp(s, phase_names[i]) == 0)
+			return (enum relay_phase)i;
+	return RELAY_PHASE_NOT_RUNNING;
+}
+
 const char *health_state_name(enum health_state s)
 {
 	switch (s) {
@@ -28,6 +54,44 @@ const char *health_state_name(enum health_state s)
 		return "fatal";
 	}
 	return "unknown";
+}
+
+void health_thresholds_init(struct health_thresholds *th,
+                            const struct relay_config *cfg)
+{
+	*th = (struct health_thresholds){
+		.retained_warn_bytes = cfg->watchdog_retained_warn_bytes,
+		.retained_critical_bytes = cfg->watchdog_retained_critical_bytes,
+		.lag_warn_bytes = cfg->watchdog_lag_warn_bytes,
+		.lag_critical_bytes = cfg->watchdog_lag_critical_bytes,
+		.outbox_lag_warn_s = cfg->watchdog_outbox_lag_warn_ms / 1000,
+		.outbox_lag_critical_s = cfg->watchdog_outbox_lag_critical_ms / 1000,
+		.eta_warn_s = cfg->watchdog_eta_warn_ms / 1000,
+		.eta_critical_s = cfg->watchdog_eta_critical_ms / 1000,
+		.wal_budget_bytes = cfg->watchdog_wal_budget_bytes,
+	};
+}
+
+static const char *const wal_names[] = {
+	[WAL_STATUS_UNKNOWN] = "",
+	[WAL_STATUS_RESERVED] = "reserved",
+	[WAL_STATUS_EXTENDED] = "extended",
+	[WAL_STATUS_UNRESERVED] = "unreserved",
+	[WAL_STATUS_LOST] = "lost",
+};
+
+const char *wal_status_name(enum wal_status w)
+{
+	return (size_t)w < sizeof(wal_names) / sizeof(wal_names[0]) ? wal_names[w]
+	                                                            : "";
+}
+
+enum wal_status wal_status_parse(const char *s)
+{
+	for (size_t i = 1; i < sizeof(wal_names) / sizeof(wal_names[0]); i++)
+		if (strcmp(s, wal_names[i]) == 0)
+			return (enum wal_status)i;
+	return WAL_STATUS_UNKNOWN;
 }
 
 /* ---- growth window ---------------------------------------------------- */
@@ -94,24 +158,6 @@ double health_window_rate(const struct health_window *w)
 }
 
 /* ---- evaluation -------------------------------------------------------- */
-
-/* "512 B", "1.5 KiB", "1.2 GiB": one decimal, binary units. */
-static void fmt_bytes(char *buf, size_t len, double v)
-{
-	static const char *const unit[] = { "B", "KiB", "MiB", "GiB", "TiB",
-		                                "PiB", "EiB" };
-	size_t u = 0;
-
-	if (fabs(v) < 1024) {
-		snprintf(buf, len, "%.0f B", v);
-		return;
-	}
-	while (fabs(v) >= 1024 && u + 1 < sizeof(unit) / sizeof(unit[0])) {
-		v /= 1024;
-		u++;
-	}
-	snprintf(buf, len, "%.1f %s", v, unit[u]);
-}
 
 /* "45 s", "5.0 min", "2.5 h", "3.0 d". */
 static void fmt_secs(char *buf, size_t len, double s)
@@ -215,19 +261,18 @@ static void slot_rules(struct rules *rs, const struct slot_figures *sf,
                        const struct health_thresholds *th,
                        struct health_eval *out)
 {
-	char ws[sizeof(sf->wal_status) + 1], fb[32];
+	char fb[32];
 	bool budget;
 
 	if (!sf->slot_exists) {
 		rule(rs, HEALTH_FATAL, "slot does not exist");
 		return;
 	}
-	fixed_str(ws, sizeof(ws), sf->wal_status, sizeof(sf->wal_status));
-	if (strcmp(ws, "lost") == 0) {
+	if (sf->wal_status == WAL_STATUS_LOST) {
 		rule(rs, HEALTH_FATAL,
 		     "slot lost: WAL removed; the relay stops, the slot must be "
 		     "recreated and the outbox re-published: see runbook");
-	} else if (strcmp(ws, "unreserved") == 0) {
+	} else if (sf->wal_status == WAL_STATUS_UNRESERVED) {
 		if (sf->max_slot_wal_keep_size >= 0) {
 			fmt_bytes(fb, sizeof(fb), (double)sf->max_slot_wal_keep_size);
 			rule(rs, HEALTH_CRITICAL,
@@ -239,7 +284,7 @@ static void slot_rules(struct rules *rs, const struct slot_figures *sf,
 			     "wal_status unreserved: retained WAL removed at the next "
 			     "checkpoint");
 		}
-	} else if (strcmp(ws, "extended") == 0) {
+	} else if (sf->wal_status == WAL_STATUS_EXTENDED) {
 		rule(rs, HEALTH_WARN,
 		     "wal_status extended: retained WAL past max_wal_size");
 	}
@@ -297,7 +342,7 @@ void health_evaluate(const struct slot_figures *sf,
                      struct health_eval *out)
 {
 	struct rules rs;
-	char state[sizeof(rf->state) + 1], reason[sizeof(rf->reason) + 1];
+	char reason[sizeof(rf->reason) + 1];
 
 	memset(&rs, 0, sizeof(rs));
 	memset(out, 0, sizeof(*out));
@@ -305,8 +350,7 @@ void health_evaluate(const struct slot_figures *sf,
 	                                  ? growth_bytes_per_s : 0;
 	out->eta_seconds = -1;
 
-	fixed_str(state, sizeof(state), rf->state, sizeof(rf->state));
-	if (strcmp(state, "fail-stopped") == 0) {
+	if (rf->state == RELAY_PHASE_FAIL_STOPPED) {
 		fixed_str(reason, sizeof(reason), rf->reason, sizeof(rf->reason));
 		/* Keep "; " the reasons' separator (/slot splits on it). */
 		for (char *c = reason; *c != '\0'; c++)
@@ -481,9 +525,8 @@ static json_t *server_json(const struct slot_figures *sf)
 {
 	json_t *o = json_object();
 	bool ex = sf->slot_exists;
-	char ws[sizeof(sf->wal_status) + 1];
+	const char *ws = wal_status_name(sf->wal_status);
 
-	fixed_str(ws, sizeof(ws), sf->wal_status, sizeof(sf->wal_status));
 	json_object_set_new(o, "sampled_at", j_time(sf->sampled_at_us));
 	json_object_set_new(o, "slot_exists", json_boolean(ex));
 	json_object_set_new(o, "active", json_boolean(ex && sf->active));
@@ -533,7 +576,7 @@ static json_t *relay_json(const struct relay_figures *rf)
 	json_t *o = json_object(), *lat = json_object();
 	const struct hist *h = &rf->latency;
 
-	json_object_set_new(o, "state", j_str_fixed(rf->state, sizeof(rf->state)));
+	json_object_set_new(o, "state", json_string(relay_phase_name(rf->state)));
 	json_object_set_new(o, "reason",
 	                    j_str_fixed(rf->reason, sizeof(rf->reason)));
 	json_object_set_new(o, "kafka_up", json_boolean(rf->kafka_up));
@@ -728,20 +771,6 @@ static void label_value(struct mbuf *b, const char *s, size_t n)
 	}
 }
 
-/* The upper bound (inclusive, µs) of hist bucket b: a copy of
- * bucket_upper() in hist.c, which hist.h does not export; check_health.c
- * pins the two together through hist_record(). */
-static uint64_t hist_bucket_upper(unsigned b)
-{
-	unsigned msb, sub;
-
-	if (b < HIST_SUB)
-		return b;
-	msb = b / HIST_SUB + 2;
-	sub = b % HIST_SUB;
-	return ((uint64_t)(HIST_SUB + sub + 1) << (msb - 3)) - 1;
-}
-
 static const struct {
 	const char *le;
 	uint64_t us;
@@ -811,13 +840,12 @@ static void topics(struct mbuf *b, const struct health_snapshot *s)
 
 static void slot_metrics(struct mbuf *b, const struct health_snapshot *s)
 {
-	static const char *const statuses[] = { "reserved", "extended",
-		                                    "unreserved", "lost" };
+	static const enum wal_status statuses[] = {
+		WAL_STATUS_RESERVED, WAL_STATUS_EXTENDED, WAL_STATUS_UNRESERVED,
+		WAL_STATUS_LOST,
+	};
 	const struct slot_figures *sf = &s->slot;
 	bool have = sf->valid && sf->slot_exists;
-	char ws[sizeof(sf->wal_status) + 1];
-
-	fixed_str(ws, sizeof(ws), sf->wal_status, sizeof(sf->wal_status));
 
 	/* The gauges below are as of this sample: stale while PostgreSQL
 	 * cannot be reached, which this says (and pg_up). */
@@ -840,7 +868,7 @@ static void slot_metrics(struct mbuf *b, const struct health_snapshot *s)
 	if (have)
 		for (size_t i = 0; i < 4; i++)
 			mb_printf(b, PFX "slot_wal_status{status=\"%s\"} %d\n",
-			          statuses[i], strcmp(ws, statuses[i]) == 0);
+			          wal_status_name(statuses[i]), sf->wal_status == statuses[i]);
 
 	family(b, "slot_retained_wal_bytes", "gauge",
 	       "WAL the slot keeps on the server: pg_current_wal_lsn() - "
@@ -923,27 +951,26 @@ static const struct {
  * exactly one of them 1. */
 static void relay_state_set(struct mbuf *b, const struct relay_figures *rf)
 {
-	static const struct {
-		const char *state, *from[3];
-	} states[] = {
-		{ "streaming", { "streaming" } },
-		{ "standby", { "standby" } },
-		{ "backoff", { "backoff", "connecting" } },
-		{ "stopped", { "stopping", "fail-stopped" } },
+	static const char *const series[] = { "streaming", "standby", "backoff",
+		                              "stopped" };
+	/* The series each phase sets; -1 none (no relay in this process). */
+	static const int of_phase[NPHASES] = {
+		[RELAY_PHASE_NOT_RUNNING] = -1,
+		[RELAY_PHASE_CONNECTING] = 2,
+		[RELAY_PHASE_BACKOFF] = 2,
+		[RELAY_PHASE_STANDBY] = 1,
+		[RELAY_PHASE_STREAMING] = 0,
+		[RELAY_PHASE_STOPPING] = 3,
+		[RELAY_PHASE_FAIL_STOPPED] = 3,
 	};
-	char st[sizeof(rf->state) + 1];
+	int on = (size_t)rf->state < NPHASES ? of_phase[rf->state] : -1;
 
-	fixed_str(st, sizeof(st), rf->state, sizeof(rf->state));
 	family(b, "state", "gauge",
 	       "The relay's state, one series per state (a state set): "
 	       "streaming, standby (another process holds the slot), backoff "
 	       "(connecting or waiting to), stopped (stopping or fail-stopped).");
-	for (size_t i = 0; i < sizeof(states) / sizeof(states[0]); i++) {
-		bool on = false;
-		for (size_t k = 0; k < 3 && states[i].from[k] != NULL; k++)
-			on = on || strcmp(st, states[i].from[k]) == 0;
-		mb_printf(b, PFX "state{state=\"%s\"} %d\n", states[i].state, on);
-	}
+	for (int i = 0; i < (int)(sizeof(series) / sizeof(series[0])); i++)
+		mb_printf(b, PFX "state{state=\"%s\"} %d\n", series[i], i == on);
 }
 
 char *health_render_metrics(const struct health_snapshot *s)

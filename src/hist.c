@@ -16,7 +16,7 @@ static unsigned bucket_of(uint64_t v)
 	return (msb - 2) * HIST_SUB + sub;
 }
 
-static uint64_t bucket_upper(unsigned b)
+uint64_t hist_bucket_upper(unsigned b)
 {
 	unsigned msb, sub;
 
@@ -58,7 +58,7 @@ uint64_t hist_percentile(const struct hist *h, double q)
 	for (unsigned b = 0; b < HIST_BUCKETS; b++) {
 		seen += h->bucket[b];
 		if (seen >= rank) {
-			uint64_t up = bucket_upper(b);
+			uint64_t up = hist_bucket_upper(b);
 			return up < h->max_us ? up : h->max_us;
 		}
 	}

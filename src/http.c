@@ -107,17 +107,6 @@ struct reply {
 	char *body;
 };
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-	RELAY_PRINTF(3, 4);
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
-
 static void reply_text(struct reply *r, unsigned int status, const char *fmt,
                        ...) RELAY_PRINTF(3, 4);
 
@@ -164,7 +153,6 @@ static struct health_snapshot *snapshot_copy(struct http_server *h)
 	pthread_mutex_unlock(&h->lock);
 	/* Strings rendered below must end inside their arrays whatever the
 	 * publisher wrote. */
-	s->relay.state[sizeof(s->relay.state) - 1] = '\0';
 	s->relay.reason[sizeof(s->relay.reason) - 1] = '\0';
 	s->eval.reasons[sizeof(s->eval.reasons) - 1] = '\0';
 	return s;
@@ -208,16 +196,16 @@ static void route_readyz(struct http_server *h, struct MHD_Connection *c,
 		reply_text(r, MHD_HTTP_SERVICE_UNAVAILABLE, "no snapshot yet\n");
 		return;
 	}
-	one_line(s->relay.state);
 	one_line(s->relay.reason);
 	one_line(s->eval.reasons);
-	standby = strcmp(s->relay.state, "standby") == 0;
-	if (strcmp(s->relay.state, "fail-stopped") == 0)
+	standby = s->relay.state == RELAY_PHASE_STANDBY;
+	if (s->relay.state == RELAY_PHASE_FAIL_STOPPED)
 		reply_text(r, MHD_HTTP_SERVICE_UNAVAILABLE, "fail-stopped: %s\n",
 		           s->relay.reason);
-	else if (strcmp(s->relay.state, "streaming") != 0 && !standby)
+	else if (s->relay.state != RELAY_PHASE_STREAMING && !standby)
 		reply_text(r, MHD_HTTP_SERVICE_UNAVAILABLE, "not streaming: %s%s%s\n",
-		           s->relay.state, s->relay.reason[0] ? ": " : "",
+		           relay_phase_name(s->relay.state),
+		           s->relay.reason[0] ? ": " : "",
 		           s->relay.reason);
 	else if (s->relay.pg_stale)
 		reply_text(r, MHD_HTTP_SERVICE_UNAVAILABLE, "no message from "
@@ -541,7 +529,7 @@ static int listen_resolve(const char *addr, struct addrinfo **out,
 	if (addr[0] == '[') {
 		const char *rb = strchr(addr, ']');
 		if (rb == NULL || rb[1] != ':') {
-			set_err(err, errlen, "http.listen: \"%s\": expected "
+			errbuf_set(err, errlen, "http.listen: \"%s\": expected "
 			        "[ipv6]:port", addr);
 			return -1;
 		}
@@ -554,7 +542,7 @@ static int listen_resolve(const char *addr, struct addrinfo **out,
 	} else {
 		colon = strchr(addr, ':');
 		if (colon == NULL || strchr(colon + 1, ':') != NULL) {
-			set_err(err, errlen, "http.listen: \"%s\": expected host:port "
+			errbuf_set(err, errlen, "http.listen: \"%s\": expected host:port "
 			        "or [ipv6]:port", addr);
 			return -1;
 		}
@@ -571,7 +559,7 @@ static int listen_resolve(const char *addr, struct addrinfo **out,
 	plen = strlen(port);
 	if (plen == 0 || plen > 5 || strspn(port, "0123456789") != plen ||
 	    strtol(port, NULL, 10) > 65535) {
-		set_err(err, errlen, "http.listen: \"%s\": bad port", addr);
+		errbuf_set(err, errlen, "http.listen: \"%s\": bad port", addr);
 		return -1;
 	}
 
@@ -585,7 +573,7 @@ static int listen_resolve(const char *addr, struct addrinfo **out,
 	return 0;
 
 bad_host:
-	set_err(err, errlen, "http.listen: \"%s\": the host must be an IPv4 "
+	errbuf_set(err, errlen, "http.listen: \"%s\": the host must be an IPv4 "
 	        "address or a bracketed IPv6 address", addr);
 	return -1;
 }
@@ -603,7 +591,7 @@ static int listen_socket(const char *addr, bool *v6, char *err,
 	*v6 = ai->ai_family == AF_INET6;
 	fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0) {
-		set_err(err, errlen, "http.listen: cannot bind %s: socket: %s",
+		errbuf_set(err, errlen, "http.listen: cannot bind %s: socket: %s",
 		        addr, strerror(errno));
 		goto err;
 	}
@@ -613,7 +601,7 @@ static int listen_socket(const char *addr, bool *v6, char *err,
 		(void)setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
 	if (bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 ||
 	    listen(fd, HTTP_LISTEN_BACKLOG) != 0) {
-		set_err(err, errlen, "http.listen: cannot bind %s: %s", addr,
+		errbuf_set(err, errlen, "http.listen: cannot bind %s: %s", addr,
 		        strerror(errno));
 		goto err;
 	}
@@ -727,14 +715,14 @@ struct http_server *http_start(const char *addr, int64_t livez_timeout_ms,
 	}
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (h->mhd == NULL) {
-		set_err(err, errlen, "http.listen: cannot serve %s: libmicrohttpd "
+		errbuf_set(err, errlen, "http.listen: cannot serve %s: libmicrohttpd "
 		        "failed to start (see the log above)", addr);
 		close_if_same(fd, st.st_ino);
 		server_free(h);
 		return NULL;
 	}
 	if (!h->sweeper_started) {
-		set_err(err, errlen, "http.listen: cannot serve %s: cannot "
+		errbuf_set(err, errlen, "http.listen: cannot serve %s: cannot "
 		        "start a thread: %s", addr, strerror(rc));
 		MHD_stop_daemon(h->mhd); /* closes fd */
 		server_free(h);

@@ -14,19 +14,9 @@
 #include <jansson.h>
 #include <librdkafka/rdkafka.h>
 
+#include "kafka_conf.h"
 #include "ledger.h"
 #include "log.h"
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-	RELAY_PRINTF(3, 4);
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 int ledger_key(const char *system_id, const char *database, const char *slot,
                char *out, size_t outlen)
@@ -86,7 +76,7 @@ int ledger_check(const struct ledger_entry *e, const char *slot,
 {
 	if (!e->found || slot_lsn <= e->lsn)
 		return 0;
-	set_err(err, errlen, "replication slot \"%s\" is at " LSN_FMT ", past "
+	errbuf_set(err, errlen, "replication slot \"%s\" is at " LSN_FMT ", past "
 	        LSN_FMT " which the slot ledger last recorded (by %s at %s): it "
 	        "was dropped and created again, or moved by something that does "
 	        "not record it; events committed between the two may never be "
@@ -107,16 +97,18 @@ struct ledger_client {
 };
 
 /* librdkafka's texts may quote a property value: secret values go. */
+/* Kafka texts can in principle quote a property value: secrets are
+ * masked before anything is printed. */
 static void mask_secrets(const struct relay_config *cfg, char *buf)
 {
-	for (size_t i = 0; i < cfg->kafka_len; i++) {
-		const char *v = cfg->kafka[i].value;
-		char *at;
-		if (!cfg_kafka_is_secret(cfg->kafka[i].name) || v[0] == '\0')
-			continue;
-		while ((at = strstr(buf, v)) != NULL)
-			memset(at, '*', strlen(v));
-	}
+	struct kc_secrets *s = kc_secrets_new(cfg);
+	size_t n = strlen(buf) + 1;
+	char *out = xmalloc(n + 16);
+
+	kc_redact(s, buf, out, n);
+	memcpy(buf, out, n);
+	free(out);
+	kc_secrets_free(s);
 }
 
 static void on_error(rd_kafka_t *rk, int err, const char *reason, void *opaque)
@@ -149,40 +141,17 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m,
 static rd_kafka_t *client_new(struct ledger_client *c, rd_kafka_type_t type,
                               char *err, size_t errlen)
 {
-	rd_kafka_conf_t *kc = rd_kafka_conf_new();
+	rd_kafka_conf_t *kc;
 	char kerr[512];
 	rd_kafka_t *rk;
 
-	for (size_t i = 0; i < c->cfg->kafka_len; i++) {
-		if (rd_kafka_conf_set(kc, c->cfg->kafka[i].name, c->cfg->kafka[i].value,
-		                      kerr, sizeof(kerr)) != RD_KAFKA_CONF_OK) {
-			set_err(err, errlen, "kafka.%s: %s", c->cfg->kafka[i].name,
-			        cfg_kafka_is_secret(c->cfg->kafka[i].name)
-			                ? "invalid value (not shown: secret)" : kerr);
-			rd_kafka_conf_destroy(kc);
-			return NULL;
-		}
-	}
-	if (type == RD_KAFKA_PRODUCER) {
-		/* The record must be on every in-sync replica before the slot
-		 * moves, whatever the events' own settings are. */
-		if (rd_kafka_conf_set(kc, "acks", "all", kerr, sizeof(kerr)) !=
-		        RD_KAFKA_CONF_OK ||
-		    rd_kafka_conf_set(kc, "enable.idempotence", "true", kerr,
-		                      sizeof(kerr)) != RD_KAFKA_CONF_OK) {
-			set_err(err, errlen, "kafka: %s", kerr);
-			rd_kafka_conf_destroy(kc);
-			return NULL;
-		}
+	kc = kc_conf_new(c->cfg, type == RD_KAFKA_PRODUCER ? KC_LEDGER_PRODUCER
+	                                                   : KC_LEDGER_CONSUMER,
+	                 NULL, 0, err, errlen);
+	if (kc == NULL)
+		return NULL;
+	if (type == RD_KAFKA_PRODUCER)
 		rd_kafka_conf_set_dr_msg_cb(kc, on_delivery);
-	} else {
-		(void)rd_kafka_conf_set(kc, "enable.partition.eof", "true", kerr,
-		                        sizeof(kerr));
-		(void)rd_kafka_conf_set(kc, "enable.auto.commit", "false", kerr,
-		                        sizeof(kerr));
-	}
-	(void)rd_kafka_conf_set(kc, "client.id", "outbox-relay-ledger", kerr,
-	                        sizeof(kerr));
 	rd_kafka_conf_set_opaque(kc, c);
 	rd_kafka_conf_set_error_cb(kc, on_error);
 	rd_kafka_conf_set_log_cb(kc, on_log);
@@ -190,7 +159,7 @@ static rd_kafka_t *client_new(struct ledger_client *c, rd_kafka_type_t type,
 	rk = rd_kafka_new(type, kc, kerr, sizeof(kerr));
 	if (rk == NULL) {
 		mask_secrets(c->cfg, kerr);
-		set_err(err, errlen, "creating a Kafka client for the slot ledger: %s",
+		errbuf_set(err, errlen, "creating a Kafka client for the slot ledger: %s",
 		        kerr);
 		rd_kafka_conf_destroy(kc);
 	}
@@ -220,12 +189,12 @@ static int create_topic(struct ledger_client *c, rd_kafka_t *rk,
 	int rc = -1;
 
 	if (nt == NULL) {
-		set_err(err, errlen, "slot ledger topic %s: %s", topic, kerr);
+		errbuf_set(err, errlen, "slot ledger topic %s: %s", topic, kerr);
 		return -1;
 	}
 	if (rd_kafka_NewTopic_set_config(nt, "cleanup.policy", "compact") !=
 	    RD_KAFKA_RESP_ERR_NO_ERROR) {
-		set_err(err, errlen, "slot ledger topic %s: cannot set its config",
+		errbuf_set(err, errlen, "slot ledger topic %s: cannot set its config",
 		        topic);
 		goto out;
 	}
@@ -233,12 +202,12 @@ static int create_topic(struct ledger_client *c, rd_kafka_t *rk,
 	rd_kafka_CreateTopics(rk, &nt, 1, NULL, q);
 	ev = rd_kafka_queue_poll(q, (int)left_ms(deadline_us));
 	if (ev == NULL) {
-		set_err(err, errlen, "creating the slot ledger topic %s: timed out%s%s",
+		errbuf_set(err, errlen, "creating the slot ledger topic %s: timed out%s%s",
 		        topic, c->last_error[0] ? "; " : "", c->last_error);
 		goto out;
 	}
 	if (rd_kafka_event_error(ev) != RD_KAFKA_RESP_ERR_NO_ERROR) {
-		set_err(err, errlen, "creating the slot ledger topic %s: %s", topic,
+		errbuf_set(err, errlen, "creating the slot ledger topic %s: %s", topic,
 		        rd_kafka_event_error_string(ev));
 		goto out;
 	}
@@ -248,7 +217,7 @@ static int create_topic(struct ledger_client *c, rd_kafka_t *rk,
 	                     RD_KAFKA_RESP_ERR_NO_ERROR &&
 	    rd_kafka_topic_result_error(res[0]) !=
 	        RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS) {
-		set_err(err, errlen, "creating the slot ledger topic %s: %s", topic,
+		errbuf_set(err, errlen, "creating the slot ledger topic %s: %s", topic,
 		        rd_kafka_topic_result_error_string(res[0]));
 		goto out;
 	}
@@ -279,14 +248,14 @@ static int read_partition(struct ledger_client *c, rd_kafka_t *rk,
 	kerr = rd_kafka_query_watermark_offsets(rk, topic, part, &lo, &hi,
 	                                        (int)left_ms(deadline_us));
 	if (kerr != RD_KAFKA_RESP_ERR_NO_ERROR) {
-		set_err(err, errlen, "reading the slot ledger %s [%d]: %s", topic,
+		errbuf_set(err, errlen, "reading the slot ledger %s [%d]: %s", topic,
 		        (int)part, rd_kafka_err2str(kerr));
 		return -1;
 	}
 	if (hi <= lo)
 		return 0;
 	if (rd_kafka_consume_start(rkt, part, lo) < 0) {
-		set_err(err, errlen, "reading the slot ledger %s [%d]: %s", topic,
+		errbuf_set(err, errlen, "reading the slot ledger %s [%d]: %s", topic,
 		        (int)part, rd_kafka_err2str(rd_kafka_last_error()));
 		return -1;
 	}
@@ -296,7 +265,7 @@ static int read_partition(struct ledger_client *c, rd_kafka_t *rk,
 		bool last;
 
 		if (m == NULL) {
-			set_err(err, errlen, "reading the slot ledger %s [%d]: timed out "
+			errbuf_set(err, errlen, "reading the slot ledger %s [%d]: timed out "
 			        "at offset %lld of %lld%s%s", topic, (int)part,
 			        (long long)lo, (long long)hi,
 			        c->last_error[0] ? "; " : "", c->last_error);
@@ -307,7 +276,7 @@ static int read_partition(struct ledger_client *c, rd_kafka_t *rk,
 			break;
 		}
 		if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
-			set_err(err, errlen, "reading the slot ledger %s [%d]: %s", topic,
+			errbuf_set(err, errlen, "reading the slot ledger %s [%d]: %s", topic,
 			        (int)part, rd_kafka_err2str(m->err));
 			rd_kafka_message_destroy(m);
 			goto out;
@@ -378,13 +347,13 @@ int ledger_read(struct ledger *l, const char *key, bool create,
 	cp->last_error[0] = '\0';
 	rkt = rd_kafka_topic_new(rk, cfg->slot_ledger_topic, NULL);
 	if (rkt == NULL) {
-		set_err(err, errlen, "slot ledger topic %s: %s",
+		errbuf_set(err, errlen, "slot ledger topic %s: %s",
 		        cfg->slot_ledger_topic, rd_kafka_err2str(rd_kafka_last_error()));
 		goto out;
 	}
 	kerr = rd_kafka_metadata(rk, 0, rkt, &md, (int)left_ms(deadline));
 	if (kerr != RD_KAFKA_RESP_ERR_NO_ERROR) {
-		set_err(err, errlen, "reading the slot ledger %s: %s%s%s",
+		errbuf_set(err, errlen, "reading the slot ledger %s: %s%s%s",
 		        cfg->slot_ledger_topic, rd_kafka_err2str(kerr),
 		        cp->last_error[0] ? "; " : "", cp->last_error);
 		goto out;
@@ -399,7 +368,7 @@ int ledger_read(struct ledger *l, const char *key, bool create,
 		goto out;
 	}
 	if (md->topics[0].err != RD_KAFKA_RESP_ERR_NO_ERROR) {
-		set_err(err, errlen, "reading the slot ledger %s: %s",
+		errbuf_set(err, errlen, "reading the slot ledger %s: %s",
 		        cfg->slot_ledger_topic, rd_kafka_err2str(md->topics[0].err));
 		goto out;
 	}
@@ -434,7 +403,7 @@ int ledger_write(const struct relay_config *cfg, const char *key,
 	                         RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
 	                         RD_KAFKA_V_END);
 	if (kerr != RD_KAFKA_RESP_ERR_NO_ERROR) {
-		set_err(err, errlen, "writing the slot ledger %s: %s",
+		errbuf_set(err, errlen, "writing the slot ledger %s: %s",
 		        cfg->slot_ledger_topic, rd_kafka_err2str(kerr));
 		goto out;
 	}
@@ -442,7 +411,7 @@ int ledger_write(const struct relay_config *cfg, const char *key,
 		rd_kafka_poll(rk, (int)(left_ms(deadline) < 100 ? left_ms(deadline)
 		                                                : 100));
 	if (c.dr_err != RD_KAFKA_RESP_ERR_NO_ERROR) {
-		set_err(err, errlen, "writing the slot ledger %s: %s%s%s",
+		errbuf_set(err, errlen, "writing the slot ledger %s: %s%s%s",
 		        cfg->slot_ledger_topic,
 		        c.dr_err < 0 ? "no acknowledgement in time"
 		                     : rd_kafka_err2str((rd_kafka_resp_err_t)c.dr_err),

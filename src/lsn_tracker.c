@@ -374,3 +374,38 @@ const struct lsn_txn *lsn_find(const struct lsn_tracker *lt, uint64_t token)
 {
 	return find(lt, token);
 }
+
+uint64_t lsn_confirmed(const struct lsn_tracker *lt)
+{
+	return lt->confirmed;
+}
+
+uint64_t lsn_received_max(const struct lsn_tracker *lt)
+{
+	return lt->received_lsn;
+}
+
+uint64_t lsn_inflight(const struct lsn_tracker *lt)
+{
+	return lt->inflight;
+}
+
+uint64_t lsn_held_events(const struct lsn_tracker *lt)
+{
+	return lt->held_events;
+}
+
+bool lsn_skipping(const struct lsn_tracker *lt)
+{
+	return lt->cur_skip;
+}
+
+const struct lsn_commit_id *lsn_verifying(const struct lsn_tracker *lt)
+{
+	return &lt->verify;
+}
+
+const char *lsn_rewound_reason(const struct lsn_tracker *lt)
+{
+	return lt->rewound;
+}

@@ -46,17 +46,7 @@ struct monitor *mon_start(const struct relay_config *cfg, char *err,
 	m->cfg = cfg;
 	health_window_init(&m->window, cfg->watchdog_window_ms * 1000);
 	snprintf(m->snap.slot_name, sizeof(m->snap.slot_name), "%s", cfg->slot_name);
-	m->snap.thresholds = (struct health_thresholds){
-		.retained_warn_bytes = cfg->watchdog_retained_warn_bytes,
-		.retained_critical_bytes = cfg->watchdog_retained_critical_bytes,
-		.lag_warn_bytes = cfg->watchdog_lag_warn_bytes,
-		.lag_critical_bytes = cfg->watchdog_lag_critical_bytes,
-		.outbox_lag_warn_s = cfg->watchdog_outbox_lag_warn_ms / 1000,
-		.outbox_lag_critical_s = cfg->watchdog_outbox_lag_critical_ms / 1000,
-		.eta_warn_s = cfg->watchdog_eta_warn_ms / 1000,
-		.eta_critical_s = cfg->watchdog_eta_critical_ms / 1000,
-		.wal_budget_bytes = cfg->watchdog_wal_budget_bytes,
-	};
+	health_thresholds_init(&m->snap.thresholds, cfg);
 	if (cfg->http_listen[0] != '\0') {
 		m->http = http_start(cfg->http_listen, cfg->http_livez_timeout_ms,
 		                     err, errlen);
@@ -164,7 +154,7 @@ enum health_state mon_update(struct monitor *m, const struct relay_figures *rf,
 	/* The slot is gone or has lost WAL: every event not yet published may
 	 * be missing from it. Never recreate; an operator decides. */
 	if (s->slot.valid && (!s->slot.slot_exists ||
-	                      strcmp(s->slot.wal_status, "lost") == 0)) {
+	                      s->slot.wal_status == WAL_STATUS_LOST)) {
 		*fatal = true;
 		snprintf(fatal_reason, reasonlen,
 		         "replication slot \"%s\" %s: events committed while it was "

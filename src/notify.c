@@ -28,7 +28,7 @@ static struct {
 	int64_t last_ping_us;
 	bool ready;
 	bool stopping;
-	char state[24];             /* of the last STATUS= */
+	enum relay_phase state;     /* of the last STATUS= */
 	int64_t last_status_us;
 } nt;
 
@@ -66,18 +66,17 @@ void notify_watchdog(int64_t now_mono_us)
 void notify_status_text(const struct relay_figures *f, int64_t now_wall_us,
                         char *out, size_t outlen)
 {
-	char state[sizeof(f->state) + 1], reason[sizeof(f->reason) + 1];
+	const char *state = relay_phase_name(f->state);
+	char reason[sizeof(f->reason) + 1];
 
-	/* The figures' strings are fixed arrays: bound them. */
-	memcpy(state, f->state, sizeof(f->state));
-	state[sizeof(f->state)] = '\0';
+	/* The figures' reason is a fixed array: bound it. */
 	memcpy(reason, f->reason, sizeof(f->reason));
 	reason[sizeof(f->reason)] = '\0';
 	/* One line: systemctl shows STATUS= on one. */
 	for (char *p = reason; *p; p++)
 		if ((unsigned char)*p < 0x20)
 			*p = ' ';
-	if (strcmp(state, "streaming") == 0) {
+	if (f->state == RELAY_PHASE_STREAMING) {
 		double lag = f->oldest_pending_commit_us > 0 &&
 		                     now_wall_us > f->oldest_pending_commit_us
 		                 ? (double)(now_wall_us - f->oldest_pending_commit_us) /
@@ -102,9 +101,9 @@ void notify_figures(const struct relay_figures *f, int64_t now_mono_us)
 	probe();
 	if (!nt.enabled || nt.stopping)
 		return;
-	serving = strncmp(f->state, "streaming", sizeof(f->state)) == 0 ||
-	          strncmp(f->state, "standby", sizeof(f->state)) == 0;
-	changed = strncmp(f->state, nt.state, sizeof(nt.state)) != 0;
+	serving = f->state == RELAY_PHASE_STREAMING ||
+	          f->state == RELAY_PHASE_STANDBY;
+	changed = f->state != nt.state;
 	if (!changed && !(serving && !nt.ready) &&
 	    now_mono_us - nt.last_status_us < NOTIFY_STATUS_PERIOD_US)
 		return;
@@ -115,8 +114,7 @@ void notify_figures(const struct relay_figures *f, int64_t now_mono_us)
 	         serving && !nt.ready ? "READY=1\n" : "", status);
 	send_msg(msg);
 	nt.ready = nt.ready || serving;
-	memcpy(nt.state, f->state, sizeof(nt.state));
-	nt.state[sizeof(nt.state) - 1] = '\0';
+	nt.state = f->state;
 	nt.last_status_us = now_mono_us;
 }
 

@@ -14,17 +14,6 @@
 
 #include "pgutil.h"
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-	RELAY_PRINTF(3, 4);
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
-
 static bool conninfo_has(PQconninfoOption *opts, const char *kw)
 {
 	for (PQconninfoOption *o = opts; o && o->keyword; o++)
@@ -170,7 +159,7 @@ PGconn *pgu_connect(const char *conninfo, const char *application_name,
 	opts = PQconninfoParse(conninfo, &perr);
 	if (opts == NULL) {
 		/* perr may quote the string; never echo it. */
-		set_err(err, errlen, "pg.conninfo is not a valid connection string");
+		errbuf_set(err, errlen, "pg.conninfo is not a valid connection string");
 		PQfreemem(perr);
 		*cls = PGU_CONFIG;
 		return NULL;
@@ -223,7 +212,7 @@ PGconn *pgu_connect(const char *conninfo, const char *application_name,
 		         (long long)(timeout_s * hosts));
 	verbose_sqlstate(msg, state);
 	*cls = pgu_classify_connect(state, msg, &hint);
-	set_err(err, errlen, "could not connect to PostgreSQL: %s%s%s", msg,
+	errbuf_set(err, errlen, "could not connect to PostgreSQL: %s%s%s", msg,
 	        hint[0] ? "; " : "", hint);
 	PQfinish(conn);
 	return NULL;
@@ -310,4 +299,123 @@ void pgu_message(PGconn *conn, const PGresult *res, char *out, size_t outlen)
 	tidy_message(m, out, outlen);
 	if (out[0] == '\0')
 		snprintf(out, outlen, "no answer");
+}
+
+/* One line: trailing newlines and blanks dropped, inner newlines as
+ * blanks. */
+static void one_line(const char *m, char *out, size_t outlen)
+{
+	size_t n = 0;
+
+	for (; *m != '\0' && n + 1 < outlen; m++)
+		out[n++] = *m == '\n' ? ' ' : *m;
+	while (n > 0 && out[n - 1] == ' ')
+		n--;
+	out[n] = '\0';
+}
+
+void pgu_error_text(PGconn *conn, const PGresult *res, char *out,
+                    size_t outlen)
+{
+	const char *m = res != NULL ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY)
+	                            : NULL;
+	const char *h = res != NULL ? PQresultErrorField(res, PG_DIAG_MESSAGE_HINT)
+	                            : NULL;
+	char buf[1200];
+
+	if (m == NULL) {
+		one_line(conn != NULL ? PQerrorMessage(conn) : "unknown error", out,
+		         outlen);
+		if (out[0] == '\0')
+			snprintf(out, outlen, "unknown error");
+		return;
+	}
+	snprintf(buf, sizeof(buf), "%s%s%s%s", m, h ? " (hint: " : "",
+	         h ? h : "", h ? ")" : "");
+	one_line(buf, out, outlen);
+}
+
+const char *pgu_sqlstate(const PGresult *res)
+{
+	const char *s = res != NULL ? PQresultErrorField(res, PG_DIAG_SQLSTATE)
+	                            : NULL;
+
+	return s != NULL ? s : "";
+}
+
+PGresult *pgu_query(PGconn *conn, const char *sql, int nparams,
+                    const char *const *params, int64_t deadline_us,
+                    ExecStatusType want, const char *what,
+                    struct pgu_status *st, char *err, size_t errlen)
+{
+	bool timed_out;
+	char m[1024];
+	int64_t start = now_mono_us();
+	PGresult *res = pgu_exec(conn, sql, nparams, params, deadline_us,
+	                         &timed_out);
+
+	st->outcome = PGU_Q_OK;
+	st->sqlstate[0] = '\0';
+	if (res != NULL && PQresultStatus(res) == want)
+		return res;
+	if (res == NULL) {
+		st->outcome = PGU_Q_NO_ANSWER;
+		if (timed_out)
+			errbuf_set(err, errlen, "%s: PostgreSQL did not answer within "
+			           "%lld ms", what, (long long)((deadline_us - start) / 1000));
+		else
+			errbuf_set(err, errlen, "%s: %s", what,
+			           (pgu_message(conn, NULL, m, sizeof(m)), m));
+		return NULL;
+	}
+	st->outcome = PGU_Q_REFUSED;
+	snprintf(st->sqlstate, sizeof(st->sqlstate), "%s", pgu_sqlstate(res));
+	pgu_error_text(conn, res, m, sizeof(m));
+	errbuf_set(err, errlen, "%s: %s", what, m);
+	PQclear(res);
+	return NULL;
+}
+
+uint64_t pgu_lsn(const PGresult *res, int r, int c)
+{
+	const char *v = PQgetvalue(res, r, c);
+	uint64_t lsn = LSN_INVALID;
+
+	if (lsn_parse(v, strlen(v), &lsn) < 0)
+		return LSN_INVALID;
+	return lsn;
+}
+
+int64_t pgu_i64(const PGresult *res, int r, int c)
+{
+	return strtoll(PQgetvalue(res, r, c), NULL, 10);
+}
+
+bool pgu_bool(const PGresult *res, int r, int c)
+{
+	return strcmp(PQgetvalue(res, r, c), "t") == 0;
+}
+
+int pgu_identify(PGconn *conn, int64_t deadline_us, struct pgu_system *sys,
+                 struct pgu_status *st, char *err, size_t errlen)
+{
+	PGresult *res = pgu_query(conn, "IDENTIFY_SYSTEM", 0, NULL, deadline_us,
+	                          PGRES_TUPLES_OK, "IDENTIFY_SYSTEM", st, err,
+	                          errlen);
+
+	memset(sys, 0, sizeof(*sys));
+	if (res == NULL)
+		return -1;
+	if (PQntuples(res) != 1 || PQnfields(res) < 3 ||
+	    (sys->xlogpos = pgu_lsn(res, 0, 2)) == LSN_INVALID) {
+		st->outcome = PGU_Q_NO_ANSWER;
+		errbuf_set(err, errlen, "IDENTIFY_SYSTEM returned a bad xlogpos");
+		PQclear(res);
+		return -1;
+	}
+	snprintf(sys->system_id, sizeof(sys->system_id), "%s",
+	         PQgetvalue(res, 0, 0));
+	sys->timeline = (int)pgu_i64(res, 0, 1);
+	PQclear(res);
+	return 0;
 }

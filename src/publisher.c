@@ -20,12 +20,12 @@
 
 #include <jansson.h>
 
+#include "kafka_conf.h"
 #include "log.h"
 #include "publisher.h"
 
 struct publisher {
-	char **secrets;         /* names and values of secret properties */
-	size_t nsecrets;
+	struct kc_secrets *secrets; /* for redaction; owned */
 	rd_kafka_t *rk;
 	rd_kafka_queue_t *mainq;
 	int evfd[2];            /* librdkafka writes to [1] when reports wait */
@@ -104,38 +104,10 @@ static void *prober_main(void *arg)
 	return NULL;
 }
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-	RELAY_PRINTF(3, 4);
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
-
-/* librdkafka's own texts can quote a property's value (for example the
- * tail of a malformed sasl.oauthbearer.config). Anything after the name
- * of a secret property is cut, and any secret value is masked, before a
- * text reaches the log. */
 static void redact(const struct publisher *p, const char *in, char *out,
                    size_t outlen)
 {
-	snprintf(out, outlen, "%s", in);
-	for (size_t i = 0; i < p->nsecrets; i += 2) {
-		char *at = strstr(out, p->secrets[i]);
-		if (at != NULL) {
-			size_t keep = (size_t)(at - out) + strlen(p->secrets[i]);
-			snprintf(out + keep, outlen - keep, " <redacted>");
-		}
-		if (p->secrets[i + 1][0] != '\0') {
-			while ((at = strstr(out, p->secrets[i + 1])) != NULL) {
-				size_t vlen = strlen(p->secrets[i + 1]);
-				memset(at, '*', vlen);
-			}
-		}
-	}
+	kc_redact(p->secrets, in, out, outlen);
 }
 
 /* What each delivery error means. Permanent: the broker (or librdkafka's
@@ -352,74 +324,27 @@ static int on_stats(rd_kafka_t *rk, char *json, size_t len, void *opaque)
 	return 0;
 }
 
-static int conf_set(rd_kafka_conf_t *kc, const char *name, const char *value,
-                    char *err, size_t errlen)
-{
-	char kerr[512];
-	if (rd_kafka_conf_set(kc, name, value, kerr, sizeof(kerr)) !=
-	    RD_KAFKA_CONF_OK) {
-		set_err(err, errlen, "kafka.%s: %s", name,
-		        cfg_kafka_is_secret(name) ? "invalid value (not shown: secret)"
-		                                  : kerr);
-		return -1;
-	}
-	return 0;
-}
-
 struct publisher *pub_new(const struct relay_config *cfg, pub_dr_fn dr,
                           void *opaque, char *err, size_t errlen)
 {
-	static const char *const safe[][2] = {
-		{ "enable.idempotence", "true" },
-		{ "acks", "all" },
-		{ "partitioner", "murmur2_random" },
-		{ "message.timeout.ms", "0" },
-		/* With idempotence, a batch the broker refuses for good would
-		 * otherwise let librdkafka renumber and deliver the partition's
-		 * later batches: a replay could then put an older event after a
-		 * newer one. Gapless makes that a fatal error instead. */
-		{ "enable.gapless.guarantee", "true" },
-		{ "client.id", "outbox-relay" },
-	};
 	struct publisher *p = xcalloc(1, sizeof(*p));
-	rd_kafka_conf_t *kc = rd_kafka_conf_new();
+	rd_kafka_conf_t *kc;
 	char kerr[512], num[32];
+	/* librdkafka's queue must hold the relay's whole window, so that
+	 * QUEUE_FULL stays an exception rather than the normal brake. */
+	const struct kc_extra extra[] = {
+		{ "queue.buffering.max.messages", num, false },
+	};
 
 	p->evfd[0] = p->evfd[1] = -1;
 	p->stat_rtt_us = p->stat_queue_msgs = -1;
-	for (size_t i = 0; i < cfg->kafka_len; i++) {
-		if (!cfg_kafka_is_secret(cfg->kafka[i].name))
-			continue;
-		p->secrets = xrealloc(p->secrets, (p->nsecrets + 2) * sizeof(char *));
-		p->secrets[p->nsecrets++] = xstrdup(cfg->kafka[i].name);
-		p->secrets[p->nsecrets++] = xstrdup(cfg->kafka[i].value);
-	}
+	p->secrets = kc_secrets_new(cfg);
 	p->dr = dr;
 	p->opaque = opaque;
-	for (size_t i = 0; i < sizeof(safe) / sizeof(safe[0]); i++) {
-		const char *idem = cfg_kafka_get(cfg, "enable.idempotence");
-		if (cfg_kafka_get(cfg, safe[i][0]) != NULL)
-			continue;
-		/* librdkafka refuses gapless without idempotence, which only
-		 * producer.allow.unsafe=true can turn off. */
-		if (strcmp(safe[i][0], "enable.gapless.guarantee") == 0 &&
-		    idem != NULL && strcmp(idem, "true") != 0)
-			continue;
-		if (conf_set(kc, safe[i][0], safe[i][1], err, errlen) < 0)
-			goto fail;
-	}
-	/* librdkafka's queue must hold the relay's whole window, so that
-	 * QUEUE_FULL stays an exception rather than the normal brake. */
-	if (cfg_kafka_get(cfg, "queue.buffering.max.messages") == NULL) {
-		snprintf(num, sizeof(num), "%lld",
-		         (long long)cfg->inflight_max_events + 1024);
-		if (conf_set(kc, "queue.buffering.max.messages", num, err, errlen) < 0)
-			goto fail;
-	}
-	for (size_t i = 0; i < cfg->kafka_len; i++)
-		if (conf_set(kc, cfg->kafka[i].name, cfg->kafka[i].value, err,
-		             errlen) < 0)
-			goto fail;
+	snprintf(num, sizeof(num), "%lld", (long long)cfg->inflight_max_events + 1024);
+	kc = kc_conf_new(cfg, KC_RELAY, extra, 1, err, errlen);
+	if (kc == NULL)
+		goto fail;
 	rd_kafka_conf_set_dr_msg_cb(kc, on_delivery);
 	rd_kafka_conf_set_error_cb(kc, on_error);
 	rd_kafka_conf_set_log_cb(kc, on_log);
@@ -429,12 +354,12 @@ struct publisher *pub_new(const struct relay_config *cfg, pub_dr_fn dr,
 	/* rd_kafka_new() takes ownership of kc on success only. */
 	p->rk = rd_kafka_new(RD_KAFKA_PRODUCER, kc, kerr, sizeof(kerr));
 	if (p->rk == NULL) {
-		set_err(err, errlen, "creating the Kafka producer: %s", kerr);
+		errbuf_set(err, errlen, "creating the Kafka producer: %s", kerr);
 		goto fail;
 	}
 	kc = NULL;
 	if (pipe2(p->evfd, O_NONBLOCK | O_CLOEXEC) < 0) {
-		set_err(err, errlen, "pipe: %s", strerror(errno));
+		errbuf_set(err, errlen, "pipe: %s", strerror(errno));
 		goto fail;
 	}
 	p->mainq = rd_kafka_queue_get_main(p->rk);
@@ -449,7 +374,7 @@ struct publisher *pub_new(const struct relay_config *cfg, pub_dr_fn dr,
 		pthread_condattr_destroy(&ca);
 		pthread_mutex_init(&p->probe_lock, NULL);
 		if (pthread_create(&p->prober, NULL, prober_main, p) != 0) {
-			set_err(err, errlen, "starting the broker probe: %s",
+			errbuf_set(err, errlen, "starting the broker probe: %s",
 			        strerror(errno));
 			goto fail;
 		}
@@ -514,7 +439,7 @@ enum pub_send_result pub_send(struct publisher *p, const char *topic,
 	if (e == RD_KAFKA_RESP_ERR_NO_ERROR)
 		return PUB_SENT;
 	rd_kafka_headers_destroy(hdrs);
-	set_err(err, errlen, "%s", rd_kafka_err2str(e));
+	errbuf_set(err, errlen, "%s", rd_kafka_err2str(e));
 	switch (e) {
 	case RD_KAFKA_RESP_ERR__QUEUE_FULL:
 		return PUB_FULL;
@@ -553,7 +478,7 @@ bool pub_fatal(struct publisher *p, char *err, size_t errlen, int *code)
 		return false;
 	e = rd_kafka_fatal_error(p->rk, buf, sizeof(buf));
 	redact(p, buf, safe, sizeof(safe));
-	set_err(err, errlen, "fatal producer error %s: %s", rd_kafka_err2name(e),
+	errbuf_set(err, errlen, "fatal producer error %s: %s", rd_kafka_err2name(e),
 	        safe);
 	if (code != NULL)
 		*code = (int)e;
@@ -573,7 +498,7 @@ bool pub_auth_failed(struct publisher *p, char *err, size_t errlen)
 	if (p->auth_errors < AUTH_FAIL_MIN_ERRORS ||
 	    now - p->auth_first_us < AUTH_FAIL_MIN_US)
 		return false;
-	set_err(err, errlen, "the brokers refuse the relay's credentials: %u "
+	errbuf_set(err, errlen, "the brokers refuse the relay's credentials: %u "
 	        "authentication failures in %lld s and no broker answered since "
 	        "the first; last: %s; check kafka.sasl.username, "
 	        "kafka.sasl.password and kafka.sasl.mechanisms against the "
@@ -631,12 +556,7 @@ void pub_free(struct publisher *p)
 			rd_kafka_queue_destroy(p->mainq);
 		rd_kafka_destroy(p->rk);
 	}
-	for (size_t i = 0; i < p->nsecrets; i++) {
-		/* Wipe our copies: a later core or heap dump must not show them. */
-		explicit_bzero(p->secrets[i], strlen(p->secrets[i]));
-		free(p->secrets[i]);
-	}
-	free(p->secrets);
+	kc_secrets_free(p->secrets);
 	for (size_t i = 0; i < p->nknown; i++)
 		free(p->known[i]);
 	if (p->evfd[0] >= 0)

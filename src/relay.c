@@ -22,10 +22,10 @@
 #include "monitor.h"
 #include "notify.h"
 #include "publisher.h"
+#include "event.h"
 #include "relay.h"
 #include "repl.h"
-#include "route.h"
-#include "w2j.h"
+#include "stream_spec.h"
 
 #define READ_BUDGET 4096          /* frames per loop turn, keeps timers fair */
 #define LEDGER_TOKEN UINT64_MAX   /* delivery token of the ledger's records */
@@ -41,15 +41,23 @@ enum relay_state {
 	ST_STREAMING,
 };
 
-static const char *const state_names[] = { "connecting", "backoff", "standby",
-	                                       "streaming" };
+/* How /readyz, /slot and /metrics name each (health.h). */
+static const enum relay_phase state_phase[] = {
+	[ST_CONNECTING] = RELAY_PHASE_CONNECTING,
+	[ST_BACKOFF] = RELAY_PHASE_BACKOFF,
+	[ST_STANDBY] = RELAY_PHASE_STANDBY,
+	[ST_STREAMING] = RELAY_PHASE_STREAMING,
+};
 
-enum handled { H_OK, H_BLOCKED, H_STOP };
+/* What became of a frame: handled, to be tried again (the window or
+ * librdkafka's queue is full), or the end of reading (a stop, a
+ * restart), H_POISON only inside handle_msg(). */
+enum handled { H_OK, H_BLOCKED, H_STOP, H_POISON };
 
 struct relay {
 	const struct relay_config *cfg; /* borrowed */
-	struct w2j_spec spec;
-	char *msg_prefixes;             /* wal2json add-msg-prefixes; owned */
+	struct stream_spec ss;          /* what is asked of wal2json; owned */
+	struct ev_txn txn;              /* the transaction being read */
 	struct lsn_tracker lt;
 	struct publisher *pub;          /* owned; NULL between sessions */
 	struct repl_stream rs;
@@ -82,9 +90,6 @@ struct relay {
 	 * into rs.copybuf, which stays valid until the next repl_read(). */
 	bool have_pending;
 	struct repl_msg pending;
-
-	int64_t cur_xid;
-	uint64_t cur_commit_lsn;
 
 	uint64_t n_received, n_acked, n_failed, n_stale, n_txns, n_reconnects;
 	uint64_t n_skipped;             /* events acked in an earlier session,
@@ -128,7 +133,6 @@ struct relay {
 	int64_t replay_count;           /* failures in a row */
 	char replay_err[256];           /* the last one */
 
-	char topic[256];
 	char err[2048];
 
 	/* Health figures (see monitor.h). */
@@ -321,14 +325,14 @@ static uint64_t confirm_target(const struct relay *r)
 	if (t > r->server_wal_end)
 		t = r->server_wal_end;
 	if (r->ledger_key[0] != '\0' &&
-	    t > (r->ledger_verified ? r->ledger_lsn : r->lt.confirmed))
-		t = r->ledger_verified ? r->ledger_lsn : r->lt.confirmed;
+	    t > (r->ledger_verified ? r->ledger_lsn : lsn_confirmed(&r->lt)))
+		t = r->ledger_verified ? r->ledger_lsn : lsn_confirmed(&r->lt);
 	return t;
 }
 
 static bool confirm_due(const struct relay *r)
 {
-	return confirm_target(r) > r->lt.confirmed;
+	return confirm_target(r) > lsn_confirmed(&r->lt);
 }
 
 /* The ledger is behind the watermark: a record is due. */
@@ -340,7 +344,7 @@ static bool ledger_due(const struct relay *r)
 		w = r->server_wal_end;
 	return r->ledger_key[0] != '\0' && r->ledger_verified && r->pub != NULL &&
 	       r->have_rs && r->ledger_sending == 0 && w > r->ledger_lsn &&
-	       w > r->lt.confirmed;
+	       w > lsn_confirmed(&r->lt);
 }
 
 /* Records the watermark in the slot ledger, through the relay's own
@@ -352,8 +356,9 @@ static void ledger_record(struct relay *r, int64_t now)
 
 	if (w > r->server_wal_end)
 		w = r->server_wal_end;
-	value = ledger_value(r->rs.system_id, r->rs.slot.database,
-	                     r->cfg->slot_name, w, "relay");
+	value = ledger_value(repl_system_id(&r->rs),
+	                     repl_slot(&r->rs)->database, r->cfg->slot_name, w,
+	                     "relay");
 	switch (pub_send(r->pub, r->cfg->slot_ledger_topic, r->ledger_key,
 	                 strlen(r->ledger_key), value, strlen(value), NULL,
 	                 LEDGER_TOKEN, err, sizeof(err))) {
@@ -383,10 +388,11 @@ static void send_status(struct relay *r, bool force_log)
 static void send_status_req(struct relay *r, bool force_log, bool ping)
 {
 	uint64_t flush = lsn_confirmable(&r->lt);
+	uint64_t confirmed = lsn_confirmed(&r->lt); /* the last one sent */
 	uint64_t recv;
 	char err[512];
 
-	if (!r->have_rs || !r->rs.in_copy)
+	if (!r->have_rs || !repl_in_copy(&r->rs))
 		return;
 	/* Every LSN the tracker can hold came from this server's stream, so
 	 * this never bites; it is the last line against confirming WAL the
@@ -400,17 +406,19 @@ static void send_status_req(struct relay *r, bool force_log, bool ping)
 	/* Nothing past what the slot ledger holds: a slot moved past it is
 	 * refused at the next start (a recreated slot). */
 	if (r->ledger_key[0] != '\0' &&
-	    flush > (r->ledger_verified ? r->ledger_lsn : r->lt.confirmed))
-		flush = r->ledger_verified ? r->ledger_lsn : r->lt.confirmed;
-	if (flush < r->lt.confirmed)
-		flush = r->lt.confirmed;
-	recv = r->lt.received_lsn > flush ? r->lt.received_lsn : flush;
+	    flush > (r->ledger_verified ? r->ledger_lsn : confirmed))
+		flush = r->ledger_verified ? r->ledger_lsn : confirmed;
+	if (flush < confirmed)
+		flush = confirmed;
+	recv = lsn_received_max(&r->lt);
+	if (recv < flush)
+		recv = flush;
 	if (repl_send_status(&r->rs, recv, flush, ping, err, sizeof(err)) < 0) {
 		log_warn("%s", err);
 		r->restart_pending = true;
 		return;
 	}
-	if (flush != r->lt.confirmed || force_log) {
+	if (flush != confirmed || force_log) {
 		log_debug("confirmed flush LSN " LSN_FMT, LSN_ARGS(flush));
 		r->last_confirm_wall_us = now_wall_us();
 	}
@@ -427,15 +435,17 @@ static void log_stats(struct relay *r, const char *prefix)
 	         "inflight_bytes=%llu held=%llu status_updates=%llu "
 	         "received_lsn=" LSN_FMT " confirmed_lsn=" LSN_FMT
 	         " latency_p50_ms=%.1f latency_p99_ms=%.1f latency_max_ms=%.1f",
-	         prefix, state_names[r->state], (unsigned long long)r->n_received,
+	         prefix, relay_phase_name(state_phase[r->state]),
+	         (unsigned long long)r->n_received,
 	         (unsigned long long)r->n_acked, (unsigned long long)r->n_failed,
 	         (unsigned long long)r->n_stale, (unsigned long long)r->n_skipped,
 	         (unsigned long long)r->n_txns,
 	         (unsigned long long)r->n_reconnects,
 	         (unsigned long long)r->win_events, (unsigned long long)r->win_bytes,
-	         (unsigned long long)r->lt.held_events,
+	         (unsigned long long)lsn_held_events(&r->lt),
 	         (unsigned long long)r->n_status,
-	         LSN_ARGS(r->lt.received_lsn), LSN_ARGS(r->lt.confirmed),
+	         LSN_ARGS(lsn_received_max(&r->lt)),
+	         LSN_ARGS(lsn_confirmed(&r->lt)),
 	         hist_percentile(&r->lat, 0.50) / 1000.0,
 	         hist_percentile(&r->lat, 0.99) / 1000.0, r->lat.max_us / 1000.0);
 }
@@ -520,6 +530,7 @@ static void restart(struct relay *r)
 	/* Acks of the old session's events must not move the new watermark;
 	 * what was acked is kept for lsn_resume() to check. */
 	lsn_end_session(&r->lt);
+	ev_txn_reset(&r->txn);
 	r->n_reconnects++;
 	d = backoff_us(r);
 	r->state = ST_BACKOFF;
@@ -527,7 +538,8 @@ static void restart(struct relay *r)
 	snprintf(r->reason, sizeof(r->reason), "session ended; replaying from "
 	         "the slot after a backoff");
 	log_warn("replaying from slot \"%s\" in %lld ms (confirmed " LSN_FMT ")",
-	         r->cfg->slot_name, (long long)(d / 1000), LSN_ARGS(r->lt.confirmed));
+	         r->cfg->slot_name, (long long)(d / 1000),
+	         LSN_ARGS(lsn_confirmed(&r->lt)));
 }
 
 static void begin_stop(struct relay *r, int code)
@@ -549,7 +561,8 @@ static void rewound_stop(struct relay *r)
 	          "confirmed. Reconcile what consumers did with those events, "
 	          "then start the relay again: a new process streams from the "
 	          "slot as this database has it (runbook: the database went "
-	          "back in time)", r->lt.rewound, LSN_ARGS(r->lt.confirmed));
+	          "back in time)", lsn_rewound_reason(&r->lt),
+	          LSN_ARGS(lsn_confirmed(&r->lt)));
 	snprintf(r->reason, sizeof(r->reason), "the database went back in time "
 	         "(see the log)");
 	begin_stop(r, RELAY_EXIT_UNAVAILABLE);
@@ -565,7 +578,7 @@ static void permanent_error(struct relay *r, enum repl_err rc, const char *err)
 	           : rc == REPL_ERR_CONFIG ? RELAY_EXIT_CONFIG
 	                                   : RELAY_EXIT_UNAVAILABLE;
 
-	if (r->rs.connect_failed && r->ever_streamed &&
+	if (repl_connect_failed(&r->rs) && r->ever_streamed &&
 	    ++r->perm_failures < r->cfg->pg_permanent_error_retries) {
 		int64_t d = backoff_us(r);
 		log_warn("%s; attempt %lld of %lld, retrying in %lld ms", err,
@@ -613,8 +626,8 @@ static bool ledger_verify(struct relay *r, int64_t now)
 	if (r->ledger_retry_us != 0)
 		log_info("slot ledger: read again");
 	r->ledger_retry_us = 0;
-	if (ledger_check(&e, r->cfg->slot_name, r->rs.slot.confirmed_flush, err,
-	                 sizeof(err)) < 0) {
+	if (ledger_check(&e, r->cfg->slot_name, repl_slot(&r->rs)->confirmed_lsn,
+	                 err, sizeof(err)) < 0) {
 		log_error("%s", err);
 		snprintf(r->reason, sizeof(r->reason), "the slot was moved without "
 		         "the relay (see the log)");
@@ -642,8 +655,9 @@ static bool ledger_session_start(struct relay *r)
 	r->ledger_retry_us = 0;
 	if (r->cfg->slot_ledger_topic[0] == '\0')
 		return true;
-	if (ledger_key(r->rs.system_id, r->rs.slot.database, r->cfg->slot_name,
-	               r->ledger_key, sizeof(r->ledger_key)) < 0) {
+	if (ledger_key(repl_system_id(&r->rs), repl_slot(&r->rs)->database,
+	               r->cfg->slot_name, r->ledger_key,
+	               sizeof(r->ledger_key)) < 0) {
 		log_error("slot ledger: key for slot \"%s\" too long",
 		          r->cfg->slot_name);
 		begin_stop(r, RELAY_EXIT_CONFIG);
@@ -666,9 +680,8 @@ static void try_connect(struct relay *r)
 			return;
 		}
 	}
-	rc = repl_start(&r->rs, r->cfg->pg_conninfo, r->cfg->slot_name, &r->spec,
-	                r->msg_prefixes, r->cfg->pg_receive_timeout_ms, err,
-	                sizeof(err));
+	rc = repl_start(&r->rs, r->cfg->pg_conninfo, r->cfg->slot_name, &r->ss,
+	                r->cfg->pg_receive_timeout_ms, err, sizeof(err));
 	switch (rc) {
 	case REPL_OK:
 		r->have_rs = true;
@@ -679,27 +692,29 @@ static void try_connect(struct relay *r)
 		r->session_start_us = now_mono_us();
 		r->last_rx_us = r->session_start_us;
 		r->pinged = false;
-		r->server_wal_end = r->rs.system_lsn;
+		r->server_wal_end = repl_wal_end(&r->rs);
 		resume = lsn_resume(&r->lt, &(struct lsn_server){
-			.system_id = r->rs.system_id,
-			.timeline = r->rs.timeline,
-			.wal_end = r->rs.system_lsn,
-			.slot_lsn = r->rs.slot.confirmed_flush,
+			.system_id = repl_system_id(&r->rs),
+			.timeline = repl_timeline(&r->rs),
+			.wal_end = repl_wal_end(&r->rs),
+			.slot_lsn = repl_slot(&r->rs)->confirmed_lsn,
 		});
 		log_info("streaming from slot \"%s\" (system %s, timeline %d): "
 		         "confirmed_flush_lsn " LSN_FMT ", restart_lsn " LSN_FMT
 		         ", server WAL at " LSN_FMT "%s", r->cfg->slot_name,
-		         r->rs.system_id, r->rs.timeline,
-		         LSN_ARGS(r->rs.slot.confirmed_flush),
-		         LSN_ARGS(r->rs.slot.restart_lsn), LSN_ARGS(r->rs.system_lsn),
+		         repl_system_id(&r->rs), repl_timeline(&r->rs),
+		         LSN_ARGS(repl_slot(&r->rs)->confirmed_lsn),
+		         LSN_ARGS(repl_slot(&r->rs)->restart_lsn),
+		         LSN_ARGS(repl_wal_end(&r->rs)),
 		         resume == LSN_RESUME_VERIFY
 		             ? "; transactions already published are skipped" : "");
 		if (resume == LSN_RESUME_VERIFY)
 			log_info("the slot is behind what this process published (up "
 			         "to commit " LSN_FMT ", xid %lld): replaying from the "
 			         "slot without publishing again, once that commit is "
-			         "seen unchanged", LSN_ARGS(r->lt.verify.end_lsn),
-			         (long long)r->lt.verify.xid);
+			         "seen unchanged",
+			         LSN_ARGS(lsn_verifying(&r->lt)->end_lsn),
+			         (long long)lsn_verifying(&r->lt)->xid);
 		if (resume == LSN_RESUME_REWOUND) {
 			rewound_stop(r);
 			return;
@@ -716,7 +731,7 @@ static void try_connect(struct relay *r)
 			         (long long)r->cfg->standby_retry_ms);
 		r->state = ST_STANDBY;
 		snprintf(r->reason, sizeof(r->reason), "slot active for PID %d "
-		         "(standby)", r->rs.slot.active_pid);
+		         "(standby)", repl_slot(&r->rs)->active_pid);
 		r->retry_at_us = now_mono_us() + r->cfg->standby_retry_ms * 1000;
 		return;
 	case REPL_ERR_TRANSIENT: {
@@ -746,22 +761,21 @@ static enum handled fail_stop(struct relay *r, const struct repl_msg *m,
 	          "after this transaction is confirmed and the slot keeps it. "
 	          "Fix the cause or skip the transaction deliberately (see the "
 	          "runbook: poison event)", LSN_ARGS(m->wal_start),
-	          (long long)r->cur_xid, what);
+	          (long long)r->txn.xid, what);
 	snprintf(r->reason, sizeof(r->reason), "poison event at LSN " LSN_FMT
-	         " (xid %lld)", LSN_ARGS(m->wal_start), (long long)r->cur_xid);
+	         " (xid %lld)", LSN_ARGS(m->wal_start), (long long)r->txn.xid);
 	begin_stop(r, RELAY_EXIT_DATAERR);
 	return H_STOP;
 }
 
-static enum handled handle_event(struct relay *r, const struct repl_msg *m,
-                                 struct w2j_record *rec)
+/* An outbox event (event.h): produced, unless its transaction was acked
+ * in an earlier session. */
+static enum handled handle_event(struct relay *r, const struct ev_event *ev)
 {
-	struct route_headers h;
-	char err[512], msg[1024];
+	char err[512];
 	uint64_t token;
-	size_t bytes;
 
-	if (r->lt.cur_skip) {
+	if (lsn_skipping(&r->lt)) {
 		r->n_skipped++; /* acked in an earlier session */
 		return H_OK;
 	}
@@ -769,39 +783,32 @@ static enum handled handle_event(struct relay *r, const struct repl_msg *m,
 	 * session's start until the watermark is past the batch: the
 	 * previous event must be acked (or have failed) first, so a refusal
 	 * names its record and nothing after it is published meanwhile. */
-	if (r->iso_to != 0 && r->lt.inflight > 0) {
+	if (r->iso_to != 0 && lsn_inflight(&r->lt) > 0) {
 		r->iso_wait = true;
 		return H_BLOCKED;
 	}
-	if (route_topic(r->cfg->route_topic_replacement, rec->route.ptr,
-	                rec->route.len, r->topic, sizeof(r->topic), err,
-	                sizeof(err)) < 0) {
-		snprintf(msg, sizeof(msg), "event id %s: %s", rec->id.ptr, err);
-		return fail_stop(r, m, msg);
-	}
 	r->iso_wait = false;
-	route_headers(&h, rec, r->cur_commit_lsn);
-	bytes = rec->payload.len + rec->key.len;
-	token = lsn_event(&r->lt, bytes);
-	switch (pub_send(r->pub, r->topic, rec->key.ptr, rec->key.len,
-	                 rec->payload.ptr, rec->payload.len, &h, token, err,
+	token = lsn_event(&r->lt, ev->bytes);
+	switch (pub_send(r->pub, ev->topic, ev->key.ptr, ev->key.len,
+	                 ev->value.ptr, ev->value.len, &ev->headers, token, err,
 	                 sizeof(err))) {
 	case PUB_SENT:
 		r->n_received++;
 		r->win_events++;
-		r->win_bytes += bytes;
+		r->win_bytes += ev->bytes;
 		return H_OK;
 	case PUB_FULL:
-		lsn_event_undo(&r->lt, token, bytes);
+		lsn_event_undo(&r->lt, token, ev->bytes);
 		r->queue_full = true;
 		return H_BLOCKED;
 	case PUB_REJECTED:
-		lsn_event_undo(&r->lt, token, bytes);
-		snprintf(msg, sizeof(msg), "event id %s (topic %s, %zu bytes): Kafka "
-		         "refuses it: %s", rec->id.ptr, r->topic, rec->payload.len, err);
-		return fail_stop(r, m, msg);
+		lsn_event_undo(&r->lt, token, ev->bytes);
+		snprintf(r->err, sizeof(r->err), "event id %s (topic %s, %zu bytes): "
+		         "Kafka refuses it: %s", ev->id.ptr, ev->topic, ev->value.len,
+		         err);
+		return H_POISON;
 	case PUB_FATAL:
-		lsn_event_undo(&r->lt, token, bytes);
+		lsn_event_undo(&r->lt, token, ev->bytes);
 		log_error("kafka: produce failed: %s", err);
 		r->restart_pending = true;
 		r->restart_kafka = true;
@@ -812,9 +819,8 @@ static enum handled handle_event(struct relay *r, const struct repl_msg *m,
 
 static enum handled handle_msg(struct relay *r, const struct repl_msg *m)
 {
-	struct w2j_record rec;
+	struct ev_record er;
 	enum handled h = H_OK;
-	char err[1024];
 
 	if (m->wal_end > r->server_wal_end)
 		r->server_wal_end = m->wal_end;
@@ -830,66 +836,42 @@ static enum handled handle_msg(struct relay *r, const struct repl_msg *m)
 		return H_OK;
 	}
 	lsn_received(&r->lt, m->wal_start);
-	if (w2j_decode(m->data, m->len, &r->spec, &rec, err, sizeof(err)) < 0)
-		return fail_stop(r, m, err);
-	switch (rec.kind) {
-	case W2J_BEGIN:
-		r->cur_xid = rec.xid;
-		r->cur_commit_lsn = rec.nextlsn;
-		if (lsn_begin(&r->lt, rec.xid, rec.commit_ts_us, rec.nextlsn) ==
-		    LSN_REWOUND) {
+	ev_next(&r->ss, m->data, m->len, &r->txn, &er);
+	switch (er.kind) {
+	case EV_BEGIN:
+		if (lsn_begin(&r->lt, er.rec.xid, er.rec.commit_ts_us,
+		              er.rec.nextlsn) == LSN_REWOUND) {
 			rewound_stop(r);
 			h = H_STOP;
 		}
 		break;
-	case W2J_COMMIT:
-		lsn_commit(&r->lt, rec.nextlsn);
+	case EV_COMMIT:
+		lsn_commit(&r->lt, er.rec.nextlsn);
 		r->n_txns++;
 		break;
-	case W2J_EVENT:
-		if (!r->lt.in_txn) {
-			h = fail_stop(r, m, "insert record outside a transaction "
-			              "(is include-transaction off?)");
-			break;
-		}
-		h = handle_event(r, m, &rec);
+	case EV_EVENT:
+		h = handle_event(r, &er.ev);
+		if (h == H_POISON)
+			h = fail_stop(r, m, r->err);
 		break;
-	case W2J_MESSAGE:
-		if (!rec.transactional &&
-		    strcmp(rec.msg_prefix.ptr, r->cfg->heartbeat_prefix) == 0) {
-			/* Our heartbeat: its content is the wall clock when the
-			 * watchdog wrote it. Everything before it was sent, so with
-			 * nothing open or in flight its LSN is safe to confirm. */
-			int64_t sent = strtoll(rec.msg_content.ptr, NULL, 10);
-			if (sent > 0)
-				r->hb_rtt_us = now_wall_us() - sent;
-			r->hb_seen++;
-			if (!lsn_idle(&r->lt, rec.lsn)) {
-				rewound_stop(r);
-				h = H_STOP;
-			}
-		} else if (rec.transactional &&
-		           r->cfg->outbox_emit_prefix[0] != '\0' &&
-		           strcmp(rec.msg_prefix.ptr, r->cfg->outbox_emit_prefix) == 0) {
-			/* outbox_emit() (sql/emit.sql): an event without a row,
-			 * published exactly like one. */
-			if (!r->lt.in_txn) {
-				h = fail_stop(r, m, "outbox message outside a transaction "
-				              "(is include-transaction off?)");
-				break;
-			}
-			if (w2j_decode_emit(rec.msg_content.ptr, rec.msg_content.len,
-			                    &rec, err, sizeof(err)) < 0) {
-				h = fail_stop(r, m, err);
-				break;
-			}
-			h = handle_event(r, m, &rec);
+	case EV_HEARTBEAT:
+		/* Everything before it was sent, so with nothing open or in
+		 * flight its LSN is safe to confirm. */
+		if (er.heartbeat_sent_us > 0)
+			r->hb_rtt_us = now_wall_us() - er.heartbeat_sent_us;
+		r->hb_seen++;
+		if (!lsn_idle(&r->lt, er.rec.lsn)) {
+			rewound_stop(r);
+			h = H_STOP;
 		}
 		break;
-	case W2J_SKIP:
+	case EV_POISON:
+		h = fail_stop(r, m, er.reason);
+		break;
+	case EV_SKIP:
 		break;
 	}
-	w2j_record_clear(&rec);
+	ev_record_clear(&er);
 	return h;
 }
 
@@ -904,7 +886,7 @@ static bool reading_allowed(const struct relay *r)
 
 	return r->state == ST_STREAMING && r->have_rs && !r->stopping &&
 	       !r->restart_pending && !r->queue_full &&
-	       !(r->iso_wait && r->lt.inflight > 0) &&
+	       !(r->iso_wait && lsn_inflight(&r->lt) > 0) &&
 	       r->win_events < max_ev && r->win_bytes < max_b &&
 	       lsn_window_events(&r->lt) < max_ev;
 }
@@ -924,8 +906,8 @@ static void read_stream(struct relay *r)
 			if (rc == 0)
 				return;
 			if (rc < 0) {
-				if (r->rs.stream_err == REPL_ERR_FATAL ||
-				    r->rs.stream_err == REPL_ERR_CONFIG) {
+				if (repl_stream_err(&r->rs) == REPL_ERR_FATAL ||
+				    repl_stream_err(&r->rs) == REPL_ERR_CONFIG) {
 					log_error("%s", err);
 					begin_stop(r, RELAY_EXIT_UNAVAILABLE);
 				} else {
@@ -943,6 +925,7 @@ static void read_stream(struct relay *r)
 			r->have_pending = true;
 			return;
 		case H_STOP:
+		case H_POISON:
 			return;
 		}
 	}
@@ -1025,11 +1008,12 @@ static bool drained(struct relay *r, int64_t now)
 	/* Acked, and recorded in the ledger so the final update confirms it. */
 	bool ledger_behind = ledger_due(r) || r->ledger_sending != 0;
 
-	if (r->pub == NULL || (r->lt.inflight == 0 && !ledger_behind))
+	if (r->pub == NULL || (lsn_inflight(&r->lt) == 0 && !ledger_behind))
 		return true;
 	if (now >= r->drain_deadline_us) {
 		log_warn("shutdown timeout: %llu events not acked; the slot replays "
-		         "them on the next start", (unsigned long long)r->lt.inflight);
+		         "them on the next start",
+		         (unsigned long long)lsn_inflight(&r->lt));
 		return true;
 	}
 	return false;
@@ -1062,11 +1046,10 @@ static void fill_figures(struct relay *r, struct relay_figures *f)
 {
 	memset(f, 0, sizeof(*f));
 	if (r->stopping)
-		snprintf(f->state, sizeof(f->state), "%s",
-		         r->exit_code == RELAY_EXIT_DATAERR ? "fail-stopped"
-		                                            : "stopping");
+		f->state = r->exit_code == RELAY_EXIT_DATAERR
+		                   ? RELAY_PHASE_FAIL_STOPPED : RELAY_PHASE_STOPPING;
 	else
-		snprintf(f->state, sizeof(f->state), "%s", state_names[r->state]);
+		f->state = state_phase[r->state];
 	snprintf(f->reason, sizeof(f->reason), "%s", r->reason);
 	f->kafka_up = r->pub != NULL && pub_broker_up(r->pub);
 	f->kafka_contact_age_us = r->pub != NULL ? pub_contact_age_us(r->pub) : -1;
@@ -1075,9 +1058,9 @@ static void fill_figures(struct relay *r, struct relay_figures *f)
 	f->pg_rx_age_us = r->have_rs ? now_mono_us() - r->last_rx_us : -1;
 	f->pg_stale = r->have_rs &&
 	              f->pg_rx_age_us > r->cfg->pg_receive_timeout_ms * 1000 / 2;
-	f->received_lsn = r->lt.received_lsn;
+	f->received_lsn = lsn_received_max(&r->lt);
 	f->confirmable_lsn = lsn_confirmable(&r->lt);
-	f->confirmed_lsn = r->lt.confirmed;
+	f->confirmed_lsn = lsn_confirmed(&r->lt);
 	f->events_received = r->n_received;
 	f->events_published = r->n_acked;
 	f->events_failed = r->n_failed;
@@ -1129,27 +1112,11 @@ int relay_run(const struct relay_config *cfg, int sigfd)
 	int code;
 
 	r->cfg = cfg;
-	r->spec = (struct w2j_spec){
-		.schema = cfg->outbox_schema,
-		.table = cfg->outbox_table,
-		.col_id = cfg->field_id,
-		.col_key = cfg->field_key,
-		.col_type = cfg->field_type,
-		.col_route = cfg->route_by_field,
-		.col_payload = cfg->field_payload,
-	};
-	/* wal2json drops every message whose prefix is not listed. */
-	r->msg_prefixes = xmalloc(strlen(cfg->heartbeat_prefix) +
-	                          strlen(cfg->outbox_emit_prefix) + 2);
-	strcpy(r->msg_prefixes, cfg->heartbeat_prefix);
-	if (cfg->outbox_emit_prefix[0] != '\0') {
-		strcat(r->msg_prefixes, ",");
-		strcat(r->msg_prefixes, cfg->outbox_emit_prefix);
-	}
+	ss_init(&r->ss, cfg);
+	ev_txn_reset(&r->txn);
 	lsn_init(&r->lt);
 	hist_reset(&r->lat);
 	r->state = ST_CONNECTING;
-	r->cur_xid = -1;
 	r->hb_rtt_us = -1;
 	if (getenv("RELAY_TEST_STALL_MS") != NULL)
 		r->stall_ms = strtoll(getenv("RELAY_TEST_STALL_MS"), NULL, 10);
@@ -1157,7 +1124,7 @@ int relay_run(const struct relay_config *cfg, int sigfd)
 	if (r->mon == NULL) {
 		log_error("%s", r->err);
 		lsn_free(&r->lt);
-		free(r->msg_prefixes);
+		ss_free(&r->ss);
 		free(r);
 		return RELAY_EXIT_UNAVAILABLE;
 	}
@@ -1285,12 +1252,12 @@ int relay_run(const struct relay_config *cfg, int sigfd)
 		}
 		/* The transactions that failed in Kafka are confirmed now: the
 		 * backstop starts over, and the one-at-a-time replay ends. */
-		if (r->replay_count > 0 && r->lt.confirmed >= r->replay_lsn &&
-		    !r->restart_pending) {
+		if (r->replay_count > 0 &&
+		    lsn_confirmed(&r->lt) >= r->replay_lsn && !r->restart_pending) {
 			r->replay_count = 0;
 			r->replay_err[0] = '\0';
 		}
-		if (r->iso_to != 0 && r->lt.confirmed >= r->iso_to &&
+		if (r->iso_to != 0 && lsn_confirmed(&r->lt) >= r->iso_to &&
 		    !r->restart_pending) {
 			log_info("kafka: the events of commits " LSN_FMT " to " LSN_FMT
 			         " were all published one at a time: the broker refused "
@@ -1319,7 +1286,7 @@ int relay_run(const struct relay_config *cfg, int sigfd)
 	         ru.ru_maxrss, (unsigned long long)unacked, r->exit_code);
 	code = r->exit_code;
 	lsn_free(&r->lt);
-	free(r->msg_prefixes);
+	ss_free(&r->ss);
 	free(r);
 	return code;
 }

@@ -15,6 +15,7 @@
 #include "log.h"
 #include "pgutil.h"
 #include "repl.h"
+#include "slot.h"
 
 /* libpq's PGconn behind our opaque name. */
 #define PGC(rs) ((PGconn *)(rs)->conn)
@@ -22,30 +23,14 @@
 /* Microseconds between the Unix epoch and PostgreSQL's (2000-01-01). */
 #define PG_EPOCH_OFFSET_US INT64_C(946684800000000)
 
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-	RELAY_PRINTF(3, 4);
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
+/* "what: <libpq's message of the connection>" into err. */
+static void conn_err(struct repl_stream *rs, const char *what, char *err,
+                     size_t errlen)
 {
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
+	char m[512];
 
-/* PQerrorMessage without its trailing newline. */
-static const char *pq_err(PGconn *conn)
-{
-	static char buf[1024];
-	const char *m = conn ? PQerrorMessage(conn) : "no connection";
-	size_t n = strlen(m);
-	if (n >= sizeof(buf))
-		n = sizeof(buf) - 1;
-	memcpy(buf, m, n);
-	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
-		n--;
-	buf[n] = '\0';
-	return buf;
+	pgu_message(PGC(rs), NULL, m, sizeof(m));
+	errbuf_set(err, errlen, "%s: %s", what, m);
 }
 
 static uint64_t be64(const char *p)
@@ -65,10 +50,9 @@ static void put_be64(char *p, uint64_t v)
 }
 
 /* Classifies a server error by SQLSTATE. */
-static enum repl_err classify(const PGresult *res)
+static enum repl_err classify(const char *st)
 {
-	const char *st = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
-	if (st == NULL)
+	if (st[0] == '\0')
 		return REPL_ERR_TRANSIENT;
 	if (strcmp(st, "55006") == 0) /* object_in_use: slot active elsewhere */
 		return REPL_ERR_SLOT_BUSY;
@@ -81,404 +65,68 @@ static enum repl_err classify(const PGresult *res)
 	return REPL_ERR_TRANSIENT;
 }
 
-/* One statement of a session's start, bounded by rs->timeout_ms: a
- * server that stops answering (a hung backend, a silent proxy) must not
- * hang the relay. NULL with err filled ("what: ...") when it timed out
- * or the connection broke: a transient error. */
-static PGresult *rs_exec(struct repl_stream *rs, const char *sql,
-                         const char *what, char *err, size_t errlen)
+/* A failed statement of the session's start: one that did not answer
+ * (bounded by rs->timeout_ms: a server that stops answering must not
+ * hang the relay) is transient, a refusal by its SQLSTATE. */
+static enum repl_err failed(const struct pgu_status *st)
 {
-	bool timed_out;
-	char m[512];
-	PGresult *res = pgu_exec(PGC(rs), sql, 0, NULL,
-	                         now_mono_us() + rs->timeout_ms * 1000, &timed_out);
-
-	if (res != NULL)
-		return res;
-	if (timed_out) {
-		set_err(err, errlen, "%s: PostgreSQL did not answer within %lld ms",
-		        what, (long long)rs->timeout_ms);
-	} else {
-		pgu_message(PGC(rs), NULL, m, sizeof(m));
-		set_err(err, errlen, "%s: %s", what, m);
-	}
-	return NULL;
+	return st->outcome == PGU_Q_REFUSED ? classify(st->sqlstate)
+	                                    : REPL_ERR_TRANSIENT;
 }
 
-/* The error message of a failed statement, into the caller's buffer. */
-static const char *res_err(struct repl_stream *rs, const PGresult *res,
-                           char *buf, size_t len)
+static int64_t deadline(const struct repl_stream *rs)
 {
-	pgu_message(PGC(rs), res, buf, len);
-	return buf;
+	return now_mono_us() + rs->timeout_ms * 1000;
 }
 
-static enum repl_err identify(struct repl_stream *rs, char *err, size_t errlen)
-{
-	PGresult *res = rs_exec(rs, "IDENTIFY_SYSTEM", "IDENTIFY_SYSTEM", err,
-	                        errlen);
-	enum repl_err rc = REPL_ERR_TRANSIENT;
-	char m[512];
-
-	if (res == NULL)
-		return REPL_ERR_TRANSIENT;
-	if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1 ||
-	    PQnfields(res) < 3) {
-		set_err(err, errlen, "IDENTIFY_SYSTEM failed: %s",
-		        res_err(rs, res, m, sizeof(m)));
-		rc = classify(res);
-		goto out;
-	}
-	snprintf(rs->system_id, sizeof(rs->system_id), "%s", PQgetvalue(res, 0, 0));
-	rs->timeline = atoi(PQgetvalue(res, 0, 1));
-	if (lsn_parse(PQgetvalue(res, 0, 2), strlen(PQgetvalue(res, 0, 2)),
-	              &rs->system_lsn) < 0) {
-		set_err(err, errlen, "IDENTIFY_SYSTEM returned a bad xlogpos");
-		goto out;
-	}
-	rc = REPL_OK;
-out:
-	PQclear(res);
-	return rc;
-}
-
-/* Reads the slot's row; refuses what the relay must never stream from. */
+/* Reads the slot's row; refuses what the relay must never stream from
+ * (slot.h). Another process streaming from it is standby, not a stop. */
 static enum repl_err check_slot(struct repl_stream *rs, const char *slot,
                                 char *err, size_t errlen)
 {
-	char *lit = PQescapeLiteral(PGC(rs), slot, strlen(slot));
-	char sql[512];
-	PGresult *res;
-	enum repl_err rc = REPL_ERR_FATAL;
+	struct pgu_status st;
+	enum slot_refusal why;
+	enum repl_err rc;
 
-	if (lit == NULL) {
-		set_err(err, errlen, "escaping slot name: %s", pq_err(PGC(rs)));
-		return REPL_ERR_TRANSIENT;
+	if (slot_read(PGC(rs), slot, deadline(rs), &rs->slot, &st, err,
+	              errlen) < 0) {
+		rc = failed(&st);
+		return rc == REPL_ERR_SLOT_BUSY ? REPL_ERR_TRANSIENT : rc;
 	}
-	snprintf(sql, sizeof(sql),
-	         "SELECT plugin, slot_type, database = current_database(), active, "
-	         "coalesce(active_pid, 0), coalesce(wal_status, ''), "
-	         "coalesce(confirmed_flush_lsn::text, ''), "
-	         "coalesce(restart_lsn::text, ''), coalesce(database::text, '') "
-	         "FROM pg_catalog.pg_replication_slots WHERE slot_name = %s", lit);
-	PQfreemem(lit);
-	res = rs_exec(rs, sql, "reading pg_replication_slots", err, errlen);
-	if (res == NULL)
-		return REPL_ERR_TRANSIENT;
-	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-		char m[512];
-		set_err(err, errlen, "reading pg_replication_slots: %s",
-		        res_err(rs, res, m, sizeof(m)));
-		rc = classify(res);
-		if (rc == REPL_ERR_SLOT_BUSY)
-			rc = REPL_ERR_TRANSIENT;
-		goto out;
-	}
-	if (PQntuples(res) == 0) {
-		set_err(err, errlen, "replication slot \"%s\" does not exist; the "
-		        "relay never creates one implicitly: create it with "
-		        "SELECT pg_create_logical_replication_slot('%s', 'wal2json')",
-		        slot, slot);
-		goto out;
-	}
-	if (strcmp(PQgetvalue(res, 0, 1), "logical") != 0 ||
-	    strcmp(PQgetvalue(res, 0, 0), "wal2json") != 0) {
-		set_err(err, errlen, "replication slot \"%s\" uses plugin \"%s\" "
-		        "(%s); the relay needs a logical wal2json slot", slot,
-		        PQgetvalue(res, 0, 0), PQgetvalue(res, 0, 1));
-		goto out;
-	}
-	if (strcmp(PQgetvalue(res, 0, 2), "t") != 0) {
-		set_err(err, errlen, "replication slot \"%s\" belongs to another "
-		        "database than the one in pg.conninfo", slot);
-		goto out;
-	}
-	snprintf(rs->slot.plugin, sizeof(rs->slot.plugin), "%s", PQgetvalue(res, 0, 0));
-	snprintf(rs->slot.database, sizeof(rs->slot.database), "%s",
-	         PQgetvalue(res, 0, 8));
-	snprintf(rs->slot.wal_status, sizeof(rs->slot.wal_status), "%s",
-	         PQgetvalue(res, 0, 5));
-	rs->slot.active = strcmp(PQgetvalue(res, 0, 3), "t") == 0;
-	rs->slot.active_pid = atoi(PQgetvalue(res, 0, 4));
-	if (strcmp(rs->slot.wal_status, "lost") == 0 ||
-	    PQgetvalue(res, 0, 6)[0] == '\0' ||
-	    lsn_parse(PQgetvalue(res, 0, 6), strlen(PQgetvalue(res, 0, 6)),
-	              &rs->slot.confirmed_flush) < 0) {
-		set_err(err, errlen, "replication slot \"%s\" is invalidated "
-		        "(wal_status=%s): the WAL it needed is gone and events may "
-		        "be missing; the relay will not recreate it (see the "
-		        "runbook: slot lost)", slot,
-		        rs->slot.wal_status[0] ? rs->slot.wal_status : "unknown");
-		goto out;
-	}
-	if (lsn_parse(PQgetvalue(res, 0, 7), strlen(PQgetvalue(res, 0, 7)),
-	              &rs->slot.restart_lsn) < 0)
-		rs->slot.restart_lsn = 0;
-	if (rs->slot.active) {
-		set_err(err, errlen, "replication slot \"%s\" is active for PID %d",
-		        slot, rs->slot.active_pid);
-		rc = REPL_ERR_SLOT_BUSY;
-		goto out;
-	}
-	rc = REPL_OK;
-out:
-	PQclear(res);
-	return rc;
+	why = slot_judge(&rs->slot, 0);
+	if (why == SLOT_USABLE)
+		return REPL_OK;
+	slot_refusal_text(why, &rs->slot, slot, why != SLOT_ACTIVE, err, errlen);
+	return why == SLOT_ACTIVE ? REPL_ERR_SLOT_BUSY : REPL_ERR_FATAL;
 }
 
-/* outbox.table "schema.*" (a partitioned outbox, partitions in a schema
- * of their own): the schema must exist and every table in it must have
- * the configured columns, since an insert into any of them is an event.
- * A schema without tables yet passes: its inserts cannot happen. */
-static enum repl_err check_schema(struct repl_stream *rs,
-                                  const struct w2j_spec *spec,
-                                  const char *const cols[5],
-                                  const char *const keys[5], char *err,
-                                  size_t errlen)
-{
-	char *lit[6] = { NULL };
-	char sql[2048];
-	PGresult *res;
-	enum repl_err rc = REPL_ERR_CONFIG;
-	int i;
-
-	lit[5] = PQescapeLiteral(PGC(rs), spec->schema, strlen(spec->schema));
-	for (i = 0; i < 5; i++)
-		lit[i] = PQescapeLiteral(PGC(rs), cols[i], strlen(cols[i]));
-	for (i = 0; i < 6 && lit[i] != NULL; i++)
-		;
-	if (i < 6) {
-		set_err(err, errlen, "escaping names: %s", pq_err(PGC(rs)));
-		rc = REPL_ERR_TRANSIENT;
-		goto out;
-	}
-	/* One row: does the schema exist, and the first table that lacks a
-	 * column (x.n, 1-based in cols order), if any. */
-	snprintf(sql, sizeof(sql),
-	         "SELECT s.oid IS NOT NULL, c.relname, x.n "
-	         "FROM (SELECT 1) AS one "
-	         "LEFT JOIN pg_catalog.pg_namespace s ON s.nspname = %s "
-	         "LEFT JOIN pg_catalog.pg_class c "
-	         "       ON c.relnamespace = s.oid AND c.relkind = 'r' "
-	         "LEFT JOIN unnest(ARRAY[%s, %s, %s, %s, %s]::text[]) "
-	         "          WITH ORDINALITY AS x(col, n) "
-	         "       ON c.oid IS NOT NULL AND NOT EXISTS ("
-	         "          SELECT 1 FROM pg_catalog.pg_attribute a "
-	         "          WHERE a.attrelid = c.oid AND a.attname = x.col "
-	         "          AND a.attnum > 0 AND NOT a.attisdropped) "
-	         "ORDER BY x.n IS NULL, c.relname, x.n LIMIT 1",
-	         lit[5], lit[0], lit[1], lit[2], lit[3], lit[4]);
-	res = rs_exec(rs, sql, "reading the outbox schema's tables", err, errlen);
-	if (res == NULL) {
-		rc = REPL_ERR_TRANSIENT;
-	} else if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1) {
-		char m[512];
-		set_err(err, errlen, "reading the outbox schema's tables: %s",
-		        res_err(rs, res, m, sizeof(m)));
-		rc = REPL_ERR_TRANSIENT;
-	} else if (strcmp(PQgetvalue(res, 0, 0), "t") != 0) {
-		set_err(err, errlen, "outbox.table: schema %s does not exist (%s.* "
-		        "means every table of the schema)", spec->schema,
-		        spec->schema);
-	} else if (!PQgetisnull(res, 0, 2)) {
-		int n = atoi(PQgetvalue(res, 0, 2));
-		set_err(err, errlen, "%s: column \"%s\" does not exist in %s.%s; "
-		        "with outbox.table = %s.* every table of that schema is "
-		        "read as the outbox", keys[n - 1], cols[n - 1], spec->schema,
-		        PQgetvalue(res, 0, 1), spec->schema);
-	} else {
-		rc = REPL_OK;
-	}
-	PQclear(res);
-out:
-	for (i = 0; i < 6; i++)
-		PQfreemem(lit[i]);
-	return rc;
-}
-
-/* What wal2json can read as the outbox: only an ordinary table's own
- * inserts carry its name. Everything else is refused with the way out. */
-static const struct {
-	char relkind;
-	const char *what;
-	const char *fix;
-} relkinds[] = {
-	{ 'p', "a partitioned table, and wal2json names the partition in every "
-	  "record, never the parent: the relay would read no event at all and "
-	  "confirm past them",
-	  "put the partitions in a schema of their own and set outbox.table = "
-	  "<schema>.* (sql/cleanup.sql sets up outbox_part.*; with pg_partman, "
-	  "create the parent in a schema of its own: the child tables are created "
-	  "next to it)" },
-	{ 'v', "a view, and only a table's rows are written to the WAL",
-	  "point outbox.table at the table the application inserts into" },
-	{ 'm', "a materialized view, and its rows are not decoded",
-	  "point outbox.table at the table the application inserts into" },
-	{ 'f', "a foreign table, and its rows live in another server's WAL",
-	  "run the relay against the server that holds the table" },
-};
-
-int repl_relkind_refusal(char relkind, const char *schema, const char *table,
-                         char *err, size_t errlen)
-{
-	if (relkind == 'r')
-		return 0;
-	for (size_t i = 0; i < sizeof(relkinds) / sizeof(relkinds[0]); i++) {
-		if (relkinds[i].relkind == relkind) {
-			set_err(err, errlen, "outbox.table: %s.%s is %s; %s", schema,
-			        table, relkinds[i].what, relkinds[i].fix);
-			return -1;
-		}
-	}
-	set_err(err, errlen, "outbox.table: %s.%s is not an ordinary table "
-	        "(relkind '%c'); point outbox.table at the table the application "
-	        "inserts into", schema, table, relkind);
-	return -1;
-}
-
-/* Checks that the outbox table and the configured columns exist, so a
- * typo in the configuration fails at start instead of never matching. */
+/* The outbox table and the configured columns exist, so a typo in the
+ * configuration fails at start instead of never matching (slot.h). */
 static enum repl_err check_table(struct repl_stream *rs,
                                  const struct w2j_spec *spec, char *err,
                                  size_t errlen)
 {
-	const char *params[2] = { spec->schema, spec->table };
-	const char *cols[5] = { spec->col_id, spec->col_key, spec->col_type,
-		                    spec->col_route, spec->col_payload };
-	static const char *const keys[5] = {
-		"table.field.event.id", "table.field.event.key",
-		"table.field.event.type", "route.by.field", "table.field.event.payload"
-	};
-	PGresult *res;
-	enum repl_err rc = REPL_ERR_CONFIG;
+	struct slot_table t;
+	struct pgu_status st;
 
-	if (strcmp(spec->table, "*") == 0)
-		return check_schema(rs, spec, cols, keys, err, errlen);
-
-	/* Replication connections only take the simple query protocol, so the
-	 * names are escaped as literals. */
-	char *s = PQescapeLiteral(PGC(rs), params[0], strlen(params[0]));
-	char *t = PQescapeLiteral(PGC(rs), params[1], strlen(params[1]));
-	char sql[1024];
-	if (s == NULL || t == NULL) {
-		PQfreemem(s);
-		PQfreemem(t);
-		set_err(err, errlen, "escaping table name: %s", pq_err(PGC(rs)));
+	if (slot_table_check(PGC(rs), spec, deadline(rs), &t, &st, err,
+	                     errlen) < 0)
 		return REPL_ERR_TRANSIENT;
-	}
-	snprintf(sql, sizeof(sql),
-	         "SELECT a.attname, c.relkind FROM pg_catalog.pg_attribute a "
-	         "JOIN pg_catalog.pg_class c ON c.oid = a.attrelid "
-	         "JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace "
-	         "WHERE n.nspname = %s AND c.relname = %s AND a.attnum > 0 "
-	         "AND NOT a.attisdropped", s, t);
-	PQfreemem(s);
-	PQfreemem(t);
-	res = rs_exec(rs, sql, "reading the outbox table's columns", err, errlen);
-	if (res == NULL)
-		return REPL_ERR_TRANSIENT;
-	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-		char m[512];
-		set_err(err, errlen, "reading the outbox table's columns: %s",
-		        res_err(rs, res, m, sizeof(m)));
-		rc = REPL_ERR_TRANSIENT;
-		goto out;
-	}
-	if (PQntuples(res) == 0) {
-		set_err(err, errlen, "outbox.table: table %s.%s does not exist (names "
-		        "are case-sensitive and unquoted: a table created as "
-		        "\"Outbox\" is public.Outbox)", spec->schema, spec->table);
-		goto out;
-	}
-	if (repl_relkind_refusal(PQgetvalue(res, 0, 1)[0], spec->schema,
-	                         spec->table, err, errlen) < 0)
-		goto out;
-	for (int i = 0; i < 5; i++) {
-		bool found = false;
-		for (int r = 0; r < PQntuples(res) && !found; r++)
-			found = strcmp(PQgetvalue(res, r, 0), cols[i]) == 0;
-		if (!found) {
-			set_err(err, errlen, "%s: column \"%s\" does not exist in %s.%s",
-			        keys[i], cols[i], spec->schema, spec->table);
-			goto out;
-		}
-	}
-	rc = REPL_OK;
-out:
-	PQclear(res);
-	return rc;
-}
-
-/* Appends a single-quoted option value, doubling quotes. */
-static int put_quoted(char *out, size_t outlen, size_t *n, const char *v)
-{
-	if (*n + 1 >= outlen)
-		return -1;
-	out[(*n)++] = '\'';
-	for (; *v; v++) {
-		if (*n + 3 >= outlen)
-			return -1;
-		if (*v == '\'')
-			out[(*n)++] = '\'';
-		out[(*n)++] = *v;
-	}
-	out[(*n)++] = '\'';
-	out[*n] = '\0';
-	return 0;
-}
-
-int repl_start_command(const char *slot, const struct w2j_spec *spec,
-                       const char *msg_prefixes, char *out, size_t outlen)
-{
-	char tables[512];
-	bool all = strcmp(spec->table, "*") == 0;
-	size_t n;
-	int m;
-
-	/* outbox.table = schema.*: wal2json's own wildcard, unescaped, so
-	 * that partitions created later are read too. */
-	m = w2j_add_tables_value(spec->schema, all ? "" : spec->table, tables,
-	                         sizeof(tables) - 1);
-	if (m < 0)
-		return -1;
-	if (all) {
-		tables[m] = '*';
-		tables[m + 1] = '\0';
-	}
-	m = snprintf(out, outlen,
-	             "START_REPLICATION SLOT \"%s\" LOGICAL 0/0 ("
-	             "\"format-version\" '2', \"include-lsn\" '1', "
-	             "\"include-xids\" '1', \"include-transaction\" '1', "
-	             "\"include-timestamp\" '1', \"actions\" 'insert', "
-	             "\"add-tables\" ", slot);
-	if (m < 0 || (size_t)m >= outlen)
-		return -1;
-	n = (size_t)m;
-	if (put_quoted(out, outlen, &n, tables) < 0)
-		return -1;
-	if (msg_prefixes != NULL && msg_prefixes[0] != '\0') {
-		static const char opt[] = ", \"add-msg-prefixes\" ";
-		if (n + sizeof(opt) >= outlen)
-			return -1;
-		memcpy(out + n, opt, sizeof(opt) - 1);
-		n += sizeof(opt) - 1;
-		if (put_quoted(out, outlen, &n, msg_prefixes) < 0)
-			return -1;
-	}
-	if (n + 2 >= outlen)
-		return -1;
-	out[n++] = ')';
-	out[n] = '\0';
-	return (int)n;
+	if (t.verdict == TABLE_OK)
+		return REPL_OK;
+	slot_table_text(&t, err, errlen);
+	return REPL_ERR_CONFIG;
 }
 
 enum repl_err repl_start(struct repl_stream *rs, const char *conninfo,
-                         const char *slot, const struct w2j_spec *spec,
-                         const char *msg_prefixes, int64_t timeout_ms,
-                         char *err, size_t errlen)
+                         const char *slot, const struct stream_spec *ss,
+                         int64_t timeout_ms, char *err, size_t errlen)
 {
+	struct pgu_system sys;
+	struct pgu_status st;
 	enum pgu_class cls;
-	char cmd[1024], m[512];
+	char *cmd, m[512];
+	bool timed_out;
 	PGresult *res;
 	enum repl_err rc;
 
@@ -492,32 +140,39 @@ enum repl_err repl_start(struct repl_stream *rs, const char *conninfo,
 		       : cls == PGU_CONFIG ? REPL_ERR_CONFIG
 		                           : REPL_ERR_TRANSIENT;
 	}
-	if ((rc = identify(rs, err, errlen)) != REPL_OK)
-		goto fail;
-	if ((rc = check_slot(rs, slot, err, errlen)) != REPL_OK)
-		goto fail;
-	if ((rc = check_table(rs, spec, err, errlen)) != REPL_OK)
-		goto fail;
-	if (repl_start_command(slot, spec, msg_prefixes, cmd, sizeof(cmd)) < 0) {
-		set_err(err, errlen, "outbox.table name too long");
-		rc = REPL_ERR_FATAL;
+	if (pgu_identify(PGC(rs), deadline(rs), &sys, &st, err, errlen) < 0) {
+		rc = failed(&st);
 		goto fail;
 	}
-	res = rs_exec(rs, cmd, "START_REPLICATION", err, errlen);
+	snprintf(rs->system_id, sizeof(rs->system_id), "%s", sys.system_id);
+	rs->timeline = sys.timeline;
+	rs->system_lsn = sys.xlogpos;
+	if ((rc = check_slot(rs, slot, err, errlen)) != REPL_OK)
+		goto fail;
+	if ((rc = check_table(rs, &ss->w2j, err, errlen)) != REPL_OK)
+		goto fail;
+	cmd = ss_start_command(ss, slot);
+	res = pgu_exec(PGC(rs), cmd, 0, NULL, deadline(rs), &timed_out);
+	free(cmd);
 	if (res == NULL) {
+		if (timed_out)
+			errbuf_set(err, errlen, "START_REPLICATION: PostgreSQL did not "
+			           "answer within %lld ms", (long long)rs->timeout_ms);
+		else
+			conn_err(rs, "START_REPLICATION", err, errlen);
 		rc = REPL_ERR_TRANSIENT;
 		goto fail;
 	}
 	if (PQresultStatus(res) != PGRES_COPY_BOTH) {
-		set_err(err, errlen, "START_REPLICATION failed: %s",
-		        res_err(rs, res, m, sizeof(m)));
-		rc = classify(res);
+		pgu_message(PGC(rs), res, m, sizeof(m));
+		errbuf_set(err, errlen, "START_REPLICATION failed: %s", m);
+		rc = classify(pgu_sqlstate(res));
 		PQclear(res);
 		goto fail;
 	}
 	PQclear(res);
 	if (PQsetnonblocking(PGC(rs), 1) != 0) {
-		set_err(err, errlen, "PQsetnonblocking: %s", pq_err(PGC(rs)));
+		conn_err(rs, "PQsetnonblocking", err, errlen);
 		rc = REPL_ERR_TRANSIENT;
 		goto fail;
 	}
@@ -537,7 +192,7 @@ int repl_socket(const struct repl_stream *rs)
 int repl_consume(struct repl_stream *rs, char *err, size_t errlen)
 {
 	if (PQconsumeInput(PGC(rs)) == 0) {
-		set_err(err, errlen, "replication connection lost: %s", pq_err(PGC(rs)));
+		conn_err(rs, "replication connection lost", err, errlen);
 		rs->stream_err = REPL_ERR_TRANSIENT;
 		return -1;
 	}
@@ -567,8 +222,8 @@ static void stream_error(struct repl_stream *rs, char *err, size_t errlen)
 			size_t n = strlen(m);
 			while (n > 0 && m[n - 1] == '\n')
 				n--;
-			set_err(err, errlen, "replication stream ended: %.*s", (int)n, m);
-			rs->stream_err = classify(res);
+			errbuf_set(err, errlen, "replication stream ended: %.*s", (int)n, m);
+			rs->stream_err = classify(pgu_sqlstate(res));
 			got = true;
 		}
 		PQclear(res);
@@ -576,7 +231,7 @@ static void stream_error(struct repl_stream *rs, char *err, size_t errlen)
 			break;
 	}
 	if (!got)
-		set_err(err, errlen, "replication stream ended: %s", pq_err(PGC(rs)));
+		conn_err(rs, "replication stream ended", err, errlen);
 }
 
 int repl_parse_frame(const char *buf, size_t len, struct repl_msg *msg,
@@ -594,7 +249,7 @@ int repl_parse_frame(const char *buf, size_t len, struct repl_msg *msg,
 		hdr += 8; /* walEnd */
 		hdr += 8; /* sendTime */
 		if (len < hdr) {
-			set_err(err, errlen, "XLogData header too small: %zu bytes", len);
+			errbuf_set(err, errlen, "XLogData header too small: %zu bytes", len);
 			return -1;
 		}
 		msg->wal_start = be64(buf + 1);
@@ -609,14 +264,14 @@ int repl_parse_frame(const char *buf, size_t len, struct repl_msg *msg,
 		hdr += 8; /* sendTime */
 		hdr += 1; /* replyRequested */
 		if (len < hdr) {
-			set_err(err, errlen, "keepalive too small: %zu bytes", len);
+			errbuf_set(err, errlen, "keepalive too small: %zu bytes", len);
 			return -1;
 		}
 		msg->wal_end = be64(buf + 1);
 		msg->reply_requested = buf[17] != 0;
 		return 1;
 	}
-	set_err(err, errlen, "unexpected CopyData message type 0x%02x",
+	errbuf_set(err, errlen, "unexpected CopyData message type 0x%02x",
 	        (unsigned char)msg->type);
 	return -1;
 }
@@ -662,7 +317,7 @@ int repl_send_status(struct repl_stream *rs, uint64_t received,
 	n += 8;
 	buf[n++] = reply_requested ? 1 : 0;
 	if (PQputCopyData(PGC(rs), buf, (int)n) <= 0 || PQflush(PGC(rs)) < 0) {
-		set_err(err, errlen, "could not send status update: %s", pq_err(PGC(rs)));
+		conn_err(rs, "could not send status update", err, errlen);
 		rs->stream_err = REPL_ERR_TRANSIENT;
 		return -1;
 	}
@@ -677,7 +332,7 @@ bool repl_wants_write(struct repl_stream *rs)
 int repl_flush(struct repl_stream *rs, char *err, size_t errlen)
 {
 	if (PQflush(PGC(rs)) < 0) {
-		set_err(err, errlen, "replication connection lost: %s", pq_err(PGC(rs)));
+		conn_err(rs, "replication connection lost", err, errlen);
 		rs->stream_err = REPL_ERR_TRANSIENT;
 		return -1;
 	}
@@ -700,4 +355,39 @@ void repl_close(struct repl_stream *rs)
 	PQfinish(PGC(rs));
 	rs->conn = NULL;
 	rs->in_copy = false;
+}
+
+const char *repl_system_id(const struct repl_stream *rs)
+{
+	return rs->system_id;
+}
+
+int repl_timeline(const struct repl_stream *rs)
+{
+	return rs->timeline;
+}
+
+uint64_t repl_wal_end(const struct repl_stream *rs)
+{
+	return rs->system_lsn;
+}
+
+const struct slot_row *repl_slot(const struct repl_stream *rs)
+{
+	return &rs->slot;
+}
+
+bool repl_in_copy(const struct repl_stream *rs)
+{
+	return rs->in_copy;
+}
+
+bool repl_connect_failed(const struct repl_stream *rs)
+{
+	return rs->connect_failed;
+}
+
+enum repl_err repl_stream_err(const struct repl_stream *rs)
+{
+	return rs->stream_err;
 }

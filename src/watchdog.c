@@ -17,35 +17,12 @@
 
 #include "log.h"
 #include "pgutil.h"
+#include "slot.h"
 #include "watchdog.h"
 
 /* Client-side bound of each watchdog query (statement_timeout is 5 s). */
 #define WD_QUERY_TIMEOUT_US (10 * INT64_C(1000000))
 #define WD_STATEMENT_TIMEOUT_MS 5000
-
-const char wd_sample_sql[] =
-	"SELECT s.slot_name IS NOT NULL, coalesce(s.active, false), "
-	"coalesce(s.active_pid, 0), coalesce(s.restart_lsn::text, ''), "
-	"coalesce(s.confirmed_flush_lsn::text, ''), coalesce(s.wal_status, ''), "
-	"coalesce(s.safe_wal_size, -1), pg_current_wal_lsn()::text, "
-	"coalesce(pg_wal_lsn_diff(pg_current_wal_lsn(), s.restart_lsn)::bigint, -1), "
-	"coalesce(pg_wal_lsn_diff(pg_current_wal_lsn(), s.confirmed_flush_lsn)::bigint, -1), "
-	"(SELECT CASE WHEN setting::bigint < 0 THEN -1 "
-	"        ELSE setting::bigint * 1024 * 1024 END "
-	"   FROM pg_catalog.pg_settings WHERE name = 'max_slot_wal_keep_size'), "
-	"coalesce(st.spill_txns, 0), coalesce(st.spill_count, 0), "
-	"coalesce(st.spill_bytes, 0), coalesce(st.stream_txns, 0), "
-	"coalesce(st.stream_count, 0), coalesce(st.stream_bytes, 0), "
-	"coalesce(st.total_txns, 0), coalesce(st.total_bytes, 0), "
-	"coalesce(x.pid, 0), coalesce(x.xage, 0), coalesce(x.secs, 0) "
-	"FROM (SELECT 1) AS one "
-	"LEFT JOIN pg_catalog.pg_replication_slots s ON s.slot_name = $1 "
-	"LEFT JOIN pg_catalog.pg_stat_replication_slots st "
-	"       ON st.slot_name = s.slot_name "
-	"LEFT JOIN LATERAL (SELECT a.pid, age(a.backend_xid) AS xage, "
-	"       extract(epoch FROM now() - a.xact_start)::float8 AS secs "
-	"     FROM pg_catalog.pg_stat_activity a WHERE a.backend_xid IS NOT NULL "
-	"     ORDER BY age(a.backend_xid) DESC LIMIT 1) x ON true";
 
 struct watchdog {
 	struct wd_options opt;      /* strings copied */
@@ -128,62 +105,25 @@ static PGresult *wd_exec(struct watchdog *w, const char *sql, int nparams,
 	return NULL;
 }
 
-static int64_t col_i64(PGresult *res, int c)
-{
-	return strtoll(PQgetvalue(res, 0, c), NULL, 10);
-}
-
-static uint64_t col_lsn(PGresult *res, int c)
-{
-	const char *v = PQgetvalue(res, 0, c);
-	uint64_t lsn = 0;
-	if (lsn_parse(v, strlen(v), &lsn) < 0)
-		return 0;
-	return lsn;
-}
-
+/* One sample (slot.h), bounded like every watchdog query. */
 static void sample(struct watchdog *w)
 {
-	const char *params[1] = { w->opt.slot };
 	struct slot_figures f;
-	PGresult *res;
+	struct pgu_status st;
+	char err[600];
 
-	res = wd_exec(w, wd_sample_sql, 1, params, "sample query");
-	if (res == NULL)
-		return;
-	if (PQntuples(res) != 1 || PQnfields(res) != 22) {
-		set_last_error(w, "sample query returned %d rows of %d columns",
-		               PQntuples(res), PQnfields(res));
-		PQclear(res);
+	if (slot_sample(w->conn, w->opt.slot, now_mono_us() + WD_QUERY_TIMEOUT_US,
+	                &f, &st, err, sizeof(err)) < 0) {
+		set_last_error(w, "%s", err);
+		/* A timed-out connection may still owe the answer: never reuse
+		 * it. */
+		if (st.outcome == PGU_Q_NO_ANSWER ||
+		    PQstatus(w->conn) != CONNECTION_OK) {
+			PQfinish(w->conn);
+			w->conn = NULL;
+		}
 		return;
 	}
-	memset(&f, 0, sizeof(f));
-	f.valid = true;
-	f.sampled_at_us = now_wall_us();
-	f.slot_exists = strcmp(PQgetvalue(res, 0, 0), "t") == 0;
-	f.active = strcmp(PQgetvalue(res, 0, 1), "t") == 0;
-	f.active_pid = (int)col_i64(res, 2);
-	f.restart_lsn = col_lsn(res, 3);
-	f.confirmed_flush_lsn = col_lsn(res, 4);
-	snprintf(f.wal_status, sizeof(f.wal_status), "%s", PQgetvalue(res, 0, 5));
-	f.safe_wal_size = col_i64(res, 6);
-	f.current_lsn = col_lsn(res, 7);
-	f.retained_bytes = col_i64(res, 8);
-	f.confirmed_lag_bytes = col_i64(res, 9);
-	f.max_slot_wal_keep_size = PQgetisnull(res, 0, 10) ? -1 : col_i64(res, 10);
-	f.spill_txns = col_i64(res, 11);
-	f.spill_count = col_i64(res, 12);
-	f.spill_bytes = col_i64(res, 13);
-	f.stream_txns = col_i64(res, 14);
-	f.stream_count = col_i64(res, 15);
-	f.stream_bytes = col_i64(res, 16);
-	f.total_txns = col_i64(res, 17);
-	f.total_bytes = col_i64(res, 18);
-	f.oldest_xact_pid = (int)col_i64(res, 19);
-	f.oldest_xact_age = col_i64(res, 20);
-	f.oldest_xact_seconds = strtod(PQgetvalue(res, 0, 21), NULL);
-	PQclear(res);
-
 	pthread_mutex_lock(&w->mu);
 	w->figs = f;
 	w->seq++;

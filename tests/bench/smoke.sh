@@ -101,7 +101,7 @@ DRAIN_CPU=$(cpu_seconds "$RPID")
 kill -TERM "$RPID"; wait "$RPID" || true
 DRAIN_RSS=$(grep -o 'peak_rss_kb=[0-9]*' "$DIR/drain.log" | cut -d= -f2)
 
-# Same options as the relay sends (see repl_start_command()).
+# Same options as the relay sends (stream_spec.c, rendered by ss_start_command()).
 t2=$(date +%s.%N)
 runuser -u postgres -- "$PG_BIN/pg_recvlogical" -h 127.0.0.1 -p "$PGPORT_B" \
 	-d bench --slot bench_peer --start --no-loop -f "$DIR/out/peer.jsonl" \

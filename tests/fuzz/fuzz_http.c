@@ -70,10 +70,10 @@ static void publish(void)
 	s.slot.restart_lsn = 0x1000000;
 	s.slot.confirmed_flush_lsn = 0x1000100;
 	s.slot.current_lsn = 0x1000200;
-	snprintf(s.slot.wal_status, sizeof(s.slot.wal_status), "reserved");
+	s.slot.wal_status = WAL_STATUS_RESERVED;
 	s.slot.safe_wal_size = -1;
 	s.slot.max_slot_wal_keep_size = -1;
-	snprintf(s.relay.state, sizeof(s.relay.state), "streaming");
+	s.relay.state = RELAY_PHASE_STREAMING;
 	s.relay.kafka_up = true;
 	s.relay.pg_up = true;
 	s.relay.heartbeat_rtt_us = -1;

@@ -37,6 +37,16 @@
 #   (j) usage errors: two actions, a modifier of another action, a bad
 #       --max-events, a missing value, a modifier without an action, an
 #       ambiguous abbreviation: 64 (never a relay that starts).
+#   (l) the CLI decodes what the relay publishes (regressions: the CLI
+#       once asked wal2json only for the heartbeat prefix and counted only
+#       table rows): with outbox.emit.prefix set, --dry-run prints a row
+#       and an outbox_emit() event of one transaction, --drain publishes
+#       exactly those, --advance-slot counts and names both, and
+#       --skip-transaction --to-dlq copies both to the dead-letter topic;
+#   (m) --check with outbox.table = schema.* (a partitioned outbox): ok
+#       for a schema whose tables have the columns, as the relay accepts
+#       it (once "schema.* does not exist"); fail for a missing schema or
+#       a table in it that lacks a column.
 set -euo pipefail
 # shellcheck source=lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -510,6 +520,111 @@ expect_exit j_alone 64 "(j) --yes without an action"
 expect_in j_alone err "(j) says no action was given" "no runbook action given"
 run j_ambig --config "$cfg" --dr
 expect_exit j_ambig 64 "(j) an ambiguous abbreviation (--dr)"
+
+# ---------------------------------------------------------------- (l)
+# A slot of its own: the one of (a)-(k) holds (k)'s poison transaction.
+it_sql_file "$db" "$IT_ROOT/sql/emit.sql" >/dev/null
+it_sql "$db" "SELECT pg_create_logical_replication_slot('t400_emit', 'wal2json')" >/dev/null
+cfgE=$IT_TEST_DIR/emit.conf
+it_write_config "$cfgE" "$db" t400_emit status.interval.ms=500 \
+	shutdown.timeout.ms=5000 outbox.emit.prefix=outbox
+tL=T400l$TAG
+# emit_txn KEY: one transaction with an outbox row and an outbox_emit()
+# event; sets EX (xid), EROW (row id) and EMIT (the emitted event's id).
+emit_txn() {
+	local out
+	EROW=$(new_uuid)
+	out=$(txn "$INS ('$EROW', '$tL', '$1', 'Row', '{\"via\": \"row\"}')" \
+		"SELECT outbox_emit('$tL', '$1', 'Emitted', '{\"via\": \"emit\", \"n\": 1.50}')")
+	EX=$(sed -n 1p <<<"$out")
+	EMIT=$(sed -n 2p <<<"$out")
+}
+emit_txn l-1
+l1x=$EX l1r=$EROW l1e=$EMIT
+it_diag "(l) xid $l1x: row $l1r, emitted $l1e"
+run l_dry --config "$cfgE" --dry-run
+expect_exit l_dry 0 "(l) --dry-run with outbox.emit.prefix"
+py_check "(l) --dry-run prints the row and the emitted event, in order" '
+import json, sys
+out, row, emitted, xid, topic = sys.argv[1:]
+recs = [json.loads(l) for l in open(out)]
+assert [r["headers"]["id"] for r in recs] == [row, emitted], recs
+for r in recs:
+    assert r["topic"] == "outbox.event." + topic and r["key"] == "l-1", r
+    assert r["headers"]["pg_xid"] == xid, r
+assert recs[1]["headers"]["event_type"] == "Emitted", recs
+assert json.loads(recs[1]["payload"]) == {"via": "emit", "n": 1.5}, recs
+' "$IT_TEST_DIR/l_dry.out" "$l1r" "$l1e" "$l1x" "$tL"
+expect_in l_dry err "(l) the summary counts both" "2 events in 1 transaction"
+run l_drain --config "$cfgE" --drain --timeout-ms 60000
+expect_exit l_drain 0 "(l) --drain with outbox.emit.prefix"
+it_consume_wait "outbox.event.$tL" "$IT_TEST_DIR/l_pub.json" 2 20 || true
+py_check "(l) the relay published exactly the dry-run lines" '
+import json, sys
+dry = [json.loads(l) for l in open(sys.argv[1])]
+pub = []
+for l in open(sys.argv[2]):
+    r = json.loads(l)
+    h = r["headers"]
+    pub.append({"topic": r["topic"], "key": r["key"],
+                "headers": dict(zip(h[0::2], h[1::2])), "payload": r["payload"]})
+key = lambda r: r["headers"]["id"]
+assert sorted(dry, key=key) == sorted(pub, key=key), (dry, pub)
+' "$IT_TEST_DIR/l_dry.out" "$IT_TEST_DIR/l_pub.json"
+
+emit_txn l-2
+l2r=$EROW l2e=$EMIT
+c0=$(it_slot_confirmed "$db" t400_emit)
+target=$(it_current_lsn "$db")
+run l_adv --config "$cfgE" --advance-slot "$target" --yes
+expect_exit l_adv 0 "(l) --advance-slot with outbox.emit.prefix"
+expect_in l_adv out "(l) --advance-slot counts the row and the emitted event" \
+	"skips 2 outbox events in 1 transaction" "$l2r" "$l2e"
+expect_in l_adv err "(l) the audit line counts both" \
+	"AUDIT: slot t400_emit advanced from $c0 to $target" "skipping 2 events"
+it_check "(l) the slot moved to exactly the LSN" \
+	test "$(it_slot_confirmed "$db" t400_emit)" = "$target"
+
+emit_txn l-3
+l3x=$EX l3r=$EROW l3e=$EMIT
+dlqL=t400.dlq.emit.$TAG
+run l_skip --config "$cfgE" --skip-transaction "$l3x" --yes --to-dlq "$dlqL"
+expect_exit l_skip 0 "(l) --skip-transaction --to-dlq with outbox.emit.prefix"
+expect_in l_skip out "(l) --skip-transaction lists both events" \
+	"2 outbox events" "$l3r" "$l3e"
+it_consume_wait "$dlqL" "$IT_TEST_DIR/l_dlq.json" 2 20 || true
+py_check "(l) the dead-letter topic has the row and the emitted event" '
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1])]
+ids = []
+for r in recs:
+    h = r["headers"]
+    h = dict(zip(h[0::2], h[1::2]))
+    assert h["dlq_reason"] == "skipped by operator", h
+    ids.append(h["id"])
+assert sorted(ids) == sorted(sys.argv[2:]), recs
+' "$IT_TEST_DIR/l_dlq.json" "$l3r" "$l3e"
+run l_after --config "$cfgE" --dry-run
+it_check "(l) nothing is pending after the skip" test "$(lines "$IT_TEST_DIR/l_after.out")" -eq 0
+
+# ---------------------------------------------------------------- (m)
+it_sql "$db" "CREATE SCHEMA t400_part;
+	CREATE TABLE t400_part.p1 (LIKE public.outbox INCLUDING DEFAULTS);
+	CREATE TABLE t400_part.p2 (LIKE public.outbox INCLUDING DEFAULTS);
+	CREATE SCHEMA t400_part_bad;
+	CREATE TABLE t400_part_bad.p1 (LIKE public.outbox INCLUDING DEFAULTS);
+	ALTER TABLE t400_part_bad.p1 DROP COLUMN event_type" >/dev/null
+run m_check --config "$cfgE" --check --set outbox.table=t400_part.*
+expect_exit m_check 0 "(m) --check with outbox.table = schema.*"
+expect_in m_check out "(m) the outbox_table item is ok" "ok    outbox_table: t400_part.*"
+run m_noschema --config "$cfgE" --check --set outbox.table=t400_nope.*
+expect_exit m_noschema 78 "(m) --check with outbox.table = a missing schema.*"
+expect_in m_noschema out "(m) the fail item names the schema" \
+	"fail  outbox_table: schema t400_nope does not exist"
+run m_nocol --config "$cfgE" --check --set outbox.table=t400_part_bad.*
+expect_exit m_nocol 78 "(m) --check with a schema.* table that lacks a column"
+expect_in m_nocol out "(m) the fail item names the table and the column" \
+	'fail  outbox_table: table.field.event.type: column "event_type" does not exist in t400_part_bad.p1'
 
 it_drop_db "$db" >/dev/null 2>&1 || true
 it_summary

@@ -246,7 +246,7 @@ static void snap_init(struct health_snapshot *s)
 	s->slot.slot_exists = true;
 	s->slot.retained_bytes = 9663676416;
 	s->slot.confirmed_lag_bytes = 123456;
-	snprintf(s->slot.wal_status, sizeof(s->slot.wal_status), "unreserved");
+	s->slot.wal_status = WAL_STATUS_UNRESERVED;
 	s->slot.safe_wal_size = 52428800;
 	s->relay.confirmed_lsn = 0x16B374D848ULL;
 	s->relay.inflight_events = 17;
@@ -387,7 +387,7 @@ START_TEST(test_render_unknowns)
 	/* A sample with SQL NULLs: -1 figures are null too. */
 	snap_init(&s);
 	s.slot.safe_wal_size = -1;
-	s.slot.wal_status[0] = '\0';
+	s.slot.wal_status = WAL_STATUS_UNKNOWN;
 	body = alert_render(&s, HEALTH_OK);
 	j = json_loads(body, 0, NULL);
 	f = json_object_get(j, "figures");

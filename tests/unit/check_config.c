@@ -470,6 +470,31 @@ START_TEST(test_log_format)
 }
 END_TEST
 
+/* Every key of the table has a row in docs/configuration.md: --help
+ * prints the table's help column, the page says more, and neither may
+ * forget a key. */
+START_TEST(test_keys_documented)
+{
+	FILE *f = fopen("docs/configuration.md", "r");
+	char *doc = NULL, row[160];
+	size_t cap = 0;
+	ssize_t n;
+
+	ck_assert_msg(f != NULL, "docs/configuration.md: run from the repository");
+	n = getdelim(&doc, &cap, '\0', f);
+	fclose(f);
+	ck_assert(n > 0);
+	ck_assert(cfg_key_count() > 0);
+	for (size_t i = 0; i < cfg_key_count(); i++) {
+		snprintf(row, sizeof(row), "| `%s` |", cfg_key_name(i));
+		ck_assert_msg(strstr(doc, row) != NULL,
+		              "%s: no row in docs/configuration.md", cfg_key_name(i));
+	}
+	ck_assert(cfg_key_name(cfg_key_count()) == NULL);
+	free(doc);
+}
+END_TEST
+
 Suite *config_suite(void)
 {
 	Suite *s = suite_create("config");
@@ -488,6 +513,7 @@ Suite *config_suite(void)
 	tcase_add_test(tc, test_password_file);
 	tcase_add_test(tc, test_password_file_errors);
 	tcase_add_test(tc, test_log_format);
+	tcase_add_test(tc, test_keys_documented);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -35,7 +35,7 @@ static void base(struct slot_figures *sf, struct relay_figures *rf,
 	sf->restart_lsn = 0x16B2000000ull;
 	sf->confirmed_flush_lsn = 0x16B3000000ull;
 	sf->current_lsn = 0x16B374D848ull;
-	snprintf(sf->wal_status, sizeof(sf->wal_status), "reserved");
+	sf->wal_status = WAL_STATUS_RESERVED;
 	sf->safe_wal_size = -1;
 	sf->max_slot_wal_keep_size = -1;
 	sf->retained_bytes = 32 * MiB;
@@ -50,7 +50,7 @@ static void base(struct slot_figures *sf, struct relay_figures *rf,
 	sf->total_bytes = 8000000;
 
 	memset(rf, 0, sizeof(*rf));
-	snprintf(rf->state, sizeof(rf->state), "streaming");
+	rf->state = RELAY_PHASE_STREAMING;
 	rf->kafka_up = true;
 	rf->received_lsn = 0x16B374D000ull;
 	rf->confirmable_lsn = 0x16B3700000ull;
@@ -243,15 +243,15 @@ END_TEST
 
 START_TEST(test_wal_status)
 {
-	snprintf(sf.wal_status, sizeof(sf.wal_status), "reserved");
+	sf.wal_status = WAL_STATUS_RESERVED;
 	eval(0);
 	ck_state(HEALTH_OK, "");
 
-	snprintf(sf.wal_status, sizeof(sf.wal_status), "extended");
+	sf.wal_status = WAL_STATUS_EXTENDED;
 	eval(0);
 	ck_state(HEALTH_WARN, "wal_status extended: retained WAL past max_wal_size");
 
-	snprintf(sf.wal_status, sizeof(sf.wal_status), "unreserved");
+	sf.wal_status = WAL_STATUS_UNRESERVED;
 	sf.max_slot_wal_keep_size = 2 * GiB;
 	sf.safe_wal_size = -4096;
 	eval(0);
@@ -259,7 +259,7 @@ START_TEST(test_wal_status)
 	         "wal_status unreserved: retained WAL past max_slot_wal_keep_size "
 	         "2.0 GiB, removed at the next checkpoint");
 
-	snprintf(sf.wal_status, sizeof(sf.wal_status), "lost");
+	sf.wal_status = WAL_STATUS_LOST;
 	sf.safe_wal_size = -1;
 	sf.retained_bytes = -1;
 	eval(0);
@@ -268,7 +268,7 @@ START_TEST(test_wal_status)
 	         "recreated and the outbox re-published: see runbook");
 
 	/* Not sampled yet (pre-PG13 or empty): no rule. */
-	sf.wal_status[0] = '\0';
+	sf.wal_status = WAL_STATUS_UNKNOWN;
 	eval(0);
 	ck_state(HEALTH_OK, "");
 }
@@ -278,7 +278,7 @@ START_TEST(test_slot_missing)
 {
 	sf.slot_exists = false;
 	sf.retained_bytes = 100 * GiB; /* meaningless without a slot */
-	snprintf(sf.wal_status, sizeof(sf.wal_status), "lost");
+	sf.wal_status = WAL_STATUS_LOST;
 	eval(1e6);
 	ck_state(HEALTH_FATAL, "slot does not exist");
 	ck_assert_double_eq(ev.eta_seconds, -1);
@@ -301,7 +301,7 @@ END_TEST
 
 START_TEST(test_fail_stopped)
 {
-	snprintf(rf.state, sizeof(rf.state), "fail-stopped");
+	rf.state = RELAY_PHASE_FAIL_STOPPED;
 	snprintf(rf.reason, sizeof(rf.reason),
 	         "poison event at 16/B3000000; topic missing");
 	eval(0);
@@ -313,7 +313,7 @@ START_TEST(test_fail_stopped)
 	eval(0);
 	ck_state(HEALTH_CRITICAL, "relay fail-stopped: no reason recorded");
 
-	snprintf(rf.state, sizeof(rf.state), "backoff");
+	rf.state = RELAY_PHASE_BACKOFF;
 	snprintf(rf.reason, sizeof(rf.reason), "connection refused");
 	eval(0);
 	ck_state(HEALTH_OK, "");
@@ -329,7 +329,7 @@ START_TEST(test_worst_wins_and_order)
 	ck_state(HEALTH_CRITICAL, "retained WAL 5.0 GiB >= critical 4.0 GiB; "
 	                          "outbox lag 70 s >= warn 60 s");
 
-	snprintf(sf.wal_status, sizeof(sf.wal_status), "lost");  /* fatal */
+	sf.wal_status = WAL_STATUS_LOST;  /* fatal */
 	eval(0);
 	ck_state(HEALTH_FATAL,
 	         "slot lost: WAL removed; the relay stops, the slot must be "
@@ -378,9 +378,9 @@ START_TEST(test_reasons_truncated)
 	char *r;
 	size_t n;
 
-	snprintf(rf.state, sizeof(rf.state), "fail-stopped");
+	rf.state = RELAY_PHASE_FAIL_STOPPED;
 	memset(rf.reason, 'x', sizeof(rf.reason)); /* no NUL at all */
-	snprintf(sf.wal_status, sizeof(sf.wal_status), "lost");
+	sf.wal_status = WAL_STATUS_LOST;
 	sf.retained_bytes = 5 * GiB;
 	sf.confirmed_lag_bytes = 5 * GiB;
 	rf.inflight_events = 1;
@@ -772,7 +772,7 @@ START_TEST(test_slot_json_optional_values)
 	s.slot.active_pid = 0;
 	s.slot.max_slot_wal_keep_size = 4 * GiB;
 	s.slot.safe_wal_size = -123; /* negative, not unknown */
-	snprintf(s.slot.wal_status, sizeof(s.slot.wal_status), "unreserved");
+	s.slot.wal_status = WAL_STATUS_UNRESERVED;
 	s.slot.oldest_xact_pid = 777;
 	s.slot.oldest_xact_age = 123456;
 	s.slot.oldest_xact_seconds = 42.25;
@@ -782,7 +782,7 @@ START_TEST(test_slot_json_optional_values)
 	s.relay.last_ack_us = 0;
 	s.relay.received_lsn = 0;
 	s.relay.bytes_published = UINT64_MAX;
-	snprintf(s.relay.state, sizeof(s.relay.state), "fail-stopped");
+	s.relay.state = RELAY_PHASE_FAIL_STOPPED;
 	snprintf(s.relay.reason, sizeof(s.relay.reason), "poison \"event\"");
 	health_evaluate(&s.slot, &s.relay, &s.thresholds, 2048, s.now_us, &s.eval);
 
@@ -1367,7 +1367,7 @@ START_TEST(test_metrics_values)
 	s.slot.retained_bytes = 5 * GiB;
 	s.slot.max_slot_wal_keep_size = 8 * GiB;
 	s.slot.safe_wal_size = 3 * GiB;
-	snprintf(s.slot.wal_status, sizeof(s.slot.wal_status), "extended");
+	s.slot.wal_status = WAL_STATUS_EXTENDED;
 	s.slot.oldest_xact_pid = 99;
 	s.slot.oldest_xact_seconds = 12.5;
 	s.relay.inflight_events = 7;
@@ -1454,7 +1454,7 @@ START_TEST(test_metrics_state_set)
 		char lab[64];
 
 		full_snapshot(&s);
-		snprintf(s.relay.state, sizeof(s.relay.state), "%s", cases[i].loop);
+		s.relay.state = relay_phase_parse(cases[i].loop);
 		s.relay.pg_up = i % 2 == 0;
 		s.relay.kafka_contact_age_us = 1500000;
 		health_evaluate(&s.slot, &s.relay, &s.thresholds, 0, s.now_us,
@@ -1653,6 +1653,22 @@ START_TEST(test_metrics_no_secrets_no_junk)
 }
 END_TEST
 
+/* The relay's phases are an enum across modules; the names are what
+ * /slot, /readyz and the log print, and a stray value names nothing. */
+START_TEST(test_relay_phase_names)
+{
+	static const char *const names[] = { "not running", "connecting",
+		"backoff", "standby", "streaming", "stopping", "fail-stopped" };
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		ck_assert_str_eq(relay_phase_name((enum relay_phase)i), names[i]);
+		ck_assert_int_eq(relay_phase_parse(names[i]), (int)i);
+	}
+	ck_assert_str_eq(relay_phase_name((enum relay_phase)99), "?");
+	ck_assert_int_eq(relay_phase_parse("bogus"), RELAY_PHASE_NOT_RUNNING);
+}
+END_TEST
+
 Suite *health_suite(void)
 {
 	Suite *s = suite_create("health");
@@ -1663,6 +1679,7 @@ Suite *health_suite(void)
 
 	tcase_add_checked_fixture(tc, setup, NULL);
 	tcase_add_test(tc, test_state_names);
+	tcase_add_test(tc, test_relay_phase_names);
 	tcase_add_test(tc, test_healthy_is_ok);
 	tcase_add_test(tc, test_retained);
 	tcase_add_test(tc, test_confirmed_lag);

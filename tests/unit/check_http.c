@@ -226,12 +226,12 @@ static void snap_init(struct health_snapshot *s, enum health_state st)
 	s->slot.restart_lsn = 0x16B3000000ULL;
 	s->slot.confirmed_flush_lsn = 0x16B374D848ULL;
 	s->slot.current_lsn = 0x16C0000000ULL;
-	snprintf(s->slot.wal_status, sizeof(s->slot.wal_status), "%s", wal[st]);
+	s->slot.wal_status = wal_status_parse(wal[st]);
 	s->slot.safe_wal_size = 1 << 30;
 	s->slot.max_slot_wal_keep_size = -1;
 	s->slot.retained_bytes = 1234567;
 	s->slot.confirmed_lag_bytes = 4567;
-	snprintf(s->relay.state, sizeof(s->relay.state), "streaming");
+	s->relay.state = RELAY_PHASE_STREAMING;
 	s->relay.kafka_up = true;
 	s->relay.confirmed_lsn = 0x16B374D848ULL;
 	s->relay.inflight_events = 3;
@@ -414,7 +414,7 @@ START_TEST(test_readyz_reasons)
 	start_server(60000);
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		snap_init(&s, cases[i].eval);
-		snprintf(s.relay.state, sizeof(s.relay.state), "%s", cases[i].state);
+		s.relay.state = relay_phase_parse(cases[i].state);
 		snprintf(s.relay.reason, sizeof(s.relay.reason), "%s",
 		         cases[i].reason);
 		s.relay.kafka_up = cases[i].kafka_up;
@@ -434,7 +434,7 @@ START_TEST(test_readyz_standby)
 
 	start_server(60000);
 	snap_init(&s, HEALTH_OK);
-	snprintf(s.relay.state, sizeof(s.relay.state), "standby");
+	s.relay.state = RELAY_PHASE_STANDBY;
 	s.relay.pg_up = true;
 	s.slot.active_pid = 0;
 	http_publish(srv, &s);
@@ -452,7 +452,7 @@ START_TEST(test_readyz_standby)
 	       "(kafka.contact.timeout.ms)\n");
 	/* Fail-stopped and backoff never serve, whatever else holds. */
 	s.relay.kafka_stale = false;
-	snprintf(s.relay.state, sizeof(s.relay.state), "backoff");
+	s.relay.state = RELAY_PHASE_BACKOFF;
 	http_publish(srv, &s);
 	expect("/readyz", 503, CT_TEXT, "not streaming: backoff\n");
 }
@@ -878,8 +878,7 @@ static bool publisher_running;
 static void snap_ab(struct health_snapshot *s, int which)
 {
 	snap_init(s, HEALTH_OK);
-	snprintf(s->relay.state, sizeof(s->relay.state), "%s",
-	         which ? "backoff" : "connecting");
+	s->relay.state = which ? RELAY_PHASE_BACKOFF : RELAY_PHASE_CONNECTING;
 	memset(s->relay.reason, which ? 'B' : 'A', sizeof(s->relay.reason) - 1);
 	s->relay.reason[sizeof(s->relay.reason) - 1] = '\0';
 }
@@ -919,7 +918,7 @@ START_TEST(test_publish_concurrent)
 	for (int i = 0; i < 2; i++) {
 		snap_ab(&ab, i);
 		snprintf(want[i], sizeof(want[i]), "not streaming: %s: %s\n",
-		         ab.relay.state, ab.relay.reason);
+		         relay_phase_name(ab.relay.state), ab.relay.reason);
 	}
 	start_server(60000);
 	atomic_store(&publishing, true);

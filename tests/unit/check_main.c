@@ -24,6 +24,8 @@ Suite *json_check_suite(void);
 Suite *ledger_suite(void);
 Suite *log_suite(void);
 Suite *notify_suite(void);
+Suite *event_suite(void);
+Suite *slot_suite(void);
 
 int main(void)
 {
@@ -45,6 +47,8 @@ int main(void)
 	srunner_add_suite(sr, ledger_suite());
 	srunner_add_suite(sr, log_suite());
 	srunner_add_suite(sr, notify_suite());
+	srunner_add_suite(sr, event_suite());
+	srunner_add_suite(sr, slot_suite());
 
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);

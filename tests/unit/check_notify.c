@@ -15,7 +15,7 @@ START_TEST(test_status_text)
 	char out[400];
 
 	memset(&f, 0, sizeof(f));
-	snprintf(f.state, sizeof(f.state), "streaming");
+	f.state = RELAY_PHASE_STREAMING;
 	f.inflight_events = 3;
 	f.confirmed_lsn = 0x16B3F00;
 	f.oldest_pending_commit_us = WALL_US - 400000;
@@ -26,11 +26,11 @@ START_TEST(test_status_text)
 	notify_status_text(&f, WALL_US, out, sizeof(out));
 	ck_assert_str_eq(out, "streaming: 3 events in flight, outbox lag 0.0 s, "
 	                 "confirmed 0/16B3F00");
-	snprintf(f.state, sizeof(f.state), "standby");
+	f.state = RELAY_PHASE_STANDBY;
 	snprintf(f.reason, sizeof(f.reason), "slot active for PID 4242\n(x)");
 	notify_status_text(&f, WALL_US, out, sizeof(out));
 	ck_assert_str_eq(out, "standby: slot active for PID 4242 (x)");
-	snprintf(f.state, sizeof(f.state), "connecting");
+	f.state = RELAY_PHASE_CONNECTING;
 	f.reason[0] = '\0';
 	notify_status_text(&f, WALL_US, out, sizeof(out));
 	ck_assert_str_eq(out, "connecting");

@@ -4,8 +4,32 @@
 #include <check.h>
 #include <string.h>
 
+#include <stdlib.h>
+
 #include "pgutil.h"
 #include "repl.h"
+#include "stream_spec.h"
+
+/* The START_REPLICATION command for spec and the add-msg-prefixes value
+ * prefixes (NULL: none), as the relay builds it (stream_spec.h), into
+ * cmd. Returns its length, or -1 when cmd is too small. */
+static int start_command(const char *slot, const struct w2j_spec *spec,
+                         const char *prefixes, char *cmd, size_t len)
+{
+	struct stream_spec ss;
+	char *c;
+	int n;
+
+	ss_init_parts(&ss, spec, prefixes ? prefixes : "", "",
+	              "outbox.event.${routedByValue}");
+	c = ss_start_command(&ss, slot);
+	n = strlen(c) < len ? (int)strlen(c) : -1;
+	if (n >= 0)
+		memcpy(cmd, c, strlen(c) + 1);
+	free(c);
+	ss_free(&ss);
+	return n;
+}
 
 static const struct w2j_spec spec_default = {
 	.schema = "public", .table = "outbox", .col_id = "id",
@@ -16,7 +40,7 @@ static const struct w2j_spec spec_default = {
 START_TEST(test_command_default)
 {
 	char cmd[1024];
-	int n = repl_start_command("outbox_relay", &spec_default, NULL, cmd, sizeof(cmd));
+	int n = start_command("outbox_relay", &spec_default, NULL, cmd, sizeof(cmd));
 
 	ck_assert_int_eq(n, (int)strlen(cmd));
 	/* Always from the slot's own position: 0/0 means "where the slot is". */
@@ -37,10 +61,10 @@ START_TEST(test_command_escapes_table)
 	/* wal2json wants the name unquoted with backslash escapes; the SQL
 	 * literal around it doubles single quotes. */
 	spec.table = "O'ut box";
-	ck_assert_int_gt(repl_start_command("s", &spec, NULL, cmd, sizeof(cmd)), 0);
+	ck_assert_int_gt(start_command("s", &spec, NULL, cmd, sizeof(cmd)), 0);
 	ck_assert_ptr_nonnull(strstr(cmd, "\"add-tables\" 'public.O\\''ut\\ box')"));
 	spec.table = "Outbox";
-	ck_assert_int_gt(repl_start_command("s", &spec, NULL, cmd, sizeof(cmd)), 0);
+	ck_assert_int_gt(start_command("s", &spec, NULL, cmd, sizeof(cmd)), 0);
 	ck_assert_ptr_nonnull(strstr(cmd, "\"add-tables\" 'public.Outbox')"));
 }
 END_TEST
@@ -50,13 +74,13 @@ START_TEST(test_command_msg_prefixes)
 	char cmd[1024];
 
 	/* Heartbeats on: only the relay's own messages are decoded. */
-	ck_assert_int_gt(repl_start_command("s", &spec_default,
+	ck_assert_int_gt(start_command("s", &spec_default,
 	                                    "outbox-relay-heartbeat", cmd,
 	                                    sizeof(cmd)), 0);
 	ck_assert_ptr_nonnull(strstr(cmd, "\"add-tables\" 'public.outbox', "
 	                                  "\"add-msg-prefixes\" "
 	                                  "'outbox-relay-heartbeat')"));
-	ck_assert_int_gt(repl_start_command("s", &spec_default, "", cmd,
+	ck_assert_int_gt(start_command("s", &spec_default, "", cmd,
 	                                    sizeof(cmd)), 0);
 	ck_assert_ptr_null(strstr(cmd, "add-msg-prefixes"));
 }
@@ -65,7 +89,7 @@ END_TEST
 START_TEST(test_command_too_small)
 {
 	char cmd[64];
-	ck_assert_int_eq(repl_start_command("outbox_relay", &spec_default, NULL,
+	ck_assert_int_eq(start_command("outbox_relay", &spec_default, NULL,
 	                                    cmd, sizeof(cmd)), -1);
 }
 END_TEST

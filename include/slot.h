@@ -1,0 +1,215 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* slot.h -- every SQL statement about the replication slot and the
+ * outbox table, and the rules that refuse them.
+ *
+ * The relay (repl.c), its watchdog and the runbook actions all read the
+ * slot's row, judge it, check the outbox table and sample the slot's
+ * health here, so a rule has one wording and one answer wherever it is
+ * asked. Statements use the simple protocol where a replication
+ * connection may run them (slot_read, slot_table_check), and every one
+ * is bounded by a deadline (pgutil.h). */
+#ifndef RELAY_SLOT_H
+#define RELAY_SLOT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <libpq-fe.h>
+
+#include "common.h"
+#include "health.h"
+#include "pgutil.h"
+#include "w2j.h"
+
+/* One row of pg_replication_slots, with the server's WAL position. */
+struct slot_row {
+	bool exists;
+	bool logical;               /* slot_type = 'logical' */
+	bool same_db;               /* database = current_database() */
+	bool active;
+	int active_pid;
+	char plugin[64];
+	char database[64];
+	enum wal_status wal_status;
+	bool confirmed_known;       /* confirmed_flush_lsn is NULL once
+	                             * invalidated */
+	uint64_t restart_lsn;
+	uint64_t confirmed_lsn;
+	uint64_t current_lsn;       /* pg_current_wal_lsn() */
+	int64_t retained_bytes;     /* current - restart_lsn; -1 unknown */
+	char user[64];              /* current_user */
+};
+
+/* Reads the row of slot name (a row with exists false when there is
+ * none). Returns 0, or -1 with st and err filled. */
+int slot_read(PGconn *conn, const char *name, int64_t deadline_us,
+              struct slot_row *row, struct pgu_status *st, char *err,
+              size_t errlen) RELAY_MUSTCHECK;
+
+/* Why a slot is not to be used, in the order they are checked. */
+enum slot_refusal {
+	SLOT_USABLE = 0,
+	SLOT_MISSING,
+	SLOT_FOREIGN,               /* physical, or another plugin */
+	SLOT_OTHER_DB,
+	SLOT_LOST,                  /* invalidated: its WAL is gone */
+	SLOT_ACTIVE,                /* another process streams from it */
+};
+
+/* What an action tolerates besides a usable slot. */
+#define SLOT_ALLOW_ACTIVE 0x1       /* reads, and the relay (standby) */
+#define SLOT_ALLOW_LOST 0x2         /* --drop-slot */
+
+/* The first rule row breaks. Pure. */
+enum slot_refusal slot_judge(const struct slot_row *row, unsigned allow);
+
+/* The refusal as one sentence: 'replication slot "NAME" <what>', then
+ * "; <the way out>" unless fix is false. Pure. */
+void slot_refusal_text(enum slot_refusal why, const struct slot_row *row,
+                       const char *name, bool fix, char *out, size_t outlen);
+
+/* The two parts on their own, for --check's item and its fix line:
+ * '"NAME" <what>' and the way out (static). */
+void slot_refusal_what(enum slot_refusal why, const struct slot_row *row,
+                       const char *name, char *out, size_t outlen);
+const char *slot_refusal_fix(enum slot_refusal why);
+
+/* ---- the outbox table ---- */
+
+enum slot_table_verdict {
+	TABLE_OK = 0,
+	TABLE_MISSING,              /* no such table */
+	TABLE_NOT_TABLE,            /* a partitioned parent, a view, ... */
+	TABLE_NO_COLUMN,            /* a configured column is missing */
+	TABLE_NO_SCHEMA,            /* schema.*: no such schema */
+};
+
+struct slot_table {
+	enum slot_table_verdict verdict;
+	char what[1024];            /* the finding: "public.x does not exist" */
+	char fix[512];              /* the way out ("" when ok) */
+	char columns[1024];         /* ok, one table: "id uuid, ..." in the
+	                             * configured order; schema.*: "" */
+	char payload_type[64];      /* ok, one table: the payload column's
+	                             * type name (json, jsonb, text, ...) */
+	long tables;                /* ok, schema.*: tables in the schema */
+};
+
+/* Checks that the outbox table (or, for outbox.table = schema.*, every
+ * ordinary table of the schema) has the configured columns and is an
+ * ordinary table. Returns 0 with the verdict in t (a query that worked),
+ * or -1 with st and err filled. */
+int slot_table_check(PGconn *conn, const struct w2j_spec *spec,
+                     int64_t deadline_us, struct slot_table *t,
+                     struct pgu_status *st, char *err,
+                     size_t errlen) RELAY_MUSTCHECK;
+
+/* The verdict as the relay logs it: "outbox.table: <what>; <fix>" (or
+ * "<key>: ..." for a missing column). Pure. */
+void slot_table_text(const struct slot_table *t, char *out, size_t outlen);
+
+/* The refusal of a relkind (pg_class.relkind) as outbox.table: 0 for an
+ * ordinary table, else -1 with what and fix filled. Pure. */
+int slot_relkind_refusal(char relkind, const char *schema, const char *table,
+                         char *what, size_t whatlen, char *fix,
+                         size_t fixlen);
+
+/* ---- the slot's health ---- */
+
+/* One watchdog sample: the slot's row, pg_stat_replication_slots, the
+ * server's WAL position and settings, the oldest transaction. Ordinary
+ * connection only (parameters). Returns 0, or -1 with st and err. */
+int slot_sample(PGconn *conn, const char *name, int64_t deadline_us,
+                struct slot_figures *f, struct pgu_status *st, char *err,
+                size_t errlen) RELAY_MUSTCHECK;
+
+/* The sample's SQL (malloc'd, caller frees); exposed for tests. */
+char *slot_sample_sql(void);
+
+/* ---- what the server allows (--check) ---- */
+
+struct slot_server {
+	int version_num;            /* server_version_num */
+	char version[64];
+	char wal_level[32];
+	int max_slots, used_slots;  /* max_replication_slots, in use */
+	int max_senders, used_senders; /* max_wal_senders, walsenders */
+	bool plugin_libs_known;     /* output_plugin_libraries readable */
+	char plugin_libs[512];      /* its value */
+	char max_slot_wal_keep_size[32];
+	bool replication;           /* the role has REPLICATION */
+	bool superuser;
+	bool read_all_settings;     /* superuser or pg_read_all_settings */
+	char user[64];
+};
+
+int slot_server_read(PGconn *conn, int64_t deadline_us, struct slot_server *s,
+                     struct pgu_status *st, char *err,
+                     size_t errlen) RELAY_MUSTCHECK;
+
+/* ---- changing the slot: only the runbook actions named for it ---- */
+
+/* CREATE_REPLICATION_SLOT on a replication connection; the consistent
+ * point into cp. Returns 0, or -1 (st: 42710 when it exists). */
+int slot_create(PGconn *conn, const char *name, int64_t deadline_us,
+                uint64_t *cp, struct pgu_status *st, char *err,
+                size_t errlen) RELAY_MUSTCHECK;
+
+int slot_drop(PGconn *conn, const char *name, int64_t deadline_us,
+              struct pgu_status *st, char *err, size_t errlen) RELAY_MUSTCHECK;
+
+/* pg_replication_slot_advance(name, target); the position the slot
+ * moved to into *moved. */
+int slot_advance(PGconn *conn, const char *name, uint64_t target,
+                 int64_t deadline_us, uint64_t *moved, struct pgu_status *st,
+                 char *err, size_t errlen) RELAY_MUSTCHECK;
+
+/* A temporary copy of slot name called copy (gone with the connection),
+ * so that a running relay keeps the original. */
+int slot_copy_temp(PGconn *conn, const char *name, const char *copy,
+                   int64_t deadline_us, struct pgu_status *st, char *err,
+                   size_t errlen) RELAY_MUSTCHECK;
+
+/* Creates and drops a TEMPORARY wal2json slot called name: whether the
+ * plugin loads and is allowed (st tells why not). */
+int slot_try_wal2json(PGconn *conn, const char *name, int64_t deadline_us,
+                      struct pgu_status *st, char *err,
+                      size_t errlen) RELAY_MUSTCHECK;
+
+/* ---- peeking ---- */
+
+/* One row of pg_logical_slot_peek_changes. Valid during the callback. */
+struct slot_peek_row {
+	const char *lsn_text;
+	uint64_t lsn;
+	int64_t xid;                /* -1 when NULL */
+	const char *data;           /* the wal2json record */
+	size_t len;
+};
+
+/* Returns 0 to go on, 1 to stop the peek. */
+typedef int (*slot_peek_fn)(void *ctx, const struct slot_peek_row *row);
+
+struct slot_peek {
+	const char *slot;
+	const char *options;        /* text[] literal (ss_peek_options()) */
+	uint64_t upto_lsn;          /* 0: no bound */
+	int64_t upto_nchanges;      /* 0: no bound */
+	slot_peek_fn on_row;
+	void *ctx;
+	/* Out. */
+	uint64_t rows;
+	bool stopped;               /* on_row asked to stop */
+	bool timed_out;             /* statement_timeout (57014) */
+	bool busy;                  /* the slot is active elsewhere (55006) */
+};
+
+/* Reads pk->slot's pending changes without consuming them, one row at a
+ * time (single-row mode), each handed to pk->on_row. Bounded by the
+ * connection's statement_timeout, not a deadline: a large backlog may
+ * take long. Returns 0, or -1 with err filled. */
+int slot_peek_run(PGconn *conn, struct slot_peek *pk, char *err,
+                  size_t errlen) RELAY_MUSTCHECK;
+
+#endif

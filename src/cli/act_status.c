@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* act_status.c -- --slot-status: one watchdog sample judged by the
+ * relay's thresholds, as text or as the relay's /slot document; the exit
+ * code is the state (0 ok, 1 warn, 2 critical, 3 fatal or unknown: the
+ * Nagios convention). */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cli_int.h"
+
+static void print_text(const struct health_snapshot *s)
+{
+	const struct slot_figures *f = &s->slot;
+	const char *ws = wal_status_name(f->wal_status);
+	char a[32], b[32];
+
+	printf("slot \"%s\": %s%s%s\n", s->slot_name,
+	       health_state_name(s->eval.state), s->eval.reasons[0] ? ": " : "",
+	       s->eval.reasons);
+	if (!f->slot_exists) {
+		printf("  server WAL at " LSN_FMT "\n", LSN_ARGS(f->current_lsn));
+		return;
+	}
+	printf("  active: %s", f->active ? "yes" : "no");
+	if (f->active)
+		printf(" (PID %d)", f->active_pid);
+	printf(", wal_status: %s\n", ws[0] ? ws : "unknown");
+	printf("  restart_lsn " LSN_FMT ", confirmed_flush_lsn " LSN_FMT
+	       ", server WAL at " LSN_FMT "\n", LSN_ARGS(f->restart_lsn),
+	       LSN_ARGS(f->confirmed_flush_lsn), LSN_ARGS(f->current_lsn));
+	fmt_bytes(a, sizeof(a), (double)f->retained_bytes);
+	fmt_bytes(b, sizeof(b), (double)f->confirmed_lag_bytes);
+	printf("  retained WAL %s (%lld bytes), confirmed lag %s (%lld bytes)\n", a,
+	       (long long)f->retained_bytes, b, (long long)f->confirmed_lag_bytes);
+	if (f->max_slot_wal_keep_size < 0) {
+		printf("  max_slot_wal_keep_size: unlimited\n");
+	} else {
+		fmt_bytes(a, sizeof(a), (double)f->max_slot_wal_keep_size);
+		fmt_bytes(b, sizeof(b), (double)f->safe_wal_size);
+		printf("  max_slot_wal_keep_size %s, safe_wal_size %s\n", a,
+		       f->safe_wal_size == -1 ? "unknown" : b);
+	}
+	printf("  spilled %lld transactions (%lld bytes), decoded %lld "
+	       "transactions\n", (long long)f->spill_txns,
+	       (long long)f->spill_bytes, (long long)f->total_txns);
+	if (f->oldest_xact_pid != 0)
+		printf("  oldest transaction with an xid: PID %d, age %lld, %.0f s\n",
+		       f->oldest_xact_pid, (long long)f->oldest_xact_age,
+		       f->oldest_xact_seconds);
+}
+
+int act_slot_status(const struct relay_config *cfg, const struct cli_args *a)
+{
+	static const int codes[] = {
+		[HEALTH_OK] = 0, [HEALTH_WARN] = 1, [HEALTH_CRITICAL] = 2,
+		[HEALTH_FATAL] = 3,
+	};
+	struct health_snapshot *s = xcalloc(1, sizeof(*s));
+	struct pgu_status st;
+	char err[1400];
+	PGconn *conn;
+	int rc = 3;
+
+	conn = cli_connect(cfg, false, 10000, err, sizeof(err));
+	if (conn == NULL || slot_sample(conn, cfg->slot_name, cli_deadline(),
+	                                &s->slot, &st, err, sizeof(err)) < 0) {
+		/* Nagios UNKNOWN: nothing could be measured. */
+		cli_err("slot \"%s\": unknown: %s", cfg->slot_name, err);
+		goto out;
+	}
+	snprintf(s->slot_name, sizeof(s->slot_name), "%s", cfg->slot_name);
+	health_thresholds_init(&s->thresholds, cfg);
+	s->relay.state = RELAY_PHASE_NOT_RUNNING;
+	snprintf(s->relay.reason, sizeof(s->relay.reason), "%s",
+	         s->slot.active ? "outbox-relay --slot-status: one sample; the "
+	                          "streaming relay's own figures are on its /slot"
+	                        : "outbox-relay --slot-status: one sample; no "
+	                          "process streams from the slot");
+	s->relay.heartbeat_rtt_us = -1;
+	s->relay.broker_rtt_us = -1;
+	s->relay.kafka_queue_msgs = -1;
+	s->now_us = now_wall_us();
+	/* One sample: no growth rate, hence no ETA. */
+	health_evaluate(&s->slot, &s->relay, &s->thresholds, 0, s->now_us,
+	                &s->eval);
+	if (a->json) {
+		char *body = health_render_slot_json(s, false);
+		fputs(body, stdout);
+		free(body);
+	} else {
+		print_text(s);
+	}
+	rc = codes[s->eval.state];
+out:
+	PQfinish(conn);
+	free(s);
+	return rc;
+}

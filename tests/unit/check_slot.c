@@ -1,0 +1,189 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* check_slot.c -- the slot and outbox-table rules of slot.h, as a
+ * table: one slot row per line, what the relay, --check and each
+ * runbook action must answer, and the words an operator reads. */
+#include <stdlib.h>
+#include <string.h>
+
+#include <check.h>
+
+#include "slot.h"
+
+/* Row fields, the allow flags of the action, the verdict, a substring of
+ * the full sentence. */
+static const struct rule {
+	bool exists, logical;
+	const char *plugin;
+	bool same_db;
+	enum wal_status wal;
+	bool confirmed_known, active;
+	unsigned allow;
+	enum slot_refusal want;
+	const char *text;
+} rules[] = {
+	/* the relay, --advance-slot, --skip-transaction, --drain (allow 0) */
+	{ true, true, "wal2json", true, WAL_STATUS_RESERVED, true, false, 0,
+	  SLOT_USABLE, "" },
+	{ false, false, "", false, WAL_STATUS_UNKNOWN, false, false, 0,
+	  SLOT_MISSING, "replication slot \"s\" does not exist; the relay never "
+	  "creates one implicitly: create it with outbox-relay --create-slot" },
+	{ true, true, "test_decoding", true, WAL_STATUS_RESERVED, true, false, 0,
+	  SLOT_FOREIGN, "uses plugin \"test_decoding\" (logical); the relay needs "
+	  "a logical wal2json slot" },
+	{ true, false, "", true, WAL_STATUS_RESERVED, true, false, 0,
+	  SLOT_FOREIGN, "uses plugin \"\" (physical)" },
+	{ true, true, "wal2json", false, WAL_STATUS_RESERVED, true, false, 0,
+	  SLOT_OTHER_DB, "belongs to database \"other\", not the one in "
+	  "pg.conninfo" },
+	{ true, true, "wal2json", true, WAL_STATUS_LOST, false, false, 0,
+	  SLOT_LOST, "\"s\" is invalidated (wal_status=lost): the WAL it needed "
+	  "is gone and events may be missing; the relay will not recreate it" },
+	/* invalidated without "lost" (confirmed_flush_lsn NULL) */
+	{ true, true, "wal2json", true, WAL_STATUS_UNKNOWN, false, false, 0,
+	  SLOT_LOST, "(wal_status=unknown)" },
+	{ true, true, "wal2json", true, WAL_STATUS_RESERVED, true, true, 0,
+	  SLOT_ACTIVE, "is active for PID 4242; stop the relay" },
+	/* the order: a foreign slot is foreign before it is lost or active */
+	{ true, true, "pgoutput", true, WAL_STATUS_LOST, false, true, 0,
+	  SLOT_FOREIGN, "pgoutput" },
+	{ true, true, "wal2json", false, WAL_STATUS_LOST, false, true, 0,
+	  SLOT_OTHER_DB, "other" },
+	{ true, true, "wal2json", true, WAL_STATUS_LOST, false, true, 0,
+	  SLOT_LOST, "invalidated" },
+	/* --dry-run, --accept-slot, --check's standby (reads) */
+	{ true, true, "wal2json", true, WAL_STATUS_EXTENDED, true, true,
+	  SLOT_ALLOW_ACTIVE, SLOT_USABLE, "" },
+	{ true, true, "wal2json", true, WAL_STATUS_LOST, false, true,
+	  SLOT_ALLOW_ACTIVE, SLOT_LOST, "invalidated" },
+	/* --drop-slot: a lost slot may go, an active one may not */
+	{ true, true, "wal2json", true, WAL_STATUS_LOST, false, false,
+	  SLOT_ALLOW_LOST, SLOT_USABLE, "" },
+	{ true, true, "wal2json", true, WAL_STATUS_UNRESERVED, true, true,
+	  SLOT_ALLOW_LOST, SLOT_ACTIVE, "PID 4242" },
+	{ false, false, "", false, WAL_STATUS_UNKNOWN, false, false,
+	  SLOT_ALLOW_LOST | SLOT_ALLOW_ACTIVE, SLOT_MISSING, "does not exist" },
+};
+
+START_TEST(test_refusal_rules)
+{
+	for (size_t i = 0; i < sizeof(rules) / sizeof(rules[0]); i++) {
+		const struct rule *r = &rules[i];
+		struct slot_row row = {
+			.exists = r->exists, .logical = r->logical, .same_db = r->same_db,
+			.wal_status = r->wal, .confirmed_known = r->confirmed_known,
+			.active = r->active, .active_pid = 4242,
+		};
+		enum slot_refusal got;
+		char text[1400], what[700];
+
+		snprintf(row.plugin, sizeof(row.plugin), "%s", r->plugin);
+		snprintf(row.database, sizeof(row.database), "other");
+		got = slot_judge(&row, r->allow);
+		ck_assert_msg(got == r->want, "rule %zu: got %d want %d", i, got,
+		              r->want);
+		if (got == SLOT_USABLE)
+			continue;
+		slot_refusal_text(got, &row, "s", true, text, sizeof(text));
+		ck_assert_msg(strstr(text, r->text) != NULL, "rule %zu: \"%s\" not in "
+		              "\"%s\"", i, r->text, text);
+		/* --check's item: the finding starts with the quoted name, the
+		 * fix is the sentence's tail. */
+		slot_refusal_what(got, &row, "s", what, sizeof(what));
+		ck_assert_msg(strncmp(what, "\"s\" ", 4) == 0, "rule %zu: %s", i, what);
+		ck_assert_ptr_nonnull(strstr(text, what));
+		ck_assert_ptr_nonnull(strstr(text, slot_refusal_fix(got)));
+		/* The relay's standby message has no fix. */
+		slot_refusal_text(got, &row, "s", false, text, sizeof(text));
+		ck_assert_ptr_null(strstr(text, "; "));
+	}
+}
+END_TEST
+
+START_TEST(test_relkinds)
+{
+	static const struct {
+		char relkind;
+		int rc;
+		const char *what, *fix;
+	} cases[] = {
+		{ 'r', 0, "", "" },
+		{ 'p', -1, "public.t is a partitioned table", "outbox.table = <schema>.*" },
+		{ 'v', -1, "public.t is a view", "the table the application inserts" },
+		{ 'm', -1, "public.t is a materialized view", "inserts into" },
+		{ 'f', -1, "public.t is a foreign table", "the server that holds" },
+		{ 'S', -1, "not an ordinary table (relkind 'S')", "inserts into" },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char what[512] = "", fix[512] = "";
+		ck_assert_int_eq(slot_relkind_refusal(cases[i].relkind, "public", "t",
+		                                      what, sizeof(what), fix,
+		                                      sizeof(fix)), cases[i].rc);
+		ck_assert_msg(strstr(what, cases[i].what) != NULL, "%s", what);
+		ck_assert_msg(strstr(fix, cases[i].fix) != NULL, "%s", fix);
+	}
+}
+END_TEST
+
+/* The relay's start message for each table verdict. */
+START_TEST(test_table_text)
+{
+	struct slot_table t = { .verdict = TABLE_MISSING };
+	char out[2048];
+
+	snprintf(t.what, sizeof(t.what), "public.x does not exist");
+	snprintf(t.fix, sizeof(t.fix), "create it");
+	slot_table_text(&t, out, sizeof(out));
+	ck_assert_str_eq(out, "outbox.table: public.x does not exist; create it");
+	t.verdict = TABLE_NO_COLUMN;
+	snprintf(t.what, sizeof(t.what), "table.field.event.key: column \"k\" "
+	         "does not exist in public.x");
+	slot_table_text(&t, out, sizeof(out));
+	ck_assert_str_eq(out, "table.field.event.key: column \"k\" does not exist "
+	                      "in public.x; create it");
+}
+END_TEST
+
+/* One column table drives the sample's SQL: 22 figures, in one row. */
+START_TEST(test_sample_sql)
+{
+	char *sql = slot_sample_sql();
+	int commas = 0, depth = 0;
+
+	ck_assert_int_eq(strncmp(sql, "SELECT ", 7), 0);
+	for (const char *p = sql; strncmp(p, " FROM (SELECT 1)", 16) != 0; p++) {
+		depth += *p == '(' ? 1 : *p == ')' ? -1 : 0;
+		commas += *p == ',' && depth == 0;
+	}
+	ck_assert_int_eq(commas + 1, 22);
+	ck_assert_ptr_nonnull(strstr(sql, "pg_stat_replication_slots"));
+	free(sql);
+}
+END_TEST
+
+START_TEST(test_wal_status_names)
+{
+	static const char *const names[] = { "reserved", "extended", "unreserved",
+		                                 "lost" };
+
+	for (size_t i = 0; i < 4; i++)
+		ck_assert_str_eq(wal_status_name(wal_status_parse(names[i])), names[i]);
+	ck_assert_int_eq(wal_status_parse(""), WAL_STATUS_UNKNOWN);
+	ck_assert_int_eq(wal_status_parse("something new"), WAL_STATUS_UNKNOWN);
+	ck_assert_str_eq(wal_status_name(WAL_STATUS_UNKNOWN), "");
+}
+END_TEST
+
+Suite *slot_suite(void)
+{
+	Suite *s = suite_create("slot");
+	TCase *tc = tcase_create("rules");
+
+	tcase_add_test(tc, test_refusal_rules);
+	tcase_add_test(tc, test_relkinds);
+	tcase_add_test(tc, test_table_text);
+	tcase_add_test(tc, test_sample_sql);
+	tcase_add_test(tc, test_wal_status_names);
+	suite_add_tcase(s, tc);
+	return s;
+}

@@ -1829,9 +1829,10 @@ END_TEST
 /* Type, Origin, Truncate, Update and Delete: read whole and skipped. */
 START_TEST(test_other_messages)
 {
-	static const char *const key_only[] = { "00000000-0000-4000-8000-0000000000"
-	                                        "01", V_NULL, V_NULL, V_NULL,
-	                                        V_NULL, V_NULL };
+	static const char *const key_only[] = {
+		"00000000-0000-4000-8000-000000000001", V_NULL, V_NULL, V_NULL,
+		V_NULL, V_NULL
+	};
 	struct pgo_state st;
 	struct mb m;
 

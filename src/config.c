@@ -71,9 +71,9 @@ static const struct cfg_key cfg_keys[] = {
 	{ "status.min.interval.ms", CFG_INT, OFF(status_min_interval_ms), "100",
 	  0, 10000, 0, "a status update goes out as soon as the confirmed LSN "
 	  "moves, at most one per this many ms" },
-	{ "inflight.max.events", CFG_INT, OFF(inflight_max_events), "100000", 1,
+	{ "inflight.max.events", CFG_INT, OFF(inflight_max_events), "5000", 1,
 	  10000000, 0, "events produced and not yet acked before reading pauses" },
-	{ "inflight.max.bytes", CFG_INT, OFF(inflight_max_bytes), "134217728",
+	{ "inflight.max.bytes", CFG_INT, OFF(inflight_max_bytes), "8388608",
 	  65536, INT64_C(1) << 40, 0, "bytes produced and not yet acked before reading pauses" },
 	{ "pg.permanent.error.retries", CFG_INT, OFF(pg_permanent_error_retries),
 	  "3", 1, 1000, 0, "a wrong password, pg_hba refusal, unknown database "

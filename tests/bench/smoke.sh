@@ -11,6 +11,11 @@
 #      latency p50/p99 from the relay's histogram (commit timestamp from
 #      wal2json to Kafka's delivery report).
 #   3. the relay's peak RSS in both phases.
+#
+# Environment: BENCH_EVENTS, BENCH_ROWS_PER_TXN, BENCH_PGPORT,
+# BENCH_KAFKA_PORT, BENCH_LIVE_TPS, and BENCH_RELAY_SET="KEY=VALUE ..."
+# (relay settings appended to the relay's configuration in both phases,
+# e.g. BENCH_RELAY_SET="inflight.max.events=20000 inflight.max.bytes=33554432").
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 source tests/env/lib.sh
@@ -58,6 +63,11 @@ http.listen = 127.0.0.1:0
 status.interval.ms = 1000
 stats.interval.ms = 250
 CONF
+	local kv
+	# shellcheck disable=SC2086 # BENCH_RELAY_SET: KEY=VALUE words
+	for kv in ${BENCH_RELAY_SET:-}; do
+		printf '%s = %s\n' "${kv%%=*}" "${kv#*=}" >>"$1"
+	done
 }
 
 # Waits until the relay's stats line reports N acked events.

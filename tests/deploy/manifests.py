@@ -65,7 +65,7 @@ def check_relay_container(where, pod, c, conf, sidecar):
     # Memory: the window librdkafka may hold plus the measured baseline.
     res = c["resources"]
     limit = quantity(res["limits"]["memory"])
-    window = int(conf.get("inflight.max.bytes", 134217728))
+    window = int(conf.get("inflight.max.bytes", 8388608))
     assert limit >= window + (64 << 20), where + ": memory limit %d below the window %d + 64 MiB" % (limit, window)
     assert quantity(res["requests"]["memory"]) >= 48 << 20, where + ": memory request below the measured RSS"
     assert "cpu" in res["requests"], where + ": cpu request"

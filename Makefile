@@ -29,6 +29,9 @@
 #   make check-valgrind  unit tests under valgrind: no error, no leak
 #   make lint        cppcheck over src/ against tests/lint/cppcheck.supp
 #   make WERROR=1 ...  any target with warnings as errors (CI)
+#   make TEST_HOOKS=0 ...  leave the test hooks out (the image does; the
+#                    unit tests and t300 need them, so they are on by
+#                    default)
 
 PKGS     := libpq rdkafka jansson libmicrohttpd libcurl libsystemd
 PREFIX   ?= /usr/local
@@ -40,11 +43,17 @@ ifneq ($(WERROR),)
 WARN     += -Werror
 endif
 OPT      ?= -O2 -g
+# Test hooks (RELAY_TEST_STALL_MS, alert_set_backoff_for_tests): compiled
+# in by default because the unit tests and t300 use the default build.
+TEST_HOOKS ?= 1
+ifneq ($(TEST_HOOKS),0)
+HOOKS    := -DOUTBOX_RELAY_TEST_HOOKS
+endif
 # Evaluated once, errors on stderr: a missing -dev package is named here
 # rather than showing up later as a missing header.
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS))
-FINAL_CFLAGS = $(STD) $(WARN) $(OPT) -Iinclude -MMD -MP $(PKG_CFLAGS) $(CFLAGS)
+FINAL_CFLAGS = $(STD) $(WARN) $(OPT) $(HOOKS) -Iinclude -MMD -MP $(PKG_CFLAGS) $(CFLAGS)
 FINAL_LIBS   = $(PKG_LIBS) -lm -lpthread $(LIBS)
 
 LIB_SRCS := src/common.c src/log.c src/config.c src/json_check.c src/w2j.c \
@@ -215,7 +224,7 @@ FUZZ_SECONDS ?= 60
 FUZZ_DIR     := $(BUILD)/fuzz
 SAN_FLAGS    := -fsanitize=address,undefined -fno-sanitize-recover=all \
                 -fno-omit-frame-pointer
-FUZZ_CFLAGS   = $(STD) $(WARN) -g -O1 $(SAN_FLAGS) -Iinclude -MMD -MP \
+FUZZ_CFLAGS   = $(STD) $(WARN) $(HOOKS) -g -O1 $(SAN_FLAGS) -Iinclude -MMD -MP \
                 $(PKG_CFLAGS) $(CFLAGS)
 FUZZ_OBJS    := $(LIB_SRCS:src/%.c=$(FUZZ_DIR)/obj/%.o)
 FUZZ_BINS    := $(FUZZERS:%=$(FUZZ_DIR)/fuzz_%)
@@ -284,7 +293,7 @@ check-valgrind: deps
 # cppcheck over src/: clean but for tests/lint/cppcheck.supp, where each
 # suppression says why.
 lint: deps
-	cppcheck --quiet --error-exitcode=1 --std=c11 -D_GNU_SOURCE -Iinclude \
+	cppcheck --quiet --error-exitcode=1 --std=c11 -D_GNU_SOURCE $(HOOKS) -Iinclude \
 		--enable=warning,style,performance,portability --inline-suppr \
 		--suppressions-list=tests/lint/cppcheck.supp src/
 

@@ -56,14 +56,17 @@ static void curl_init_once(void)
 	curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
 }
 
+#ifdef OUTBOX_RELAY_TEST_HOOKS
 /* Test-only knob, declared in tests/unit/check_alert.c and nowhere else:
- * the first backoff in milliseconds (default 500). */
+ * the first backoff in milliseconds (default 500). Only in a build with
+ * test hooks (Makefile TEST_HOOKS=1, the default; the unit tests need it). */
 void alert_set_backoff_for_tests(int ms);
 
 void alert_set_backoff_for_tests(int ms)
 {
 	atomic_store(&backoff_first_ms, ms > 0 ? ms : ALERT_BACKOFF_FIRST_MS);
 }
+#endif
 
 /* True once alert_stop's deadline has passed. Caller holds a->lock. */
 static bool expired_locked(const struct alerter *a)

@@ -141,8 +141,10 @@ int main(int argc, char **argv)
 	/* Not a stop: a terminal closing or a "reload" from a supervisor
 	 * must not kill the relay without its final status update. */
 	sigaction(SIGHUP, &sa, NULL);
+#ifdef OUTBOX_RELAY_TEST_HOOKS
 	if (getenv("RELAY_TEST_STALL_MS") != NULL)
 		sigaction(SIGUSR1, &sa, NULL); /* test hook, see relay.c */
+#endif
 	signal(SIGPIPE, SIG_IGN);
 
 	log_info("outbox-relay %s starting: slot \"%s\", table %s.%s", RELAY_VERSION,

@@ -34,19 +34,125 @@
 #define LEDGER_RETRY_US (10 * INT64_C(1000000)) /* after a failed read */
 #define SESSION_STABLE_US (30 * INT64_C(1000000))
 
+/* ---------------------------- THE STATE MACHINE ----------------------------
+ *
+ * The relay's lifecycle is r->state and nothing else; every change goes
+ * through relay_goto(), which checks it against allowed[] below.
+ *
+ *   CONNECTING    the first turn: open a producer, START_REPLICATION
+ *   BACKOFF       waiting until retry_at_us before connecting again
+ *   STANDBY       the slot is held by another process; retry every
+ *                 standby.retry.ms
+ *   STREAMING     a session is open (have_rs): reading, publishing,
+ *                 confirming
+ *   RESTARTING    the session ends at the end of this loop turn; the
+ *                 producer is kept (a PostgreSQL-side failure)
+ *   REBUILDING    the same, and the producer is freed and built again
+ *                 (a Kafka-side failure): backstop and isolated replay
+ *   STOPPING      no more reads; exit once everything in flight is acked
+ *                 or shutdown.timeout.ms runs out (exit_code set)
+ *   FAIL_STOPPED  the same with exit 65: a poison event
+ *   EXITING       stopping, and the session broke as well: nothing more
+ *                 can be acked, the loop ends at the end of this turn
+ *
+ * Transitions (from -> to: trigger):
+ *
+ *   CONNECTING, BACKOFF, STANDBY -> STREAMING      START_REPLICATION accepted
+ *   CONNECTING, BACKOFF, STANDBY -> BACKOFF        transient connect error, or
+ *                                 a permanent one with pg.permanent.error.
+ *                                 retries left
+ *   CONNECTING, BACKOFF, STANDBY -> STANDBY        the slot is active elsewhere
+ *   STREAMING -> RESTARTING       a read, write, status update or receive
+ *                                 timeout failed on the PostgreSQL side
+ *   STREAMING, BACKOFF, STANDBY, RESTARTING -> REBUILDING
+ *                                 Kafka: a delivery or ledger record
+ *                                 failed, a produce call or the producer
+ *                                 failed fatally (reports of an older
+ *                                 session may arrive between sessions)
+ *   RESTARTING, REBUILDING -> BACKOFF   restart(): session closed, replay
+ *                                 from the slot after a backoff
+ *   CONNECTING, BACKOFF, STANDBY, STREAMING -> STOPPING, FAIL_STOPPED
+ *                                 begin_stop(): a signal, a fatal error,
+ *                                 a rewound database, a refused slot or
+ *                                 ledger, a lost slot, a poison event (65)
+ *   RESTARTING, REBUILDING -> EXITING   begin_stop() in the turn that ends
+ *                                 the session
+ *   STOPPING, FAIL_STOPPED -> EXITING   the session broke while draining
+ *   EXITING -> STOPPING, FAIL_STOPPED   restart() had already closed the
+ *                                 session when the stop began (the
+ *                                 producer's teardown named a poison
+ *                                 event, or the backstop fired): what is
+ *                                 left drains at once
+ *
+ * STOPPING and FAIL_STOPPED end the loop when drained(); EXITING at the end
+ * of the turn. Nothing goes back to CONNECTING: a new session is tried
+ * from BACKOFF or STANDBY.
+ *
+ * conn_state is derived, set by relay_goto() alone: the last of CONNECTING
+ * .. STREAMING entered. Stats lines (state=) always show it, and the
+ * figures show it while a session is ending: where the connection was.
+ *
+ * What is not in the state, because it is orthogonal to it:
+ *   have_rs, pub != NULL  resources: the session and the producer. A stop
+ *                 keeps both until finish(); a stop between sessions has
+ *                 a producer and no session.
+ *   tearing_down  the producer is inside pub_free(): its reports are
+ *                 purges of that producer. It spans a state change (a
+ *                 report served by the teardown may begin a stop), so it
+ *                 cannot be a state of its own.
+ *   have_pending  the reader holds one frame librdkafka had no room for;
+ *                 only meaningful while STREAMING, dropped by restart().
+ *   queue_full, iso_wait, reply_now, pinged, more_input  flow control of
+ *                 one session, not lifecycle. */
 enum relay_state {
-	ST_CONNECTING,  /* next turn tries to connect */
-	ST_BACKOFF,     /* waiting before a reconnect */
-	ST_STANDBY,     /* slot held by another process */
+	ST_CONNECTING,
+	ST_BACKOFF,
+	ST_STANDBY,
 	ST_STREAMING,
+	ST_RESTARTING,
+	ST_REBUILDING,
+	ST_STOPPING,
+	ST_FAIL_STOPPED,
+	ST_EXITING,
+	ST_COUNT
 };
 
-/* How /readyz, /slot and /metrics name each (health.h). */
-static const enum relay_phase state_phase[] = {
+static const char *const state_name[ST_COUNT] = {
+	[ST_CONNECTING] = "connecting",     [ST_BACKOFF] = "backoff",
+	[ST_STANDBY] = "standby",           [ST_STREAMING] = "streaming",
+	[ST_RESTARTING] = "restarting",     [ST_REBUILDING] = "rebuilding",
+	[ST_STOPPING] = "stopping",         [ST_FAIL_STOPPED] = "fail_stopped",
+	[ST_EXITING] = "exiting",
+};
+
+#define S(st) (1u << (st))
+/* allowed[from]: the states it may go to (the table above). */
+static const unsigned allowed[ST_COUNT] = {
+	[ST_CONNECTING] = S(ST_STREAMING) | S(ST_BACKOFF) | S(ST_STANDBY) |
+	                  S(ST_STOPPING) | S(ST_FAIL_STOPPED),
+	[ST_BACKOFF] = S(ST_STREAMING) | S(ST_BACKOFF) | S(ST_STANDBY) |
+	               S(ST_REBUILDING) | S(ST_STOPPING) | S(ST_FAIL_STOPPED),
+	[ST_STANDBY] = S(ST_STREAMING) | S(ST_BACKOFF) | S(ST_STANDBY) |
+	               S(ST_REBUILDING) | S(ST_STOPPING) | S(ST_FAIL_STOPPED),
+	[ST_STREAMING] = S(ST_RESTARTING) | S(ST_REBUILDING) | S(ST_STOPPING) |
+	                 S(ST_FAIL_STOPPED),
+	[ST_RESTARTING] = S(ST_REBUILDING) | S(ST_BACKOFF) | S(ST_EXITING),
+	[ST_REBUILDING] = S(ST_BACKOFF) | S(ST_EXITING),
+	[ST_STOPPING] = S(ST_EXITING),
+	[ST_FAIL_STOPPED] = S(ST_EXITING),
+	[ST_EXITING] = S(ST_STOPPING) | S(ST_FAIL_STOPPED),
+};
+#undef S
+
+/* How /readyz, /slot and /metrics name each (health.h). A session that
+ * is ending is still named by where the connection was (conn_state). */
+static const enum relay_phase state_phase[ST_COUNT] = {
 	[ST_CONNECTING] = RELAY_PHASE_CONNECTING,
 	[ST_BACKOFF] = RELAY_PHASE_BACKOFF,
 	[ST_STANDBY] = RELAY_PHASE_STANDBY,
 	[ST_STREAMING] = RELAY_PHASE_STREAMING,
+	[ST_STOPPING] = RELAY_PHASE_STOPPING,
+	[ST_FAIL_STOPPED] = RELAY_PHASE_FAIL_STOPPED,
 };
 
 /* What became of a frame: handled, to be tried again (the window or
@@ -62,7 +168,10 @@ struct relay {
 	struct publisher *pub;          /* owned; NULL between sessions */
 	struct repl_stream rs;
 	bool have_rs;
-	enum relay_state state;
+	enum relay_state state;         /* the lifecycle: see the table above */
+	enum relay_state conn_state;    /* the last of CONNECTING .. STREAMING
+	                                 * entered: what stats lines and the
+	                                 * figures of an ending session show */
 	int64_t retry_at_us;
 	unsigned attempt;
 	bool ever_streamed;             /* a session reached START_REPLICATION */
@@ -98,13 +207,9 @@ struct relay {
 	uint64_t bytes_acked;
 	struct hist lat;
 
-	bool stopping;
-	int exit_code;
+	int exit_code;                  /* set by begin_stop() */
 	int64_t drain_deadline_us;
-
-	bool restart_pending;
-	bool restart_kafka;
-	bool tearing_down;
+	bool tearing_down;              /* inside pub_free(): see the table */
 
 	/* Failed deliveries of this session (see record_failure()). */
 	struct {
@@ -146,8 +251,79 @@ struct relay {
 	char topics[16][128];           /* low-cardinality metric labels */
 	uint64_t topic_events[16];
 	size_t ntopics;
+#ifdef OUTBOX_RELAY_TEST_HOOKS
 	int64_t stall_ms;               /* test hook: SIGUSR1 blocks the loop */
+#endif
 };
+
+static bool relay_stopping(const struct relay *r)
+{
+	return r->state == ST_STOPPING || r->state == ST_FAIL_STOPPED ||
+	       r->state == ST_EXITING;
+}
+
+/* The session ends at the end of this loop turn (with a restart, or with
+ * the exit). Most of a turn's work is skipped then. */
+static bool session_ending(const struct relay *r)
+{
+	return r->state == ST_RESTARTING || r->state == ST_REBUILDING ||
+	       r->state == ST_EXITING;
+}
+
+/* The one place r->state changes. A transition not in allowed[] is a bug
+ * in the relay: it is logged as an error and made anyway, so a gap in the
+ * table never changes what the relay does. */
+static void relay_goto(struct relay *r, enum relay_state to, const char *why)
+{
+	enum relay_state from = r->state;
+
+	if (!(allowed[from] & (1u << to)))
+		log_error("internal: state transition %s -> %s (%s) is not in the "
+		          "table", state_name[from], state_name[to], why);
+	else
+		log_debug("state: %s -> %s (%s)", state_name[from], state_name[to],
+		          why);
+	r->state = to;
+	if (to <= ST_STREAMING)
+		r->conn_state = to;
+}
+
+/* The session ends at the end of this turn; kafka: the producer is
+ * rebuilt too. While stopping, there is nothing left to ack: exit. */
+static void session_end(struct relay *r, bool kafka, const char *why)
+{
+	switch (r->state) {
+	case ST_RESTARTING:
+		if (kafka)
+			relay_goto(r, ST_REBUILDING, why);
+		return;
+	case ST_REBUILDING:
+	case ST_EXITING:
+		return;
+	case ST_STOPPING:
+	case ST_FAIL_STOPPED:
+		relay_goto(r, ST_EXITING, why);
+		return;
+	default:
+		relay_goto(r, kafka ? ST_REBUILDING : ST_RESTARTING, why);
+		return;
+	}
+}
+
+/* The phase /readyz and /metrics show. */
+static enum relay_phase phase_of(const struct relay *r)
+{
+	switch (r->state) {
+	case ST_RESTARTING:
+	case ST_REBUILDING:
+		return state_phase[r->conn_state];
+	case ST_EXITING:
+		return r->exit_code == RELAY_EXIT_DATAERR ? RELAY_PHASE_FAIL_STOPPED
+		                                          : RELAY_PHASE_STOPPING;
+	default:
+		return state_phase[r->state];
+	}
+}
 
 static int64_t backoff_us(struct relay *r)
 {
@@ -228,7 +404,7 @@ static void record_failure(struct relay *r, const struct pub_report *rep,
 	 * guarantee the fatal error comes first and this report only while
 	 * the producer is torn down.) */
 	if (isolated(r, end)) {
-		if (!r->stopping)
+		if (!relay_stopping(r))
 			kafka_poison(r, rep, t);
 		return;
 	}
@@ -257,13 +433,12 @@ static void on_dr(void *opaque, const struct pub_report *rep)
 				r->ledger_lsn = lsn;
 			return;
 		}
-		if (r->tearing_down || r->stopping)
+		if (r->tearing_down || relay_stopping(r))
 			return;
 		snprintf(r->replay_err, sizeof(r->replay_err), "%.200s", rep->errstr);
 		log_error("kafka: writing the slot ledger failed: %s; the producer is "
 		          "rebuilt and the slot replays", rep->errstr);
-		r->restart_pending = true;
-		r->restart_kafka = true;
+		session_end(r, true, "ledger record failed");
 		return;
 	}
 	r->win_events--;
@@ -291,13 +466,12 @@ static void on_dr(void *opaque, const struct pub_report *rep)
 		return;
 	}
 	r->n_failed++;
-	if (r->stopping)
+	if (relay_stopping(r))
 		return; /* the poison path above, or a stop in progress */
 	snprintf(r->replay_err, sizeof(r->replay_err), "%s", rep->errstr);
 	log_error("kafka: delivery failed: %s; nothing past it is confirmed, the "
 	          "producer is rebuilt and the slot replays", rep->errstr);
-	r->restart_pending = true;
-	r->restart_kafka = true;
+	session_end(r, true, "delivery failed");
 }
 
 static bool reading_allowed(const struct relay *r);
@@ -309,7 +483,7 @@ static int64_t status_period_us(const struct relay *r)
 {
 	int64_t us = r->cfg->status_interval_ms * 1000;
 
-	if (r->state == ST_STREAMING && !reading_allowed(r) && us > 1000000)
+	if (r->have_rs && !reading_allowed(r) && us > 1000000)
 		us = 1000000;
 	return us;
 }
@@ -371,8 +545,7 @@ static void ledger_record(struct relay *r, int64_t now)
 	case PUB_REJECTED:
 	case PUB_FATAL:
 		log_error("kafka: writing the slot ledger: %s", err);
-		r->restart_pending = true;
-		r->restart_kafka = true;
+		session_end(r, true, "ledger record refused");
 		break;
 	}
 	free(value);
@@ -415,7 +588,7 @@ static void send_status_req(struct relay *r, bool force_log, bool ping)
 		recv = flush;
 	if (repl_send_status(&r->rs, recv, flush, ping, err, sizeof(err)) < 0) {
 		log_warn("%s", err);
-		r->restart_pending = true;
+		session_end(r, false, "status update failed");
 		return;
 	}
 	if (flush != confirmed || force_log) {
@@ -435,7 +608,7 @@ static void log_stats(struct relay *r, const char *prefix)
 	         "inflight_bytes=%llu held=%llu status_updates=%llu "
 	         "received_lsn=" LSN_FMT " confirmed_lsn=" LSN_FMT
 	         " latency_p50_ms=%.1f latency_p99_ms=%.1f latency_max_ms=%.1f",
-	         prefix, relay_phase_name(state_phase[r->state]),
+	         prefix, relay_phase_name(state_phase[r->conn_state]),
 	         (unsigned long long)r->n_received,
 	         (unsigned long long)r->n_acked, (unsigned long long)r->n_failed,
 	         (unsigned long long)r->n_stale, (unsigned long long)r->n_skipped,
@@ -480,8 +653,7 @@ static bool kafka_failed(struct relay *r)
 		snprintf(r->reason, sizeof(r->reason), "Kafka failed the transaction "
 		         "at LSN " LSN_FMT " %lld times in a row", LSN_ARGS(key),
 		         (long long)r->replay_count);
-		begin_stop(r, RELAY_EXIT_DATAERR);
-		r->restart_pending = false;
+		begin_stop(r, RELAY_EXIT_DATAERR); /* EXITING; restart() drains */
 		return false;
 	}
 	if (r->fail.permanent) {
@@ -510,7 +682,7 @@ static void restart(struct relay *r)
 		repl_close(&r->rs);
 		r->have_rs = false;
 	}
-	if (r->restart_kafka && r->pub != NULL) {
+	if (r->state == ST_REBUILDING && r->pub != NULL) {
 		r->kafka_restarts++;
 		r->tearing_down = true;
 		pub_free(r->pub); /* purges: reports come back and are dropped */
@@ -520,20 +692,21 @@ static void restart(struct relay *r)
 		r->queue_full = false;
 		/* A report served by the teardown may have named the refused
 		 * record (stopping then); otherwise the backstop decides. */
-		if (r->stopping || !kafka_failed(r)) {
-			r->restart_pending = r->restart_kafka = false;
+		if (relay_stopping(r) || !kafka_failed(r)) {
+			relay_goto(r, r->exit_code == RELAY_EXIT_DATAERR
+			                      ? ST_FAIL_STOPPED : ST_STOPPING,
+			           "stop began with the session closed");
 			return;
 		}
 	}
 	r->have_pending = false;
-	r->restart_pending = r->restart_kafka = false;
 	/* Acks of the old session's events must not move the new watermark;
 	 * what was acked is kept for lsn_resume() to check. */
 	lsn_end_session(&r->lt);
 	ev_txn_reset(&r->txn);
 	r->n_reconnects++;
 	d = backoff_us(r);
-	r->state = ST_BACKOFF;
+	relay_goto(r, ST_BACKOFF, "session ended");
 	r->retry_at_us = now_mono_us() + d;
 	snprintf(r->reason, sizeof(r->reason), "session ended; replaying from "
 	         "the slot after a backoff");
@@ -542,11 +715,16 @@ static void restart(struct relay *r)
 	         LSN_ARGS(lsn_confirmed(&r->lt)));
 }
 
+/* The first stop decides the exit code. A session already ending goes to
+ * EXITING: with it gone, nothing more can be acked. */
 static void begin_stop(struct relay *r, int code)
 {
-	if (r->stopping)
+	if (relay_stopping(r))
 		return;
-	r->stopping = true;
+	relay_goto(r, r->state == ST_RESTARTING || r->state == ST_REBUILDING
+	                      ? ST_EXITING
+	              : code == RELAY_EXIT_DATAERR ? ST_FAIL_STOPPED : ST_STOPPING,
+	           "stop");
 	r->exit_code = code;
 	r->drain_deadline_us = now_mono_us() + r->cfg->shutdown_timeout_ms * 1000;
 	notify_stopping(); /* systemd: STOPPING=1, whatever the cause */
@@ -585,7 +763,7 @@ static void permanent_error(struct relay *r, enum repl_err rc, const char *err)
 		         (long long)r->perm_failures,
 		         (long long)r->cfg->pg_permanent_error_retries,
 		         (long long)(d / 1000));
-		r->state = ST_BACKOFF;
+		relay_goto(r, ST_BACKOFF, "permanent error, retries left");
 		snprintf(r->reason, sizeof(r->reason), "PostgreSQL refuses the "
 		         "connection (see the log); retrying");
 		r->retry_at_us = now_mono_us() + d;
@@ -688,7 +866,7 @@ static void try_connect(struct relay *r)
 		r->ever_streamed = true;
 		r->perm_failures = 0;
 		r->reason[0] = '\0';
-		r->state = ST_STREAMING;
+		relay_goto(r, ST_STREAMING, "START_REPLICATION");
 		r->session_start_us = now_mono_us();
 		r->last_rx_us = r->session_start_us;
 		r->pinged = false;
@@ -729,7 +907,7 @@ static void try_connect(struct relay *r)
 		if (r->state != ST_STANDBY)
 			log_warn("standby: %s; retrying every %lld ms", err,
 			         (long long)r->cfg->standby_retry_ms);
-		r->state = ST_STANDBY;
+		relay_goto(r, ST_STANDBY, "slot busy");
 		snprintf(r->reason, sizeof(r->reason), "slot active for PID %d "
 		         "(standby)", repl_slot(&r->rs)->active_pid);
 		r->retry_at_us = now_mono_us() + r->cfg->standby_retry_ms * 1000;
@@ -738,7 +916,7 @@ static void try_connect(struct relay *r)
 		int64_t d = backoff_us(r);
 		r->perm_failures = 0;
 		log_warn("%s; retrying in %lld ms", err, (long long)(d / 1000));
-		r->state = ST_BACKOFF;
+		relay_goto(r, ST_BACKOFF, "transient connect error");
 		snprintf(r->reason, sizeof(r->reason), "cannot stream from "
 		         "PostgreSQL (see the log); retrying");
 		r->retry_at_us = now_mono_us() + d;
@@ -810,8 +988,7 @@ static enum handled handle_event(struct relay *r, const struct ev_event *ev)
 	case PUB_FATAL:
 		lsn_event_undo(&r->lt, token, ev->bytes);
 		log_error("kafka: produce failed: %s", err);
-		r->restart_pending = true;
-		r->restart_kafka = true;
+		session_end(r, true, "produce failed");
 		return H_STOP;
 	}
 	return H_STOP;
@@ -884,8 +1061,7 @@ static bool reading_allowed(const struct relay *r)
 	uint64_t max_ev = (uint64_t)r->cfg->inflight_max_events;
 	uint64_t max_b = (uint64_t)r->cfg->inflight_max_bytes;
 
-	return r->state == ST_STREAMING && r->have_rs && !r->stopping &&
-	       !r->restart_pending && !r->queue_full &&
+	return r->state == ST_STREAMING && r->have_rs && !r->queue_full &&
 	       !(r->iso_wait && lsn_inflight(&r->lt) > 0) &&
 	       r->win_events < max_ev && r->win_bytes < max_b &&
 	       lsn_window_events(&r->lt) < max_ev;
@@ -912,7 +1088,7 @@ static void read_stream(struct relay *r)
 					begin_stop(r, RELAY_EXIT_UNAVAILABLE);
 				} else {
 					log_warn("%s", err);
-					r->restart_pending = true;
+					session_end(r, false, "stream read failed");
 				}
 				return;
 			}
@@ -960,7 +1136,7 @@ static int compute_timeout(const struct relay *r, int64_t now)
 		if (due < t)
 			t = due;
 	}
-	if (r->reply_now || r->restart_pending || r->state == ST_CONNECTING ||
+	if (r->reply_now || session_ending(r) || r->state == ST_CONNECTING ||
 	    r->more_input)
 		t = 0;
 	/* While librdkafka holds events, poll it often enough for reports
@@ -971,6 +1147,34 @@ static int compute_timeout(const struct relay *r, int64_t now)
 		t = 0;
 	return (int)((t + 999) / 1000);
 }
+
+/* ------------------------------- TEST HOOKS -------------------------------
+ * Only in a build with -DOUTBOX_RELAY_TEST_HOOKS (the Makefile's default,
+ * TEST_HOOKS=1, because t300 needs it; TEST_HOOKS=0 and the image leave
+ * it out). RELAY_TEST_STALL_MS is read once, in relay_run(); main.c
+ * installs the SIGUSR1 handler only when it is set. */
+#ifdef OUTBOX_RELAY_TEST_HOOKS
+static void test_hook_init(struct relay *r)
+{
+	const char *v = getenv("RELAY_TEST_STALL_MS");
+
+	if (v != NULL)
+		r->stall_ms = strtoll(v, NULL, 10);
+}
+
+/* SIGUSR1: a stuck loop, for /livez. */
+static void test_hook_stall(struct relay *r)
+{
+	if (r->stall_ms <= 0)
+		return;
+	log_warn("test hook: blocking the loop for %lld ms",
+	         (long long)r->stall_ms);
+	usleep((useconds_t)(r->stall_ms * 1000));
+}
+#else
+static void test_hook_init(struct relay *r) { (void)r; }
+static void test_hook_stall(struct relay *r) { (void)r; }
+#endif
 
 static void drain_signals(struct relay *r, int sigfd)
 {
@@ -983,17 +1187,13 @@ static void drain_signals(struct relay *r, int sigfd)
 			log_info("SIGHUP: the configuration is read only at start, "
 			         "so nothing changes; restart the relay to apply a new "
 			         "one (it replays nothing it has confirmed)");
-		} else if (buf[i] == (char)SIGUSR1 && r->stall_ms > 0) {
-			/* Test hook (RELAY_TEST_STALL_MS): a stuck loop, for
-			 * /livez. Never installed otherwise. */
-			log_warn("test hook: blocking the loop for %lld ms",
-			         (long long)r->stall_ms);
-			usleep((useconds_t)(r->stall_ms * 1000));
+		} else if (buf[i] == (char)SIGUSR1) {
+			test_hook_stall(r);
 		} else {
 			stop = true;
 		}
 	}
-	if (stop && !r->stopping) {
+	if (stop && !relay_stopping(r)) {
 		log_info("signal received: stopping reads, waiting up to %lld ms for "
 		         "%llu in-flight events", (long long)r->cfg->shutdown_timeout_ms,
 		         (unsigned long long)r->win_events);
@@ -1045,11 +1245,7 @@ static void finish(struct relay *r)
 static void fill_figures(struct relay *r, struct relay_figures *f)
 {
 	memset(f, 0, sizeof(*f));
-	if (r->stopping)
-		f->state = r->exit_code == RELAY_EXIT_DATAERR
-		                   ? RELAY_PHASE_FAIL_STOPPED : RELAY_PHASE_STOPPING;
-	else
-		f->state = state_phase[r->state];
+	f->state = phase_of(r);
 	snprintf(f->reason, sizeof(f->reason), "%s", r->reason);
 	f->kafka_up = r->pub != NULL && pub_broker_up(r->pub);
 	f->kafka_contact_age_us = r->pub != NULL ? pub_contact_age_us(r->pub) : -1;
@@ -1097,7 +1293,7 @@ static void monitor_turn(struct relay *r, int64_t now)
 	notify_figures(&f, now); /* systemd: READY=1 once serving, STATUS= */
 	(void)mon_update(r->mon, &f, (const char (*)[128])r->topics,
 	                 r->topic_events, r->ntopics, now, &fatal, why, sizeof(why));
-	if (fatal && !r->stopping) {
+	if (fatal && !relay_stopping(r)) {
 		log_error("%s", why);
 		snprintf(r->reason, sizeof(r->reason), "slot lost or missing");
 		begin_stop(r, RELAY_EXIT_UNAVAILABLE);
@@ -1116,10 +1312,9 @@ int relay_run(const struct relay_config *cfg, int sigfd)
 	ev_txn_reset(&r->txn);
 	lsn_init(&r->lt);
 	hist_reset(&r->lat);
-	r->state = ST_CONNECTING;
+	r->state = r->conn_state = ST_CONNECTING; /* the start state */
 	r->hb_rtt_us = -1;
-	if (getenv("RELAY_TEST_STALL_MS") != NULL)
-		r->stall_ms = strtoll(getenv("RELAY_TEST_STALL_MS"), NULL, 10);
+	test_hook_init(r);
 	r->mon = mon_start(cfg, r->err, sizeof(r->err));
 	if (r->mon == NULL) {
 		log_error("%s", r->err);
@@ -1137,11 +1332,11 @@ int relay_run(const struct relay_config *cfg, int sigfd)
 		int64_t now = now_mono_us();
 
 		monitor_turn(r, now);
-		if (r->stopping && drained(r, now))
+		if (relay_stopping(r) && drained(r, now))
 			break;
-		if (!r->stopping && (r->state == ST_CONNECTING ||
-		                     ((r->state == ST_BACKOFF || r->state == ST_STANDBY) &&
-		                      now >= r->retry_at_us)))
+		if (r->state == ST_CONNECTING ||
+		    ((r->state == ST_BACKOFF || r->state == ST_STANDBY) &&
+		     now >= r->retry_at_us))
 			try_connect(r);
 
 		isig = nfds;
@@ -1174,16 +1369,16 @@ int relay_run(const struct relay_config *cfg, int sigfd)
 			if (ipub >= 0 && (fds[ipub].revents & POLLIN))
 				pub_event_fd_drain(r->pub);
 			pub_poll(r->pub, 0);
-			if (!r->restart_pending && !r->stopping &&
+			if (!session_ending(r) && !relay_stopping(r) &&
 			    pub_fatal(r->pub, r->err, sizeof(r->err), NULL)) {
 				log_error("kafka: %s", r->err);
 				snprintf(r->replay_err, sizeof(r->replay_err), "%.200s", r->err);
-				r->restart_pending = true;
-				r->restart_kafka = true;
+				session_end(r, true, "producer failed");
 			}
 			/* Refused credentials: librdkafka would retry them forever
 			 * while nothing can be published; stop instead (77). */
-			if (!r->stopping && pub_auth_failed(r->pub, r->err, sizeof(r->err))) {
+			if (!relay_stopping(r) &&
+			    pub_auth_failed(r->pub, r->err, sizeof(r->err))) {
 				log_error("kafka: %s", r->err);
 				snprintf(r->reason, sizeof(r->reason), "Kafka refuses the "
 				         "relay's credentials (see the log)");
@@ -1195,33 +1390,33 @@ int relay_run(const struct relay_config *cfg, int sigfd)
 			if (fds[ipg].revents & (POLLIN | POLLERR | POLLHUP)) {
 				if (repl_consume(&r->rs, r->err, sizeof(r->err)) < 0) {
 					log_warn("%s", r->err);
-					r->restart_pending = true;
+					session_end(r, false, "stream receive failed");
 				}
 			}
-			if (!r->restart_pending && (fds[ipg].revents & POLLOUT) &&
+			if (!session_ending(r) && (fds[ipg].revents & POLLOUT) &&
 			    repl_flush(&r->rs, r->err, sizeof(r->err)) < 0) {
 				log_warn("%s", r->err);
-				r->restart_pending = true;
+				session_end(r, false, "stream send failed");
 			}
 		}
-		if (r->have_rs && !r->restart_pending)
+		if (r->have_rs && !session_ending(r))
 			read_stream(r);
 
 		/* A ledger that could not be read at the session's start. */
-		if (r->have_rs && !r->restart_pending && !r->stopping &&
+		if (r->have_rs && !session_ending(r) && !relay_stopping(r) &&
 		    r->ledger_key[0] != '\0' && !r->ledger_verified &&
 		    now >= r->ledger_retry_us)
 			(void)ledger_verify(r, now);
 		/* The ledger first (at most one record per status.min.interval.
 		 * ms), then the confirm it allows. */
-		if (!r->restart_pending && ledger_due(r) &&
+		if (!session_ending(r) && ledger_due(r) &&
 		    now - r->ledger_sent_us >= r->cfg->status_min_interval_ms * 1000)
 			ledger_record(r, now);
 		/* Status updates go out as soon as the watermark moves (at most
 		 * one per status.min.interval.ms), and on the keepalive timer
 		 * whatever else is happening, also while Kafka is stalled and
 		 * reads are paused. */
-		if (r->have_rs && !r->restart_pending &&
+		if (r->have_rs && !session_ending(r) &&
 		    (r->reply_now || now - r->last_status_us >= status_period_us(r) ||
 		     (confirm_due(r) &&
 		      now - r->last_status_us >=
@@ -1234,7 +1429,7 @@ int relay_run(const struct relay_config *cfg, int sigfd)
 		 * (a half-open TCP connection, a stopped walsender): ask for an
 		 * answer at a quarter of pg.receive.timeout.ms, give up at the
 		 * whole. While reads are paused, silence means nothing. */
-		if (r->have_rs && !r->restart_pending) {
+		if (r->have_rs && !session_ending(r)) {
 			int64_t quiet = now - r->last_rx_us;
 			int64_t limit = r->cfg->pg_receive_timeout_ms * 1000;
 			if (!reading_allowed(r)) {
@@ -1244,7 +1439,7 @@ int relay_run(const struct relay_config *cfg, int sigfd)
 				         "(pg.receive.timeout.ms): the connection is dead or "
 				         "the walsender stuck; reconnecting",
 				         (long long)(quiet / 1000));
-				r->restart_pending = true;
+				session_end(r, false, "receive timeout");
 			} else if (quiet >= limit / 4 && !r->pinged) {
 				send_status_req(r, false, true);
 				r->pinged = true;
@@ -1253,12 +1448,12 @@ int relay_run(const struct relay_config *cfg, int sigfd)
 		/* The transactions that failed in Kafka are confirmed now: the
 		 * backstop starts over, and the one-at-a-time replay ends. */
 		if (r->replay_count > 0 &&
-		    lsn_confirmed(&r->lt) >= r->replay_lsn && !r->restart_pending) {
+		    lsn_confirmed(&r->lt) >= r->replay_lsn && !session_ending(r)) {
 			r->replay_count = 0;
 			r->replay_err[0] = '\0';
 		}
 		if (r->iso_to != 0 && lsn_confirmed(&r->lt) >= r->iso_to &&
-		    !r->restart_pending) {
+		    !session_ending(r)) {
 			log_info("kafka: the events of commits " LSN_FMT " to " LSN_FMT
 			         " were all published one at a time: the broker refused "
 			         "their batch, not one record; check kafka.batch.size "
@@ -1270,9 +1465,9 @@ int relay_run(const struct relay_config *cfg, int sigfd)
 			log_stats(r, "stats");
 			r->next_stats_us = now + r->cfg->stats_interval_ms * 1000;
 		}
-		if (r->restart_pending && !r->stopping)
+		if (r->state == ST_RESTARTING || r->state == ST_REBUILDING)
 			restart(r);
-		else if (r->restart_pending && r->stopping)
+		else if (r->state == ST_EXITING)
 			break; /* stopping anyway: nothing more can be acked */
 	}
 

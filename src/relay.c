@@ -386,6 +386,25 @@ static void kafka_poison(struct relay *r, const struct pub_report *rep,
 	begin_stop(r, RELAY_EXIT_DATAERR);
 }
 
+/* The broker refuses the slot ledger's record for good. Without it no
+ * confirm may go out (the ledger must hold what the slot is confirmed
+ * to), so the relay stops with exit 65 and names the topic and the fix;
+ * the slot keeps everything since the last confirm. */
+static void ledger_refused(struct relay *r, const struct pub_report *rep)
+{
+	const char *advice = pub_err_advice(rep->err);
+
+	log_error("fail-stop at LSN " LSN_FMT ": Kafka refuses the slot ledger "
+	          "record (topic %s, slot.ledger.topic): %s (%s). Nothing past "
+	          "this LSN is confirmed and the slot keeps it. %s%s",
+	          LSN_ARGS(lsn_confirmed(&r->lt)), rep->topic,
+	          pub_err_str(rep->err), pub_err_name(rep->err), advice,
+	          advice[0] ? "; then start the relay again" : "");
+	snprintf(r->reason, sizeof(r->reason), "Kafka refuses the slot ledger "
+	         "record (%s)", pub_err_name(rep->err));
+	begin_stop(r, RELAY_EXIT_DATAERR);
+}
+
 /* A failed delivery of a live token. A permanent error inside the
  * isolated range is the refused record itself; elsewhere it may be its
  * batch's fault, so the range of its transactions is noted for the
@@ -433,7 +452,17 @@ static void on_dr(void *opaque, const struct pub_report *rep)
 				r->ledger_lsn = lsn;
 			return;
 		}
-		if (r->tearing_down || relay_stopping(r))
+		if (relay_stopping(r))
+			return;
+		/* Authorization, an unknown topic, a size limit: every replay
+		 * would be refused the same way, so stop now and say what to
+		 * grant or change (also from the teardown, where the report of
+		 * a fatal producer error may only be served). */
+		if (pub_err_classify(rep->err) == PUB_ERR_PERMANENT) {
+			ledger_refused(r, rep);
+			return;
+		}
+		if (r->tearing_down)
 			return;
 		snprintf(r->replay_err, sizeof(r->replay_err), "%.200s", rep->errstr);
 		log_error("kafka: writing the slot ledger failed: %s; the producer is "

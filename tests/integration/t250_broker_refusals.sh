@@ -248,6 +248,38 @@ else
 	ok "(e) slot ($c) not confirmed past the failing transaction ($e_end)"
 fi
 mock_cmd "clear_errors Produce" >/dev/null || true
+advance "$(it_current_lsn "$db")"
+
+# (f) The slot ledger's own record refused: written before each confirm,
+# so an idle outbox next to other writes produces nothing but it. Every
+# replay would be refused the same way; the relay must stop at once with
+# the ledger topic and the grant named, not replay it
+# kafka.failure.max.replays times and call it a poison transaction.
+it_sql "$db" "CREATE TABLE IF NOT EXISTS t250_other (x int)" >/dev/null
+mock_cmd "push_errors Produce $(printf 'TOPIC_AUTHORIZATION_FAILED,%.0s' {1..20})TOPIC_AUTHORIZATION_FAILED" >/dev/null ||
+	not_ok "(f) errors pushed"
+conf=$IT_TEST_DIR/relay.f.conf
+log=$IT_TEST_DIR/relay.f.log
+mock_conf "$conf" status.interval.ms=1000
+it_start_relay "$conf" "$log"
+pid=$IT_RELAY_PID
+it_wait_slot_active "$db" "$db" 30 || true
+for ((i = 0; i < 20; i++)); do
+	it_sql "$db" "INSERT INTO t250_other VALUES ($i)" >/dev/null
+	kill -0 "$pid" 2>/dev/null || break
+	sleep 0.5
+done
+exit_of "$pid" 60; rc=$RC
+it_check "(f) ledger record refused: exit 65 (got $rc)" test "$rc" = 65
+if grep 'fail-stop at LSN' "$log" |
+	grep -q 'slot ledger record (topic outbox-relay.slots.*TOPIC_AUTHORIZATION_FAILED.*grant the relay.s principal WRITE'; then
+	ok "(f) the message names the ledger topic, the error and the ACL to grant"
+else
+	not_ok "(f) the message names the ledger topic, the error and the ACL to grant" "$(it_show_log "$log" 12)"
+fi
+n=$(grep -c 'writing the slot ledger failed' "$log" || true)
+it_check "(f) stopped on the first refusal, no replays (ledger failures logged: $n)" test "$n" = 0
+mock_cmd "clear_errors Produce" >/dev/null || true
 rc=0
 mock_stop || rc=$?
 it_check "mock cluster exits 0" test "$rc" -eq 0

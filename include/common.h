@@ -47,6 +47,18 @@ void errbuf_set(char *err, size_t errlen, const char *fmt, ...)
 void fmt_bytes(char *buf, size_t len, double v);
 
 /* Monotonic and wall clocks in microseconds. */
+/* The first n (<= 8) bytes at p as a big-endian unsigned integer: the
+ * byte order of the replication protocol and of pgoutput. */
+static inline uint64_t be_uint(const void *p, size_t n)
+{
+	const unsigned char *b = p;
+	uint64_t v = 0;
+
+	for (size_t i = 0; i < n; i++)
+		v = v << 8 | b[i];
+	return v;
+}
+
 int64_t now_mono_us(void);
 int64_t now_wall_us(void);
 

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common.h"
 #include "json_check.h"
 #include "pgo.h"
 
@@ -170,56 +171,52 @@ static void rd_short(const struct pgo_rd *r, const char *field, size_t need)
 	          need);
 }
 
-static uint64_t rd_be(const unsigned char *p, size_t n)
+/* An n-byte big-endian integer (n <= 8), bounds-checked. */
+static int rd_uint(struct pgo_rd *r, const char *field, size_t n,
+                   uint64_t *out)
 {
-	uint64_t v = 0;
-
-	for (size_t i = 0; i < n; i++)
-		v = v << 8 | p[i];
-	return v;
+	if (rd_left(r) < n) {
+		rd_short(r, field, n);
+		return -1;
+	}
+	*out = be_uint(r->p, n);
+	r->p += n;
+	return 0;
 }
 
 static int rd_u8(struct pgo_rd *r, const char *field, uint8_t *out)
 {
-	if (rd_left(r) < 1) {
-		rd_short(r, field, 1);
+	uint64_t v;
+
+	if (rd_uint(r, field, 1, &v) != 0)
 		return -1;
-	}
-	*out = *r->p++;
+	*out = (uint8_t)v;
 	return 0;
 }
 
 static int rd_u16(struct pgo_rd *r, const char *field, uint16_t *out)
 {
-	if (rd_left(r) < 2) {
-		rd_short(r, field, 2);
+	uint64_t v;
+
+	if (rd_uint(r, field, 2, &v) != 0)
 		return -1;
-	}
-	*out = (uint16_t)rd_be(r->p, 2);
-	r->p += 2;
+	*out = (uint16_t)v;
 	return 0;
 }
 
 static int rd_u32(struct pgo_rd *r, const char *field, uint32_t *out)
 {
-	if (rd_left(r) < 4) {
-		rd_short(r, field, 4);
+	uint64_t v;
+
+	if (rd_uint(r, field, 4, &v) != 0)
 		return -1;
-	}
-	*out = (uint32_t)rd_be(r->p, 4);
-	r->p += 4;
+	*out = (uint32_t)v;
 	return 0;
 }
 
 static int rd_u64(struct pgo_rd *r, const char *field, uint64_t *out)
 {
-	if (rd_left(r) < 8) {
-		rd_short(r, field, 8);
-		return -1;
-	}
-	*out = rd_be(r->p, 8);
-	r->p += 8;
-	return 0;
+	return rd_uint(r, field, 8, out);
 }
 
 /* An Int32 length (of a value or a message's content): never negative. */
@@ -608,7 +605,7 @@ static int pgo_relation(struct pgo_state *st, struct pgo_rd *r,
 		a->name = o;
 		o += n + 1;
 		r->p += n + 1;
-		a->typid = (uint32_t)rd_be(r->p, 4);
+		a->typid = (uint32_t)be_uint(r->p, 4);
 		r->p += 8; /* and the typmod, which w2j.c never looks at */
 		a->roles = 0;
 		/* Exact names, case included; the first column of a name

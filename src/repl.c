@@ -33,14 +33,6 @@ static void conn_err(struct repl_stream *rs, const char *what, char *err,
 	errbuf_set(err, errlen, "%s: %s", what, m);
 }
 
-static uint64_t be64(const char *p)
-{
-	uint64_t v = 0;
-	for (int i = 0; i < 8; i++)
-		v = (v << 8) | (unsigned char)p[i];
-	return v;
-}
-
 static void put_be64(char *p, uint64_t v)
 {
 	for (int i = 7; i >= 0; i--) {
@@ -252,8 +244,8 @@ int repl_parse_frame(const char *buf, size_t len, struct repl_msg *msg,
 			errbuf_set(err, errlen, "XLogData header too small: %zu bytes", len);
 			return -1;
 		}
-		msg->wal_start = be64(buf + 1);
-		msg->wal_end = be64(buf + 9);
+		msg->wal_start = be_uint(buf + 1, 8);
+		msg->wal_end = be_uint(buf + 9, 8);
 		msg->data = buf + hdr;
 		msg->len = len - hdr;
 		return 1;
@@ -267,7 +259,7 @@ int repl_parse_frame(const char *buf, size_t len, struct repl_msg *msg,
 			errbuf_set(err, errlen, "keepalive too small: %zu bytes", len);
 			return -1;
 		}
-		msg->wal_end = be64(buf + 1);
+		msg->wal_end = be_uint(buf + 1, 8);
 		msg->reply_requested = buf[17] != 0;
 		return 1;
 	}

@@ -106,6 +106,56 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	return 0;
 }
 
+/* libFuzzer's -timeout watchdog is a SIGALRM every timeout/2 + 1 s,
+ * installed without SA_RESTART, so any blocking call here may return
+ * EINTR. Before these wrappers one alarm landing in connect() read as
+ * "cannot connect" and failed a CI run after 22 s (the second alarm at
+ * -timeout=20); with -timeout=2 it failed within half a minute. */
+
+/* connect() that survives a signal: an interrupted connect goes on in
+ * the kernel, so wait for it to finish and read its outcome. */
+static int connect_eintr(int fd, const struct sockaddr *sa, socklen_t len)
+{
+	struct pollfd p = { .fd = fd, .events = POLLOUT };
+	int soerr = 0;
+	socklen_t sl = sizeof(soerr);
+
+	if (connect(fd, sa, len) == 0)
+		return 0;
+	if (errno != EINTR && errno != EINPROGRESS)
+		return -1;
+	for (int spins = 0; spins < 1000; spins++) {
+		int r = poll(&p, 1, 1000);
+		if (r > 0)
+			break;
+		if (r == 0 || errno != EINTR) {
+			errno = r == 0 ? ETIMEDOUT : errno;
+			return -1;
+		}
+	}
+	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) != 0)
+		return -1;
+	if (soerr != 0) {
+		errno = soerr;
+		return -1;
+	}
+	return 0;
+}
+
+/* poll() for one descriptor that restarts after a signal with what is
+ * left of wait_ms. */
+static int poll_eintr(struct pollfd *p, int wait_ms)
+{
+	int64_t deadline = now_mono_us() + (int64_t)wait_ms * 1000;
+
+	for (;;) {
+		int64_t left = (deadline - now_mono_us()) / 1000;
+		int r = poll(p, 1, left > 0 ? (int)left : 0);
+		if (r >= 0 || errno != EINTR)
+			return r;
+	}
+}
+
 /* One connection from source address from (127.0.0.x): sends len
  * bytes, half-closes, reads the reply into buf (NUL-terminated) until
  * the server closes or wait_ms pass without a byte. Returns the reply's
@@ -126,8 +176,10 @@ static ssize_t exchange(const char *from, const void *req, size_t len,
 	if (fd < 0)
 		return -1;
 	if (bind(fd, (struct sockaddr *)&src, sizeof(src)) != 0 ||
-	    connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+	    connect_eintr(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+		int e = errno;
 		close(fd);
+		errno = e;
 		return -1;
 	}
 	/* The server may close before taking it all (a refused request):
@@ -135,6 +187,8 @@ static ssize_t exchange(const char *from, const void *req, size_t len,
 	while (sent < len) {
 		ssize_t n = send(fd, (const char *)req + sent, len - sent,
 		                 MSG_NOSIGNAL);
+		if (n < 0 && errno == EINTR)
+			continue;
 		if (n <= 0)
 			break;
 		sent += (size_t)n;
@@ -144,16 +198,18 @@ static ssize_t exchange(const char *from, const void *req, size_t len,
 	 * data, stop short of the end of file and sit out the deadline. */
 	{
 		struct pollfd p = { .fd = fd, .events = POLLIN };
-		(void)poll(&p, 1, 2);
+		(void)poll_eintr(&p, 2);
 	}
 	(void)shutdown(fd, SHUT_WR);
 	for (;;) {
 		struct pollfd p = { .fd = fd, .events = POLLIN };
 		ssize_t n;
 
-		if (poll(&p, 1, wait_ms) <= 0)
+		if (poll_eintr(&p, wait_ms) <= 0)
 			break;
 		n = recv(fd, buf + got, cap - 1 - got, 0);
+		if (n < 0 && errno == EINTR)
+			continue;
 		if (n <= 0)
 			break;
 		got += (size_t)n;
@@ -191,7 +247,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	n = exchange("127.0.0.2", data, size, reply, sizeof(reply),
 	             FUZZ_READ_TIMEOUT_MS);
 	if (n < 0)
-		fuzz_fail("cannot connect", NULL);
+		fuzz_fail("cannot connect", strerror(errno));
 	if (n > 0) {
 		int st = 0;
 		if (strncmp(reply, "HTTP/1.", 7) != 0 || n < 12 ||

@@ -27,6 +27,8 @@ struct relay_config {
 	char *pg_conninfo;          /* secret: may hold a password */
 	char *pg_password_file;     /* "" off; see cfg_apply_password_file */
 	char *slot_name;
+	char *slot_plugin;          /* "wal2json" or "pgoutput" */
+	char *slot_publication;     /* pgoutput's publication_names */
 	char *outbox_schema;        /* from outbox.table, unquoted, exact case */
 	char *outbox_table;
 	char *field_id;

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* stream_spec.h -- what the relay asks wal2json for, in one place.
+/* stream_spec.h -- what the relay asks its output plugin for, in one place.
  *
  * The relay's START_REPLICATION and the runbook's peeks
  * (pg_logical_slot_peek_changes) must decode the same records, or the
@@ -24,7 +24,15 @@ struct ss_option {
 	char *value;
 };
 
+/* The slot's output plugin (slot.plugin). */
+enum ss_plugin {
+	SS_PLUGIN_WAL2JSON = 0,
+	SS_PLUGIN_PGOUTPUT,
+};
+
 struct stream_spec {
+	enum ss_plugin plugin;
+	const char *publication;      /* pgoutput only; borrowed */
 	struct w2j_spec w2j;          /* table and columns, borrowed from cfg */
 	const char *heartbeat_prefix; /* non-transactional heartbeats; borrowed */
 	const char *emit_prefix;      /* transactional outbox_emit() events;
@@ -51,6 +59,22 @@ void ss_init_parts(struct stream_spec *ss, const struct w2j_spec *w2j,
                    const char *heartbeat_prefix, const char *emit_prefix,
                    const char *topic_template);
 void ss_free(struct stream_spec *ss);
+
+/* Turns a spec made by ss_init_parts() into a pgoutput one: the options
+ * become proto_version 1, publication_names (publication, borrowed,
+ * [a-z0-9_] by config.c) and messages on. The publication, not an
+ * option, selects the table; every message prefix comes, and
+ * ss_message_kind() keeps the same rules. Never binary, streaming or
+ * two_phase: pgo.c refuses what they produce. */
+void ss_use_pgoutput(struct stream_spec *ss, const char *publication);
+
+/* "wal2json" or "pgoutput": the plugin a slot must have. */
+const char *ss_plugin_name(const struct stream_spec *ss);
+
+/* The SQL peek function for the runbook: pg_logical_slot_peek_changes
+ * for wal2json (text), pg_logical_slot_peek_binary_changes for pgoutput
+ * (bytea: one pgoutput message a row). */
+const char *ss_peek_function(const struct stream_spec *ss);
 
 /* A message's meaning, by its prefix and whether it is transactional:
  * heartbeats are written outside transactions, outbox_emit() events

@@ -43,7 +43,13 @@ static const struct cfg_key cfg_keys[] = {
 	  "file whose first line is the PostgreSQL password, read at start; "
 	  "any mode (a Kubernetes Secret volume); empty: off" },
 	{ "slot.name", CFG_STR, OFF(slot_name), "outbox_relay", 0, 0,
-	  CFG_F_REQUIRED, "logical replication slot (wal2json), never created implicitly" },
+	  CFG_F_REQUIRED, "logical replication slot, never created implicitly" },
+	{ "slot.plugin", CFG_STR, OFF(slot_plugin), "wal2json", 0, 0,
+	  CFG_F_REQUIRED, "output plugin of the slot: wal2json or pgoutput (built "
+	  "into PostgreSQL, reads slot.publication)" },
+	{ "slot.publication", CFG_STR, OFF(slot_publication), "outbox_pub", 0, 0,
+	  CFG_F_REQUIRED, "publication on the outbox table (slot.plugin = "
+	  "pgoutput only; --create-slot creates it)" },
 	{ "outbox.table", CFG_STR, OFF(outbox_table), "public.outbox", 0, 0,
 	  CFG_F_REQUIRED, "schema.table of the outbox, exact case, no quotes" },
 	{ "table.field.event.id", CFG_STR, OFF(field_id), "id", 0, 0,
@@ -301,6 +307,22 @@ int cfg_set(struct relay_config *cfg, const char *key, const char *value,
 			}
 			free(cfg->log_format);
 			cfg->log_format = xstrdup(value);
+		} else if (strcmp(k->name, "slot.plugin") == 0 &&
+		           strcmp(value, "wal2json") != 0 &&
+		           strcmp(value, "pgoutput") != 0) {
+			errbuf_set(err, errlen, "%s: slot.plugin: \"%s\" is not one of "
+			        "wal2json, pgoutput", origin, value);
+			return -1;
+		} else if (strcmp(k->name, "slot.publication") == 0 &&
+		           (value[0] == '\0' || strlen(value) > 63 ||
+		            strspn(value, "abcdefghijklmnopqrstuvwxyz0123456789_") !=
+		                strlen(value) || isdigit((unsigned char)value[0]))) {
+			/* Lower case only: the name goes into publication_names and
+			 * into SQL unquoted-equivalent, so one spelling everywhere. */
+			errbuf_set(err, errlen, "%s: slot.publication: \"%s\" is not a "
+			        "valid publication name (1-63 of a-z, 0-9, _, not starting "
+			        "with a digit)", origin, value);
+			return -1;
 		} else if (strcmp(k->name, "slot.name") == 0 &&
 		           (value[0] == '\0' || strlen(value) > 63 ||
 		            strspn(value, "abcdefghijklmnopqrstuvwxyz0123456789_") !=

@@ -72,6 +72,36 @@ void ss_init(struct stream_spec *ss, const struct relay_config *cfg)
 
 	ss_init_parts(ss, &w2j, cfg->heartbeat_prefix, cfg->outbox_emit_prefix,
 	              cfg->route_topic_replacement);
+	if (strcmp(cfg->slot_plugin, "pgoutput") == 0)
+		ss_use_pgoutput(ss, cfg->slot_publication);
+}
+
+void ss_use_pgoutput(struct stream_spec *ss, const char *publication)
+{
+	/* publication_names is an identifier list inside the literal: one
+	 * name, double-quoted so that it is taken exactly as written. */
+	size_t cap = strlen(publication) + 3;
+	char *names = xmalloc(cap);
+
+	snprintf(names, cap, "\"%s\"", publication);
+	ss_free(ss);
+	ss->plugin = SS_PLUGIN_PGOUTPUT;
+	ss->publication = publication;
+	add(ss, "proto_version", xstrdup("1"));
+	add(ss, "publication_names", names);
+	add(ss, "messages", xstrdup("true"));
+}
+
+const char *ss_plugin_name(const struct stream_spec *ss)
+{
+	return ss->plugin == SS_PLUGIN_PGOUTPUT ? "pgoutput" : "wal2json";
+}
+
+const char *ss_peek_function(const struct stream_spec *ss)
+{
+	return ss->plugin == SS_PLUGIN_PGOUTPUT
+	           ? "pg_logical_slot_peek_binary_changes"
+	           : "pg_logical_slot_peek_changes";
 }
 
 void ss_init_parts(struct stream_spec *ss, const struct w2j_spec *w2j,

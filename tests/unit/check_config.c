@@ -42,6 +42,8 @@ START_TEST(test_defaults)
 	struct relay_config cfg;
 	cfg_init(&cfg);
 	ck_assert_str_eq(cfg.slot_name, "outbox_relay");
+	ck_assert_str_eq(cfg.slot_plugin, "wal2json");
+	ck_assert_str_eq(cfg.slot_publication, "outbox_pub");
 	ck_assert_str_eq(cfg.outbox_schema, "public");
 	ck_assert_str_eq(cfg.outbox_table, "outbox");
 	ck_assert_str_eq(cfg.field_id, "id");
@@ -55,6 +57,39 @@ START_TEST(test_defaults)
 	ck_assert_str_eq(cfg.http_listen, "127.0.0.1:8080");
 	ck_assert(!cfg.producer_allow_unsafe);
 	ck_assert_uint_eq(cfg.kafka_len, 0);
+	cfg_free(&cfg);
+}
+END_TEST
+
+START_TEST(test_slot_plugin)
+{
+	static const char *const bad[][2] = {
+		{ "slot.plugin", "test_decoding" },
+		{ "slot.plugin", "PGOUTPUT" },
+		{ "slot.plugin", "" },
+		{ "slot.publication", "" },
+		{ "slot.publication", "Outbox" },
+		{ "slot.publication", "1pub" },
+		{ "slot.publication", "a\"b" },
+	};
+	struct relay_config cfg;
+	char err[512];
+
+	cfg_init(&cfg);
+	ck_assert_int_eq(cfg_set(&cfg, "slot.plugin", "pgoutput", CFG_SRC_FLAG,
+	                         "--set", err, sizeof(err)), 0);
+	ck_assert_str_eq(cfg.slot_plugin, "pgoutput");
+	ck_assert_int_eq(cfg_set(&cfg, "slot.publication", "orders_pub2",
+	                         CFG_SRC_FLAG, "--set", err, sizeof(err)), 0);
+	ck_assert_str_eq(cfg.slot_publication, "orders_pub2");
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		ck_assert_int_eq(cfg_set(&cfg, bad[i][0], bad[i][1], CFG_SRC_FLAG,
+		                         "--set", err, sizeof(err)), -1);
+		ck_assert_ptr_nonnull(strstr(err, bad[i][0]));
+	}
+	/* A refused value leaves the one before it. */
+	ck_assert_str_eq(cfg.slot_plugin, "pgoutput");
+	ck_assert_str_eq(cfg.slot_publication, "orders_pub2");
 	cfg_free(&cfg);
 }
 END_TEST
@@ -501,6 +536,7 @@ Suite *config_suite(void)
 	TCase *tc = tcase_create("core");
 	tcase_add_test(tc, test_defaults);
 	tcase_add_test(tc, test_file);
+	tcase_add_test(tc, test_slot_plugin);
 	tcase_add_test(tc, test_file_errors_name_line);
 	tcase_add_test(tc, test_missing_file);
 	tcase_add_test(tc, test_precedence);

@@ -117,6 +117,50 @@ START_TEST(test_peek_options_are_the_stream_options)
 }
 END_TEST
 
+/* slot.plugin = pgoutput: the same command shape and the same options
+ * in both renderings, and none of wal2json's. */
+START_TEST(test_pgoutput_options)
+{
+	struct stream_spec ss;
+	char a[2048], b[2048], err[256];
+	char *cmd, *arr;
+
+	cfg_with("outbox");
+	ck_assert_int_eq(cfg_set(&cfg, "slot.plugin", "pgoutput", CFG_SRC_FLAG,
+	                         "test", err, sizeof(err)), 0);
+	ck_assert_int_eq(cfg_set(&cfg, "slot.publication", "orders_pub",
+	                         CFG_SRC_FLAG, "test", err, sizeof(err)), 0);
+	ss_init(&ss, &cfg);
+	ck_assert_int_eq(ss.plugin, SS_PLUGIN_PGOUTPUT);
+	ck_assert_str_eq(ss_plugin_name(&ss), "pgoutput");
+	ck_assert_str_eq(ss_peek_function(&ss), "pg_logical_slot_peek_binary_changes");
+	cmd = ss_start_command(&ss, "outbox_relay");
+	arr = ss_peek_options(&ss);
+	command_pairs(cmd, a, sizeof(a));
+	array_pairs(arr, b, sizeof(b));
+	ck_assert_str_eq(a, b);
+	ck_assert_str_eq(a, "proto_version=1;publication_names=\"orders_pub\";"
+	                    "messages=true;");
+	ck_assert_ptr_null(strstr(cmd, "binary"));
+	ck_assert_ptr_null(strstr(cmd, "streaming"));
+	/* The prefix rules do not depend on the plugin. */
+	ck_assert_int_eq(ss_message_kind(&ss, true, "outbox"), SS_MSG_EMIT);
+	ck_assert_int_eq(ss_message_kind(&ss, false, "outbox-relay-heartbeat"),
+	                 SS_MSG_HEARTBEAT);
+	free(cmd);
+	free(arr);
+	ss_free(&ss);
+	cfg_free(&cfg);
+
+	cfg_with("");
+	ss_init(&ss, &cfg);
+	ck_assert_int_eq(ss.plugin, SS_PLUGIN_WAL2JSON);
+	ck_assert_str_eq(ss_peek_function(&ss), "pg_logical_slot_peek_changes");
+	ss_free(&ss);
+	cfg_free(&cfg);
+}
+END_TEST
+
 /* A transaction with a row and an outbox_emit() message of the same
  * event fields, as wal2json 2.5 prints them. */
 static const char *const emit_txn[] = {
@@ -343,6 +387,7 @@ Suite *event_suite(void)
 	TCase *tc = tcase_create("core");
 
 	tcase_add_test(tc, test_peek_options_are_the_stream_options);
+	tcase_add_test(tc, test_pgoutput_options);
 	tcase_add_test(tc, test_emit_is_an_event_like_a_row);
 	tcase_add_test(tc, test_poison);
 	tcase_add_test(tc, test_fixtures);

@@ -62,7 +62,8 @@ enum slot_refusal {
 #define SLOT_ALLOW_LOST 0x2         /* --drop-slot */
 
 /* The first rule row breaks. Pure. */
-enum slot_refusal slot_judge(const struct slot_row *row, unsigned allow);
+enum slot_refusal slot_judge(const struct slot_row *row, const char *plugin,
+                             unsigned allow);
 
 /* The refusal as one sentence: 'replication slot "NAME" <what>', then
  * "; <the way out>" unless fix is false. Pure. */

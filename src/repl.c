@@ -74,7 +74,7 @@ static int64_t deadline(const struct repl_stream *rs)
 /* Reads the slot's row; refuses what the relay must never stream from
  * (slot.h). Another process streaming from it is standby, not a stop. */
 static enum repl_err check_slot(struct repl_stream *rs, const char *slot,
-                                char *err, size_t errlen)
+                                const char *plugin, char *err, size_t errlen)
 {
 	struct pgu_status st;
 	enum slot_refusal why;
@@ -85,7 +85,7 @@ static enum repl_err check_slot(struct repl_stream *rs, const char *slot,
 		rc = failed(&st);
 		return rc == REPL_ERR_SLOT_BUSY ? REPL_ERR_TRANSIENT : rc;
 	}
-	why = slot_judge(&rs->slot, 0);
+	why = slot_judge(&rs->slot, plugin, 0);
 	if (why == SLOT_USABLE)
 		return REPL_OK;
 	slot_refusal_text(why, &rs->slot, slot, why != SLOT_ACTIVE, err, errlen);
@@ -139,7 +139,7 @@ enum repl_err repl_start(struct repl_stream *rs, const char *conninfo,
 	snprintf(rs->system_id, sizeof(rs->system_id), "%s", sys.system_id);
 	rs->timeline = sys.timeline;
 	rs->system_lsn = sys.xlogpos;
-	if ((rc = check_slot(rs, slot, err, errlen)) != REPL_OK)
+	if ((rc = check_slot(rs, slot, ss_plugin_name(ss), err, errlen)) != REPL_OK)
 		goto fail;
 	if ((rc = check_table(rs, &ss->w2j, err, errlen)) != REPL_OK)
 		goto fail;

@@ -115,8 +115,9 @@ static const struct {
 	  "outbox-relay --create-slot (events committed before it are not "
 	  "published)" },
 	{ SLOT_FOREIGN, ARG_PLUGIN, "uses plugin \"%s\" (%s)",
-	  "the relay needs a logical wal2json slot and leaves this one alone: "
-	  "set slot.name to a wal2json slot" },
+	  "the relay needs a logical slot of the plugin slot.plugin names and "
+	  "leaves this one alone: set slot.name to such a slot, or slot.plugin "
+	  "to this slot's plugin" },
 	{ SLOT_OTHER_DB, ARG_DATABASE, "belongs to database \"%s\", not the one "
 	  "in pg.conninfo",
 	  "point pg.conninfo at the slot's database or use another slot.name" },
@@ -131,11 +132,12 @@ static const struct {
 
 #define NREFUSALS (sizeof(refusals) / sizeof(refusals[0]))
 
-enum slot_refusal slot_judge(const struct slot_row *row, unsigned allow)
+enum slot_refusal slot_judge(const struct slot_row *row, const char *plugin,
+                             unsigned allow)
 {
 	if (!row->exists)
 		return SLOT_MISSING;
-	if (!row->logical || strcmp(row->plugin, "wal2json") != 0)
+	if (!row->logical || strcmp(row->plugin, plugin) != 0)
 		return SLOT_FOREIGN;
 	if (!row->same_db)
 		return SLOT_OTHER_DB;

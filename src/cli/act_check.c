@@ -264,9 +264,9 @@ static void check_table(struct cli_checks *c, PGconn *conn,
 /* The slot as the relay judges it; active is a warning here (a relay
  * started now waits in standby). */
 static void check_slot(struct cli_checks *c, const struct slot_row *s,
-                       const char *name)
+                       const char *name, const char *plugin)
 {
-	enum slot_refusal why = slot_judge(s, 0);
+	enum slot_refusal why = slot_judge(s, plugin, 0);
 	char what[600], retained[32];
 
 	if (why == SLOT_ACTIVE) {
@@ -363,7 +363,7 @@ static void check_postgres(struct cli_checks *c, const struct relay_config *cfg,
 	check_replication(c, cfg);
 	check_table(c, conn, cfg);
 	if (slot_read_ok)
-		check_slot(c, &s, cfg->slot_name);
+		check_slot(c, &s, cfg->slot_name, cfg->slot_plugin);
 	if (slot_read_ok && s.exists && s.confirmed_known)
 		check_ledger(c, cfg, &s);
 	PQfinish(conn);

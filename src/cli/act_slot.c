@@ -53,9 +53,9 @@ static int tally_row(void *ctx, const struct cli_row *row)
 /* ------------------------------------------------------------ create */
 
 static int create_exists(const struct cli_args *a, const struct slot_row *s,
-                         const char *name)
+                         const char *name, const char *plugin)
 {
-	enum slot_refusal why = slot_judge(s, SLOT_ALLOW_ACTIVE);
+	enum slot_refusal why = slot_judge(s, plugin, SLOT_ALLOW_ACTIVE);
 	char msg[1400];
 
 	if (!a->if_not_exists) {
@@ -106,7 +106,7 @@ int act_create_slot(const struct relay_config *cfg, const struct cli_args *a)
 		goto out;
 	}
 	if (s.exists) {
-		rc = create_exists(a, &s, name);
+		rc = create_exists(a, &s, name, cfg->slot_plugin);
 		goto out;
 	}
 	if (slot_create(conn, name, cli_deadline(), &cp, &st, err,
@@ -114,7 +114,7 @@ int act_create_slot(const struct relay_config *cfg, const struct cli_args *a)
 		if (strcmp(st.sqlstate, "42710") == 0 &&
 		    slot_read(conn, name, cli_deadline(), &s, &st, err,
 		              sizeof(err)) == 0 && s.exists) {
-			rc = create_exists(a, &s, name); /* created meanwhile */
+			rc = create_exists(a, &s, name, cfg->slot_plugin); /* created meanwhile */
 			goto out;
 		}
 		cli_err("replication slot \"%s\": %s", name, err);
@@ -221,7 +221,7 @@ int act_drop_slot(const struct relay_config *cfg, const struct cli_args *a)
 	if (conn == NULL)
 		return rc;
 	rc = RELAY_EXIT_UNAVAILABLE;
-	if (slot_judge(&s, 0) == SLOT_LOST) {
+	if (slot_judge(&s, cfg->slot_plugin, 0) == SLOT_LOST) {
 		snprintf(why, sizeof(why), "the slot is invalidated: its WAL is gone");
 	} else {
 		pk.slot = name;

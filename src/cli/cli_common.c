@@ -150,7 +150,7 @@ PGconn *cli_open_slot(const struct relay_config *cfg, bool replication,
 		PQfinish(conn);
 		return NULL;
 	}
-	why = slot_judge(row, allow);
+	why = slot_judge(row, cfg->slot_plugin, allow);
 	if (why != SLOT_USABLE) {
 		slot_refusal_text(why, row, cfg->slot_name, true, err, sizeof(err));
 		cli_err("%s", err);

@@ -29,7 +29,7 @@ static const struct rule {
 	  "creates one implicitly: create it with outbox-relay --create-slot" },
 	{ true, true, "test_decoding", true, WAL_STATUS_RESERVED, true, false, 0,
 	  SLOT_FOREIGN, "uses plugin \"test_decoding\" (logical); the relay needs "
-	  "a logical wal2json slot" },
+	  "a logical slot of the plugin slot.plugin names" },
 	{ true, false, "", true, WAL_STATUS_RESERVED, true, false, 0,
 	  SLOT_FOREIGN, "uses plugin \"\" (physical)" },
 	{ true, true, "wal2json", false, WAL_STATUS_RESERVED, true, false, 0,
@@ -78,7 +78,7 @@ START_TEST(test_refusal_rules)
 
 		snprintf(row.plugin, sizeof(row.plugin), "%s", r->plugin);
 		snprintf(row.database, sizeof(row.database), "other");
-		got = slot_judge(&row, r->allow);
+		got = slot_judge(&row, "wal2json", r->allow);
 		ck_assert_msg(got == r->want, "rule %zu: got %d want %d", i, got,
 		              r->want);
 		if (got == SLOT_USABLE)

@@ -108,9 +108,9 @@ int main(int argc, char **argv)
 	/* Interim: the decoder (pgo.c) and the options (stream_spec.c) are
 	 * in, the stream and the runbook are not wired to them yet. Refused
 	 * here so that nothing reads a pgoutput slot as if it were wal2json. */
-	if (strcmp(cfg.slot_plugin, "pgoutput") == 0) {
-		fprintf(stderr, "outbox-relay: slot.plugin = pgoutput is not "
-		        "supported by this build yet; use wal2json\n");
+	if (args.action != CLI_NONE && strcmp(cfg.slot_plugin, "pgoutput") == 0) {
+		fprintf(stderr, "outbox-relay: slot.plugin = pgoutput: the runbook "
+		        "actions do not support it yet; use wal2json\n");
 		code = RELAY_EXIT_CONFIG;
 		goto out;
 	}
@@ -123,6 +123,13 @@ int main(int argc, char **argv)
 	}
 	if (cfg_validate(&cfg, err, sizeof(err)) < 0) {
 		fprintf(stderr, "outbox-relay: %s\n", err);
+		code = RELAY_EXIT_CONFIG;
+		goto out;
+	}
+	/* Interim, as above, for the daemon. */
+	if (strcmp(cfg.slot_plugin, "pgoutput") == 0) {
+		fprintf(stderr, "outbox-relay: slot.plugin = pgoutput: the relay "
+		        "does not stream it yet; use wal2json\n");
 		code = RELAY_EXIT_CONFIG;
 		goto out;
 	}

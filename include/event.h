@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "pgo.h"
 #include "route.h"
 #include "stream_spec.h"
 #include "w2j.h"
@@ -73,6 +74,16 @@ void ev_txn_reset(struct ev_txn *txn);
  * ev_record_clear() whatever the kind. */
 void ev_next(const struct stream_spec *ss, const char *line, size_t len,
              struct ev_txn *txn, struct ev_record *out);
+
+/* The same for either plugin (ss->plugin): wal2json text through
+ * w2j_decode(), or one pgoutput message through pgo_decode() with pgo,
+ * the stream's relation cache (required for pgoutput, NULL for
+ * wal2json), and wal_start, the dataStart of the frame or the peek
+ * row's lsn that carried it. A pgoutput Begin does not carry the commit
+ * end: txn->commit_lsn is 0 until its Commit. */
+void ev_next_at(const struct stream_spec *ss, struct pgo_state *pgo,
+                const char *data, size_t len, uint64_t wal_start,
+                struct ev_txn *txn, struct ev_record *out);
 
 void ev_record_clear(struct ev_record *out);
 

@@ -167,14 +167,31 @@ static void message(const struct stream_spec *ss, const struct ev_txn *txn,
 void ev_next(const struct stream_spec *ss, const char *line, size_t len,
              struct ev_txn *txn, struct ev_record *out)
 {
+	ev_next_at(ss, NULL, line, len, 0, txn, out);
+}
+
+void ev_next_at(const struct stream_spec *ss, struct pgo_state *pgo,
+                const char *data, size_t len, uint64_t wal_start,
+                struct ev_txn *txn, struct ev_record *out)
+{
 	char err[1024];
+	int rc;
 
 	memset(out, 0, sizeof(*out));
-	if (w2j_decode(line, len, &ss->w2j, &out->rec, err, sizeof(err)) < 0) {
+	if (ss->plugin == SS_PLUGIN_PGOUTPUT)
+		rc = pgo_decode(pgo, data, len, wal_start, &out->rec, err,
+		                sizeof(err));
+	else
+		rc = w2j_decode(data, len, &ss->w2j, &out->rec, err, sizeof(err));
+	if (rc < 0) {
 		memset(&out->rec, 0, sizeof(out->rec));
 		out->rec.xid = -1;
-		out->is_event = raw_event_id(&ss->w2j, line, len, out->event_id,
-		                             sizeof(out->event_id));
+		/* pgo_decode() names the event id in err when it knew it;
+		 * the raw scan reads wal2json's text only. */
+		if (ss->plugin != SS_PLUGIN_PGOUTPUT)
+			out->is_event = raw_event_id(&ss->w2j, data, len,
+			                             out->event_id,
+			                             sizeof(out->event_id));
 		poison(out, "%s", err);
 		return;
 	}

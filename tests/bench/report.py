@@ -316,6 +316,7 @@ NAMES = {
     "ceil-pgo": "pg_recvlogical, pgoutput proto 1 → /dev/null (ceiling)",
     "producer": "producer ceiling (librdkafka, relay's settings, 650 B)",
     "relay": "outbox-relay (defaults)",
+    "relay-pgo": "outbox-relay, slot.plugin = pgoutput",
     "dbz-tuned": "Debezium tuned",
     "dbz-defaults": "Debezium defaults",
 }
@@ -369,7 +370,7 @@ def cmd_report(args):
             ms = by[s]
             ceil = "ceil-w2j" if s in ("relay", "ceil-w2j") else "ceil-pgo"
             rc = ratio(medrate.get(s), medrate.get(ceil)) if not s.startswith("ceil") and s != "producer" else None
-            rd = ratio(medrate.get(s), medrate.get("dbz-tuned")) if s in ("relay", "dbz-defaults") else None
+            rd = ratio(medrate.get(s), medrate.get("dbz-tuned")) if s in ("relay", "relay-pgo", "dbz-defaults") else None
             checks = [m.get("check") for m in ms if m.get("check")]
             corr = "—"
             if checks:
@@ -457,21 +458,22 @@ def cmd_report(args):
         rates = sorted({m["rate"] for m in w2})
         lines = []
         for rate in rates:
-            rel = [m for m in w2 if m["rate"] == rate and m["system"] == "relay"]
+          for rs in ("relay", "relay-pgo"):
+            rel = [m for m in w2 if m["rate"] == rate and m["system"] == rs]
             dbz = [m for m in w2 if m["rate"] == rate and m["system"] == "dbz-tuned"]
             if rel and dbz:
                 def mm(ms, f, sub=None):
                     return med([(m[f]["p99"] if m.get(f) else None) if sub else m.get(f) for m in ms])
-                lines.append("| %s | %s | %s | %s | %s |" % (
-                    fmt(rate), fmt(ratio(mm(rel, "recv", 1), mm(dbz, "recv", 1)), 2),
+                lines.append("| %s | %s | %s | %s | %s | %s |" % (
+                    fmt(rate), rs, fmt(ratio(mm(rel, "recv", 1), mm(dbz, "recv", 1)), 2),
                     fmt(ratio(mm(rel, "system_cpu_1m"), mm(dbz, "system_cpu_1m")), 2),
                     fmt(ratio(mm(rel, "walsender_cpu_1m"), mm(dbz, "walsender_cpu_1m")), 2),
                     fmt(ratio(mm(rel, "broker_cpu_1m"), mm(dbz, "broker_cpu_1m")), 2)))
         if lines:
             out.append("Relay ÷ Debezium tuned (medians; below 1 favours the relay):")
             out.append("")
-            out.append("| ev/s | p99 receive − commit | own CPU / event | walsender CPU / event | broker CPU / event |")
-            out.append("|---|---|---|---|---|")
+            out.append("| ev/s | relay | p99 receive − commit | own CPU / event | walsender CPU / event | broker CPU / event |")
+            out.append("|---|---|---|---|---|---|")
             out.extend(lines)
             out.append("")
         out.append("Correctness of each series (every event once, per-key order): " +
@@ -620,6 +622,7 @@ def make_plots(plots, d):
     imgs = []
     short = {"ceil-w2j": "wal2json\nceiling", "ceil-pgo": "pgoutput\nceiling",
              "producer": "producer\nceiling", "relay": "outbox-relay",
+             "relay-pgo": "outbox-relay\npgoutput",
              "dbz-tuned": "Debezium\ntuned", "dbz-defaults": "Debezium\ndefaults"}
     if "w1" in plots:
         order, by = plots["w1"]
@@ -628,7 +631,7 @@ def make_plots(plots, d):
         lo = [meds[i] - min(m.get("rate") or 0 for m in by[s]) for i, s in enumerate(order)]
         hi = [max(m.get("rate") or 0 for m in by[s]) - meds[i] for i, s in enumerate(order)]
         colors = ["#bbbbbb" if s.startswith("ceil") or s == "producer" else
-                  ("#1f77b4" if s == "relay" else "#d62728") for s in order]
+                  ("#1f77b4" if s.startswith("relay") else "#d62728") for s in order]
         ax.bar([short[s] for s in order], meds, yerr=[lo, hi], color=colors, capsize=4)
         ax.set_ylabel("events/s (median, min–max)")
         ax.set_title("W1 drain throughput")
@@ -639,7 +642,7 @@ def make_plots(plots, d):
         plt.close(fig)
         imgs.append(("w1_throughput.png", "W1 drain throughput"))
 
-        sysl = [s for s in order if s in ("relay", "dbz-tuned", "dbz-defaults")]
+        sysl = [s for s in order if s in ("relay", "relay-pgo", "dbz-tuned", "dbz-defaults")]
         if sysl:
             fig, ax = plt.subplots(figsize=(7, 4))
             bottom = [0.0] * len(sysl)
@@ -660,7 +663,7 @@ def make_plots(plots, d):
             fig, ax = plt.subplots(figsize=(6, 4))
             vals = [med([m.get("rss_mb") for m in by[s]]) or 0 for s in sysl]
             ax.bar([short[s] for s in sysl], vals,
-                   color=["#1f77b4" if s == "relay" else "#d62728" for s in sysl])
+                   color=["#1f77b4" if s.startswith("relay") else "#d62728" for s in sysl])
             ax.set_yscale("log")
             ax.set_ylabel("peak RSS (VmHWM), MB, log scale")
             ax.set_title("W1 drain: peak memory")
@@ -676,7 +679,7 @@ def make_plots(plots, d):
         rates = sorted({m["rate"] for m in w2})
         fig, axes = plt.subplots(1, len(rates), figsize=(4.5 * len(rates), 4), squeeze=False)
         for ax, rate in zip(axes[0], rates):
-            for s, color in (("relay", "#1f77b4"), ("dbz-tuned", "#d62728"),
+            for s, color in (("relay", "#1f77b4"), ("relay-pgo", "#2ca02c"), ("dbz-tuned", "#d62728"),
                              ("dbz-defaults", "#9467bd")):
                 ms = [m for m in w2 if m["rate"] == rate and m["system"] == s and m.get("recv")]
                 for i, m in enumerate(ms):
@@ -694,7 +697,7 @@ def make_plots(plots, d):
         plt.close(fig)
         imgs.append(("w2_latency_cdf.png", "W2 latency CDF, every round"))
 
-        sysl = [s for s in ("relay", "dbz-tuned", "dbz-defaults") if any(m["system"] == s for m in w2)]
+        sysl = [s for s in ("relay", "relay-pgo", "dbz-tuned", "dbz-defaults") if any(m["system"] == s for m in w2)]
         fig, axes = plt.subplots(1, len(rates), figsize=(4 * len(rates), 4), squeeze=False)
         for ax, rate in zip(axes[0], rates):
             bottom = [0.0] * len(sysl)

@@ -40,36 +40,36 @@ quick)
 	: "${BENCH_ONLY:=w1 w2 w5}"
 	: "${BENCH_ROUNDS:=3}"
 	: "${BENCH_W1_EVENTS:=1000000}"
-	: "${BENCH_W1_SYSTEMS:=ceil-w2j ceil-pgo producer relay dbz-tuned dbz-defaults}"
+	: "${BENCH_W1_SYSTEMS:=ceil-w2j ceil-pgo producer relay relay-pgo dbz-tuned dbz-defaults}"
 	: "${BENCH_W1_ONCE:=dbz-defaults}"
 	: "${BENCH_W2_RATES:=1000 5000}"
 	: "${BENCH_W2_SECS:=20}"
-	: "${BENCH_W2_SYSTEMS:=relay dbz-tuned}"
+	: "${BENCH_W2_SYSTEMS:=relay relay-pgo dbz-tuned}"
 	: "${BENCH_W5_COUNT:=20}"
 	: "${BENCH_W5_IDLE:=1}"
-	: "${BENCH_W5_SYSTEMS:=relay dbz-tuned}"
+	: "${BENCH_W5_SYSTEMS:=relay relay-pgo dbz-tuned}"
 	;;
 full)
 	: "${BENCH_ONLY:=w1 w2 w3 w5 w6 knobs}"
 	: "${BENCH_ROUNDS:=3}"
 	: "${BENCH_W1_EVENTS:=2000000}"
-	: "${BENCH_W1_SYSTEMS:=ceil-w2j ceil-pgo producer relay dbz-tuned dbz-defaults}"
+	: "${BENCH_W1_SYSTEMS:=ceil-w2j ceil-pgo producer relay relay-pgo dbz-tuned dbz-defaults}"
 	: "${BENCH_W1_ONCE:=}"
 	: "${BENCH_W2_RATES:=1000 5000 10000 20000}"
 	: "${BENCH_W2_SECS:=60}"
-	: "${BENCH_W2_SYSTEMS:=relay dbz-tuned dbz-defaults}"
+	: "${BENCH_W2_SYSTEMS:=relay relay-pgo dbz-tuned dbz-defaults}"
 	: "${BENCH_W5_COUNT:=100}"
 	: "${BENCH_W5_IDLE:=3}"
-	: "${BENCH_W5_SYSTEMS:=relay dbz-tuned dbz-defaults}"
+	: "${BENCH_W5_SYSTEMS:=relay relay-pgo dbz-tuned dbz-defaults}"
 	;;
 *)
 	echo "bench: BENCH_PROFILE must be quick or full" >&2
 	exit 2
 	;;
 esac
-: "${BENCH_W3_SYSTEMS:=relay dbz-tuned}"
+: "${BENCH_W3_SYSTEMS:=relay relay-pgo dbz-tuned}"
 : "${BENCH_W3_ROWS:=1000000}"
-: "${BENCH_W6_SYSTEMS:=relay dbz-tuned}"
+: "${BENCH_W6_SYSTEMS:=relay relay-pgo dbz-tuned}"
 : "${BENCH_W6_TPS:=2000}"
 : "${BENCH_W6_SECS:=30}"
 : "${BENCH_KNOBS:=default linger20:kafka.linger.ms=20 linger50:kafka.linger.ms=50 lz4-linger20:kafka.linger.ms=20,kafka.compression.type=lz4 noledger:slot.ledger.topic=}"
@@ -180,6 +180,10 @@ sys_start() { # SYSTEM SLOT TAG [relay KEY=VALUE...]
 	case $sys in
 	# shellcheck disable=SC2086 # BENCH_RELAY_SET: KEY=VALUE words
 	relay) relay_start "$slot" "$tag" ${BENCH_RELAY_SET:-} "$@" ;;
+	# The same relay on a pgoutput slot and the publication Debezium uses.
+	# shellcheck disable=SC2086
+	relay-pgo) relay_start "$slot" "$tag" slot.plugin=pgoutput \
+		slot.publication=bench_pub ${BENCH_RELAY_SET:-} "$@" ;;
 	dbz-tuned) dbz_start "$slot" "$tag" tuned ;;
 	dbz-defaults) dbz_start "$slot" "$tag" defaults ;;
 	esac
@@ -187,7 +191,7 @@ sys_start() { # SYSTEM SLOT TAG [relay KEY=VALUE...]
 
 sys_stop() {
 	case $1 in
-	relay) relay_stop ;;
+	relay | relay-pgo) relay_stop ;;
 	*) dbz_stop ;;
 	esac
 }

@@ -28,7 +28,10 @@ static const struct {
 } table[] = {
 	{ "enable.idempotence", "true", C(KC_RELAY) | C(KC_RUNBOOK), false },
 	{ "acks", "all", C(KC_RELAY) | C(KC_RUNBOOK), false },
-	{ "partitioner", "murmur2_random", C(KC_RELAY) | C(KC_RUNBOOK), false },
+	/* The ledger's records of a slot go where the relay's own do: one
+	 * partition per key even on a ledger topic of several partitions. */
+	{ "partitioner", "murmur2_random",
+	  C(KC_RELAY) | C(KC_RUNBOOK) | C(KC_LEDGER_PRODUCER), false },
 	{ "message.timeout.ms", "0", C(KC_RELAY), false },
 	{ "enable.gapless.guarantee", "true", C(KC_RELAY), false },
 	{ "client.id", "outbox-relay", C(KC_RELAY), false },

@@ -6,7 +6,8 @@
 #       'insert') and then the pgoutput slot: the publication is older
 #       than the slot's catalog_xmin; again 69, --if-not-exists 0; --json
 #       names plugin and publication; an existing publication is used,
-#       not altered; a role that may not create it gets the SQL (77);
+#       not altered; a role that may not create it gets the SQL (77),
+#       and sql/publication.sql (the DBA's way) makes one it accepts;
 #   (b) --check: ok on that setup (no wal2json item); fail (69) for a
 #       missing publication, a row filter, a column list without a spec
 #       column, a publication of another table, a wal2json slot with
@@ -155,6 +156,24 @@ expect_in a_rights err "(a) it prints the SQL for a DBA" \
 	"CREATE PUBLICATION \"t430_pub_r\" FOR TABLE \"public\".\"outbox\" WITH (publish = 'insert');"
 it_check "(a) and creates no slot" test \
 	"$(it_sql "$db" "SELECT count(*) FROM pg_replication_slots WHERE slot_name = 't430_norights'")" = 0
+
+# The DBA's way: sql/publication.sql as the table owner (twice: it is
+# idempotent), then --create-slot by the role without the rights.
+kit() {
+	psql -X -q -h 127.0.0.1 -p "$PGPORT" -U postgres -d "$db" -v ON_ERROR_STOP=1 \
+		-v publication=t430_pub_kit -f "$IT_ROOT/sql/publication.sql"
+}
+it_check "(a) sql/publication.sql applies" kit
+it_check "(a) sql/publication.sql applies again (no change)" kit
+it_check "(a) it made an insert-only publication of public.outbox" test \
+	"$(it_sql "$db" "SELECT p.pubinsert, p.pubupdate, t.schemaname || '.' || t.tablename
+		FROM pg_publication p JOIN pg_publication_tables t USING (pubname)
+		WHERE p.pubname = 't430_pub_kit'")" = "t|f|public.outbox"
+run a_kit --config "$cfgR" --set slot.publication=t430_pub_kit --create-slot
+expect_exit a_kit 0 "(a) --create-slot without the rights, on the DBA's publication"
+expect_in a_kit out "(a) it used the publication as it was" \
+	"created slot \"t430_norights\" (plugin pgoutput, publication t430_pub_kit)"
+it_sql "$db" "SELECT pg_drop_replication_slot('t430_norights')" >/dev/null
 
 it_sql "$db" "SELECT pg_create_logical_replication_slot('$w2j', 'wal2json')" >/dev/null
 

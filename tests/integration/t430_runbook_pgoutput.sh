@@ -17,7 +17,13 @@
 #   (d) --skip-transaction and --advance-slot move both slots to the same
 #       position: the commit end of the transaction skipped, and what is
 #       left pending is the same;
-#   (e) --slot-status names the plugin and the publication.
+#   (e) --slot-status names the plugin and the publication;
+#   (f) --skip-transaction --to-dlq: the same dead-letter record from both
+#       slots, pg_lsn the commit end; (g) --drop-slot counts the same
+#       unconfirmed events; (h) outbox.table = schema.*: FOR TABLES IN
+#       SCHEMA, --check ok, and a one-table publication fails;
+#   (i) an event the decoder refuses is named and counted by
+#       --skip-transaction and --advance-slot as with wal2json.
 set -euo pipefail
 # shellcheck source=lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -381,6 +387,48 @@ it_sql "$db" "INSERT INTO t430_part.p1 (aggregate_type, aggregate_id, event_type
 run h_dry --config "$cfgS" --dry-run
 expect_exit h_dry 0 "(h) --dry-run with outbox.table = schema.*"
 expect_in h_dry err "(h) it counts the partition's row" "1 event in 1 transaction"
+
+# ---------------------------------------------------------------- (i)
+# Events the decoder refuses (a text payload that is not JSON) are
+# events all the same: listed by id and counted, as with wal2json.
+it_sql "$db" "CREATE TABLE t430_part.p2 (LIKE public.outbox INCLUDING DEFAULTS);
+	ALTER TABLE t430_part.p2 ALTER COLUMN payload TYPE text" >/dev/null
+it_sql "$db" "SELECT pg_replication_slot_advance('t430_schema', pg_current_wal_lsn())" >/dev/null
+it_sql "$db" "SELECT pg_create_logical_replication_slot('t430_schema_w', 'wal2json')" >/dev/null
+cfgSW=$IT_TEST_DIR/schema_w2j.conf
+it_write_config "$cfgSW" "$db" t430_schema_w outbox.table=t430_part.*
+bad1=$(new_uuid)
+bad2=$(new_uuid)
+xb1=$(txn "INSERT INTO t430_part.p2 (id, aggregate_type, aggregate_id, event_type, payload)
+	VALUES ('$bad1', '$tag', 'k-6', 'Row', 'not json')" | sed -n 1p)
+txn "INSERT INTO t430_part.p2 (id, aggregate_type, aggregate_id, event_type, payload)
+	VALUES ('$bad2', '$tag', 'k-7', 'Row', 'not json either')" >/dev/null
+run i_dry --config "$cfgS" --dry-run
+expect_exit i_dry 65 "(i) --dry-run stops at the undecodable event"
+expect_in i_dry out "(i) and says why" "not JSON"
+run i_skip_p --config "$cfgS" --skip-transaction "$xb1" --yes --json
+expect_exit i_skip_p 0 "(i) --skip-transaction of it on the pgoutput slot"
+run i_skip_w --config "$cfgSW" --skip-transaction "$xb1" --yes --json
+expect_exit i_skip_w 0 "(i) --skip-transaction of it on the wal2json slot"
+py_check "(i) both name the event by its id" '
+import json, sys
+for f in sys.argv[1:3]:
+    d = json.load(open(f))
+    assert d["skipped_events"] == 1, d
+    assert [e["id"] for e in d["events"]] == [sys.argv[3]], d
+' "$IT_TEST_DIR/i_skip_p.out" "$IT_TEST_DIR/i_skip_w.out" "$bad1"
+target=$(it_current_lsn "$db")
+run i_adv_p --config "$cfgS" --advance-slot "$target" --yes --json
+expect_exit i_adv_p 0 "(i) --advance-slot past the second on the pgoutput slot"
+run i_adv_w --config "$cfgSW" --advance-slot "$target" --yes --json
+expect_exit i_adv_w 0 "(i) --advance-slot past the second on the wal2json slot"
+py_check "(i) both count it and name it" '
+import json, sys
+for f in sys.argv[1:3]:
+    d = json.load(open(f))
+    assert d["skipped_events"] == 1, d
+    assert d["skipped_event_ids"] == [sys.argv[3]], d
+' "$IT_TEST_DIR/i_adv_p.out" "$IT_TEST_DIR/i_adv_w.out" "$bad2"
 
 it_drop_db "$db" >/dev/null 2>&1 || true
 it_sql postgres "DROP ROLE IF EXISTS t430_repl" >/dev/null 2>&1 || true

@@ -108,6 +108,16 @@ static int create_publication(PGconn *conn, const struct relay_config *cfg,
 		}
 	}
 	v = slot_pub_judge(&p);
+	if (v == PUB_MISSING && !create) {
+		slot_pub_create_sql(cp->name, &ss.w2j, sql, sizeof(sql));
+		cli_err("slot \"%s\" exists but its publication \"%s\" does not: "
+		        "pgoutput cannot decode the changes written before the "
+		        "publication exists. Create it (%s), then either advance the "
+		        "slot past that point (--advance-slot; the events before it "
+		        "are then not published from this slot) or drop the slot and "
+		        "run --create-slot again", cfg->slot_name, cp->name, sql);
+		goto out;
+	}
 	if (v != PUB_OK) {
 		slot_pub_text(v, &p, cp->name, &ss.w2j, what, sizeof(what), fix,
 		              sizeof(fix));

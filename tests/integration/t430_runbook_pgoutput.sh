@@ -136,6 +136,12 @@ d = json.load(open(sys.argv[1]))
 assert d["created"] is False and d["plugin"] == "pgoutput", d
 assert d["publication"] == sys.argv[2], d
 ' "$IT_TEST_DIR/a_ine.out" "$pub"
+run a_ine_nopub --config "$cfg" --create-slot --if-not-exists --set slot.publication=t430_nope
+expect_exit a_ine_nopub 69 "(a) --if-not-exists, the slot exists but not its publication"
+expect_in a_ine_nopub err "(a) it says why it does not create it now" \
+	"exists but its publication \"t430_nope\" does not" "--advance-slot"
+it_check "(a) and does not create it" test \
+	"$(it_sql "$db" "SELECT count(*) FROM pg_publication WHERE pubname = 't430_nope'")" = 0
 it_sql "$db" "ALTER PUBLICATION $pub SET (publish = 'insert, update')" >/dev/null
 run a_second --config "$cfg" --set slot.name=t430_second --create-slot --json
 expect_exit a_second 0 "(a) a second slot on the existing publication"

@@ -831,9 +831,10 @@ void slot_pub_text(enum slot_pub_verdict v, const struct slot_pub *p,
 		/* A pgoutput slot reads its publication as of each change, so
 		 * changes older than the publication cannot be decoded. */
 		snprintf(fix, fixlen, "outbox-relay --create-slot creates it before "
-		         "the slot; or, as the owner of %s or a superuser: %s (an "
-		         "existing slot cannot decode changes written before it)",
-		         outbox, sql);
+		         "the slot; or, as %s%s%s: %s (an existing slot cannot "
+		         "decode changes written before it)",
+		         schema ? "a superuser" : "the owner of ", schema ? "" : outbox,
+		         schema ? "" : " or a superuser", sql);
 		return;
 	case PUB_NO_INSERT:
 		snprintf(what, whatlen, "\"%s\" does not publish inserts (publish = "

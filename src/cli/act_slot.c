@@ -74,6 +74,7 @@ static int create_publication(PGconn *conn, const struct relay_config *cfg,
 	struct pgu_status st;
 	enum slot_pub_verdict v;
 	char err[1400], what[1024], fix[1400], sql[800];
+	bool schema = strcmp(cfg->outbox_table, "*") == 0;
 	int rc = RELAY_EXIT_UNAVAILABLE;
 
 	ss_init(&ss, cfg);
@@ -88,11 +89,14 @@ static int create_publication(PGconn *conn, const struct relay_config *cfg,
 			cp->created = true;
 		} else if (strcmp(st.sqlstate, "42501") == 0) {
 			slot_pub_create_sql(cp->name, &ss.w2j, sql, sizeof(sql));
+			/* FOR TABLE needs the table's owner, FOR TABLES IN
+			 * SCHEMA a superuser (PostgreSQL 15). */
 			cli_err("publication \"%s\" does not exist and role \"%s\" may "
-			        "not create it (%s); nothing was created. As the owner "
-			        "of %s.%s or a superuser, run: %s then run "
-			        "--create-slot again", cp->name, PQuser(conn), err,
-			        cfg->outbox_schema, cfg->outbox_table, sql);
+			        "not create it (%s); nothing was created. As %s%s%s%s, "
+			        "run: %s then run --create-slot again", cp->name,
+			        PQuser(conn), err, schema ? "a superuser" : "the owner of ",
+			        schema ? "" : cfg->outbox_schema, schema ? "" : ".",
+			        schema ? "" : cfg->outbox_table, sql);
 			rc = RELAY_EXIT_NOPERM;
 			goto out;
 		} else if (strcmp(st.sqlstate, "42710") != 0) {

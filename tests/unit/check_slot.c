@@ -278,6 +278,15 @@ START_TEST(test_pub_text)
 	              "%s", what);
 	ck_assert_msg(strstr(fix, "ADD TABLES IN SCHEMA \"public\";") != NULL,
 	              "%s", fix);
+	/* FOR TABLES IN SCHEMA is a superuser's to create, not an owner's. */
+	slot_pub_text(PUB_MISSING, &p, "rp", &schema, what, sizeof(what), fix,
+	              sizeof(fix));
+	ck_assert_msg(strstr(fix, "as a superuser: CREATE PUBLICATION \"rp\" FOR "
+	                          "TABLES IN SCHEMA \"public\"") != NULL, "%s", fix);
+	slot_pub_text(PUB_MISSING, &p, "rp", &pub_spec, what, sizeof(what), fix,
+	              sizeof(fix));
+	ck_assert_msg(strstr(fix, "as the owner of public.outbox or a superuser: ")
+	              != NULL, "%s", fix);
 }
 END_TEST
 

@@ -156,7 +156,7 @@ it_check "(a) the existing publication was not altered" test \
 it_sql "$db" "ALTER PUBLICATION $pub SET (publish = 'insert');
 	SELECT pg_drop_replication_slot('t430_second')" >/dev/null
 # A role that can create slots but does not own the table.
-it_sql "$db" "DROP ROLE IF EXISTS t430_repl; CREATE ROLE t430_repl LOGIN REPLICATION;
+it_sql "$db" "SET client_min_messages = warning; DROP ROLE IF EXISTS t430_repl; CREATE ROLE t430_repl LOGIN REPLICATION;
 	GRANT USAGE ON SCHEMA public TO t430_repl; GRANT SELECT ON public.outbox TO t430_repl" >/dev/null
 cfgR=$IT_TEST_DIR/role.conf
 it_write_config "$cfgR" "$db" t430_norights slot.plugin=pgoutput \
@@ -291,10 +291,10 @@ run d_skip_p --config "$cfg" --skip-transaction "$x1" --yes --json
 expect_exit d_skip_p 0 "(d) --skip-transaction on the pgoutput slot"
 run d_skip_w --config "$cfgW" --skip-transaction "$x1" --yes --json
 expect_exit d_skip_w 0 "(d) --skip-transaction on the wal2json slot"
-pc=$(it_slot_confirmed "$db" "$db")
-wc=$(it_slot_confirmed "$db" "$w2j")
-it_check "(d) both slots at the commit end of $x1 ($end1): pgoutput $pc, wal2json $wc" \
-	test -n "$end1" -a "$pc" = "$end1" -a "$wc" = "$end1"
+conf_p=$(it_slot_confirmed "$db" "$db")
+conf_w=$(it_slot_confirmed "$db" "$w2j")
+it_check "(d) both slots at the commit end of $x1 ($end1): pgoutput $conf_p, wal2json $conf_w" \
+	test -n "$end1" -a "$conf_p" = "$end1" -a "$conf_w" = "$end1"
 py_check "(d) both skip 3 events" '
 import json, sys
 for f in sys.argv[1:]:

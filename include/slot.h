@@ -151,11 +151,12 @@ int slot_server_read(PGconn *conn, int64_t deadline_us, struct slot_server *s,
 
 /* ---- changing the slot: only the runbook actions named for it ---- */
 
-/* CREATE_REPLICATION_SLOT on a replication connection; the consistent
- * point into cp. Returns 0, or -1 (st: 42710 when it exists). */
-int slot_create(PGconn *conn, const char *name, int64_t deadline_us,
-                uint64_t *cp, struct pgu_status *st, char *err,
-                size_t errlen) RELAY_MUSTCHECK;
+/* CREATE_REPLICATION_SLOT name LOGICAL plugin (wal2json or pgoutput;
+ * never TWO_PHASE) on a replication connection; the consistent point
+ * into cp. Returns 0, or -1 (st: 42710 when it exists). */
+int slot_create(PGconn *conn, const char *name, const char *plugin,
+                int64_t deadline_us, uint64_t *cp, struct pgu_status *st,
+                char *err, size_t errlen) RELAY_MUSTCHECK;
 
 int slot_drop(PGconn *conn, const char *name, int64_t deadline_us,
               struct pgu_status *st, char *err, size_t errlen) RELAY_MUSTCHECK;
@@ -178,14 +179,79 @@ int slot_try_wal2json(PGconn *conn, const char *name, int64_t deadline_us,
                       struct pgu_status *st, char *err,
                       size_t errlen) RELAY_MUSTCHECK;
 
+/* ---- the publication (slot.plugin = pgoutput) ----
+ *
+ * pgoutput publishes what a publication selects, on the server: a table
+ * left out, a row filter or a column list drops events before the relay
+ * sees them, with no error anywhere. So the relay's publication is
+ * judged here by the rules of docs/pgoutput.md (wiring plan 8). */
+
+/* What the catalogs say about publication pub and the outbox table (for
+ * schema.*: the tables of the schema). */
+struct slot_pub {
+	bool exists;
+	bool pubinsert;
+	bool all_tables;            /* FOR ALL TABLES */
+	bool covered;               /* it publishes the table; schema.*: FOR
+	                             * TABLES IN SCHEMA or FOR ALL TABLES, so
+	                             * that a table added later is published */
+	char publish[64];           /* "insert, update, ...": what it publishes */
+	char owner[64];
+	char filtered[160];         /* schema.table with a row filter; "" none */
+	char cut_table[160];        /* schema.table whose column list lacks */
+	char cut_column[64];        /* ... this spec column; "" none */
+};
+
+/* Reads it (simple protocol: a replication connection may run it).
+ * Returns 0 with p filled (p->exists false when there is no such
+ * publication), or -1 with st and err filled. */
+int slot_pub_read(PGconn *conn, const char *pub, const struct w2j_spec *spec,
+                  int64_t deadline_us, struct slot_pub *p,
+                  struct pgu_status *st, char *err,
+                  size_t errlen) RELAY_MUSTCHECK;
+
+/* Why a publication is not to be used, in the order they are checked. */
+enum slot_pub_verdict {
+	PUB_OK = 0,
+	PUB_MISSING,
+	PUB_NO_INSERT,              /* publish does not hold insert */
+	PUB_NOT_COVERED,            /* the outbox (schema) is not in it */
+	PUB_ROW_FILTER,             /* WHERE: the server drops events */
+	PUB_COLUMN_LIST,            /* a spec column is left out */
+};
+
+/* The first rule p breaks. Pure. */
+enum slot_pub_verdict slot_pub_judge(const struct slot_pub *p);
+
+/* The finding ('"PUB" does not publish public.outbox') and the way out,
+ * with the SQL to run. Pure. */
+void slot_pub_text(enum slot_pub_verdict v, const struct slot_pub *p,
+                   const char *pub, const struct w2j_spec *spec, char *what,
+                   size_t whatlen, char *fix, size_t fixlen);
+
+/* The statement that creates the relay's publication: CREATE PUBLICATION
+ * "pub" FOR TABLE "schema"."table" WITH (publish = 'insert'), or FOR
+ * TABLES IN SCHEMA for schema.*. Every name is quoted, so that a reserved
+ * word or an upper-case name stays one identifier. Pure. */
+void slot_pub_create_sql(const char *pub, const struct w2j_spec *spec,
+                         char *out, size_t outlen);
+
+/* Runs slot_pub_create_sql(). Returns 0, or -1 with st (42501: the role
+ * may not; 42710: it exists) and err filled. */
+int slot_pub_create(PGconn *conn, const char *pub, const struct w2j_spec *spec,
+                    int64_t deadline_us, struct pgu_status *st, char *err,
+                    size_t errlen) RELAY_MUSTCHECK;
+
 /* ---- peeking ---- */
 
-/* One row of pg_logical_slot_peek_changes. Valid during the callback. */
+/* One row of the peek. Valid during the callback. */
 struct slot_peek_row {
 	const char *lsn_text;
 	uint64_t lsn;
 	int64_t xid;                /* -1 when NULL */
-	const char *data;           /* the wal2json record */
+	const char *data;           /* the wal2json record, or one pgoutput
+	                             * message: binary, not NUL-terminated
+	                             * text, read len bytes */
 	size_t len;
 };
 
@@ -194,6 +260,8 @@ typedef int (*slot_peek_fn)(void *ctx, const struct slot_peek_row *row);
 
 struct slot_peek {
 	const char *slot;
+	const char *function;       /* ss_peek_function(): one of the two
+	                             * peek functions; NULL: the text one */
 	const char *options;        /* text[] literal (ss_peek_options()) */
 	uint64_t upto_lsn;          /* 0: no bound */
 	int64_t upto_nchanges;      /* 0: no bound */
@@ -207,7 +275,9 @@ struct slot_peek {
 };
 
 /* Reads pk->slot's pending changes without consuming them, one row at a
- * time (single-row mode), each handed to pk->on_row. Bounded by the
+ * time (single-row mode), each handed to pk->on_row. The binary function
+ * (pgoutput's bytea) is fetched in binary, so data is the message's own
+ * bytes. Bounded by the
  * connection's statement_timeout, not a deadline: a large backlog may
  * take long. Returns 0, or -1 with err filled. */
 int slot_peek_run(PGconn *conn, struct slot_peek *pk, char *err,

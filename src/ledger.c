@@ -232,19 +232,44 @@ out:
 	return rc;
 }
 
-/* Reads one partition from its low to its high watermark, keeping the
- * newest record of key in e. */
+/* The newest record of a key over all partitions. Within a partition
+ * the offset orders them; across partitions only the record's time can
+ * (a ledger topic made with several partitions, or written by producers
+ * that partitioned differently: the newest record is the slot's, not the
+ * one on the partition read last). Equal times: the higher position. */
+struct newest {
+	bool have;
+	struct ledger_entry e;
+	int64_t ts_ms;          /* CreateTime (-1 when the broker has none) */
+};
+
+static void newest_offer(struct newest *n, const struct ledger_entry *e,
+                         int64_t ts_ms)
+{
+	if (!n->have || ts_ms > n->ts_ms ||
+	    (ts_ms == n->ts_ms && e->lsn > n->e.lsn)) {
+		n->have = true;
+		n->e = *e;
+		n->ts_ms = ts_ms;
+	}
+}
+
+/* Reads one partition from its low to its high watermark and offers the
+ * partition's newest record of key to best. */
 static int read_partition(struct ledger_client *c, rd_kafka_t *rk,
                           rd_kafka_topic_t *rkt, int32_t part, const char *key,
-                          struct ledger_entry *e, int64_t deadline_us,
+                          struct newest *best, int64_t deadline_us,
                           char *err, size_t errlen)
 {
 	const char *topic = rd_kafka_topic_name(rkt);
-	int64_t lo = 0, hi = 0;
+	int64_t lo = 0, hi = 0, ts = -1;
 	size_t klen = strlen(key);
 	rd_kafka_resp_err_t kerr;
+	struct ledger_entry cur, *e = &cur;
+	bool seen = false;
 	int rc = -1;
 
+	memset(&cur, 0, sizeof(cur));
 	kerr = rd_kafka_query_watermark_offsets(rk, topic, part, &lo, &hi,
 	                                        (int)left_ms(deadline_us));
 	if (kerr != RD_KAFKA_RESP_ERR_NO_ERROR) {
@@ -285,17 +310,26 @@ static int read_partition(struct ledger_client *c, rd_kafka_t *rk,
 			struct ledger_entry got;
 			/* A record that does not parse is someone else's: keep the
 			 * last good one rather than trusting it. */
+			rd_kafka_timestamp_type_t tt;
+			int64_t mts = rd_kafka_message_timestamp(m, &tt);
 			if (m->payload != NULL &&
-			    ledger_parse(m->payload, m->len, &got) == 0)
+			    ledger_parse(m->payload, m->len, &got) == 0) {
 				*e = got;
-			else if (m->payload == NULL)
+				ts = mts;
+				seen = true;
+			} else if (m->payload == NULL) {
 				memset(e, 0, sizeof(*e)); /* a tombstone */
+				ts = mts;
+				seen = true;
+			}
 		}
 		last = m->offset >= hi - 1;
 		rd_kafka_message_destroy(m);
 		if (last)
 			break;
 	}
+	if (seen)
+		newest_offer(best, &cur, ts);
 	rc = 0;
 out:
 	rd_kafka_consume_stop(rkt, part);
@@ -372,10 +406,15 @@ int ledger_read(struct ledger *l, const char *key, bool create,
 		        cfg->slot_ledger_topic, rd_kafka_err2str(md->topics[0].err));
 		goto out;
 	}
-	for (int i = 0; i < md->topics[0].partition_cnt; i++)
-		if (read_partition(cp, rk, rkt, md->topics[0].partitions[i].id, key,
-		                   e, deadline, err, errlen) < 0)
-			goto out;
+	{
+		struct newest best = { .have = false };
+		for (int i = 0; i < md->topics[0].partition_cnt; i++)
+			if (read_partition(cp, rk, rkt, md->topics[0].partitions[i].id,
+			                   key, &best, deadline, err, errlen) < 0)
+				goto out;
+		if (best.have)
+			*e = best.e;
+	}
 	rc = 0;
 out:
 	if (md != NULL)

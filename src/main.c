@@ -105,15 +105,6 @@ int main(int argc, char **argv)
 		code = RELAY_EXIT_CONFIG;
 		goto out;
 	}
-	/* Interim: the decoder (pgo.c) and the options (stream_spec.c) are
-	 * in, the stream and the runbook are not wired to them yet. Refused
-	 * here so that nothing reads a pgoutput slot as if it were wal2json. */
-	if (args.action != CLI_NONE && strcmp(cfg.slot_plugin, "pgoutput") == 0) {
-		fprintf(stderr, "outbox-relay: slot.plugin = pgoutput: the runbook "
-		        "actions do not support it yet; use wal2json\n");
-		code = RELAY_EXIT_CONFIG;
-		goto out;
-	}
 	if (args.action != CLI_NONE) {
 		if (log_level_parse(cfg.log_level, &lvl) == 0)
 			log_set_level(lvl);

@@ -76,7 +76,8 @@ static void quote_list(const char *in, char *out, size_t outlen)
 }
 
 /* Server settings and the role. */
-static void check_server(struct cli_checks *c, PGconn *conn, bool slot_exists)
+static void check_server(struct cli_checks *c, PGconn *conn, bool slot_exists,
+                         const char *plugin)
 {
 	struct slot_server s;
 	struct pgu_status st;
@@ -113,25 +114,27 @@ static void check_server(struct cli_checks *c, PGconn *conn, bool slot_exists)
 		/* A superuser-only setting: pg_settings hides it. */
 		check_item(c, "output_plugin_libraries", CHECK_OK, 0, NULL,
 		           "not readable by role \"%s\" (it needs "
-		           "pg_read_all_settings); the wal2json item tests it in "
-		           "effect", s.user);
+		           "pg_read_all_settings)%s", s.user,
+		           strcmp(plugin, "wal2json") == 0
+		               ? "; the wal2json item tests it in effect" : "");
 	} else if (!s.plugin_libs_known) {
 		check_item(c, "output_plugin_libraries", CHECK_OK, 0, NULL,
 		           "not a setting of PostgreSQL %s: any installed plugin "
 		           "may be used", s.version);
 	} else {
-		bool listed = plugin_listed(s.plugin_libs, "wal2json");
+		bool listed = plugin_listed(s.plugin_libs, plugin);
 		char list[512];
 		/* A list setting: each library its own literal. One literal
 		 * holding "a, b" would name a single library called that. */
 		quote_list(s.plugin_libs, list, sizeof(list));
 		snprintf(fix, sizeof(fix), "ALTER SYSTEM SET output_plugin_libraries "
-		         "= %s%s'wal2json'; SELECT pg_reload_conf(); (this trusts "
-		         "wal2json for every REPLICATION role)", list,
-		         list[0] ? ", " : "");
+		         "= %s%s'%s'; SELECT pg_reload_conf(); (this trusts "
+		         "%s for every REPLICATION role)", list,
+		         list[0] ? ", " : "", plugin, plugin);
 		check_item(c, "output_plugin_libraries", listed ? CHECK_OK : CHECK_FAIL,
-		           RELAY_EXIT_UNAVAILABLE, fix, "'%s'%s", s.plugin_libs,
-		           listed ? "" : ": wal2json is not allowed");
+		           RELAY_EXIT_UNAVAILABLE, fix, "'%s'%s%s%s", s.plugin_libs,
+		           listed ? "" : ": ", listed ? "" : plugin,
+		           listed ? "" : " is not allowed");
 	}
 	check_item(c, "max_slot_wal_keep_size",
 	           strcmp(s.max_slot_wal_keep_size, "-1") == 0 ? CHECK_WARN
@@ -190,6 +193,35 @@ static void check_wal2json(struct cli_checks *c, PGconn *conn)
 	else
 		check_item(c, "wal2json", CHECK_FAIL, RELAY_EXIT_UNAVAILABLE, NULL,
 		           "a temporary wal2json slot could not be created: %s", err);
+}
+
+/* pgoutput is part of PostgreSQL: what must be right is the
+ * publication it publishes (slot.h), which wal2json does not have. */
+static void check_publication(struct cli_checks *c, PGconn *conn,
+                              const struct relay_config *cfg)
+{
+	struct stream_spec ss;
+	struct slot_pub p;
+	struct pgu_status st;
+	enum slot_pub_verdict v;
+	char err[1400], what[1024], fix[1400];
+
+	check_item(c, "pgoutput", CHECK_OK, 0, NULL, "built into PostgreSQL: "
+	           "nothing to install (publication \"%s\")",
+	           cfg->slot_publication);
+	ss_init(&ss, cfg);
+	if (slot_pub_read(conn, cfg->slot_publication, &ss.w2j, cli_deadline(),
+	                  &p, &st, err, sizeof(err)) < 0) {
+		check_item(c, "publication", CHECK_FAIL, RELAY_EXIT_UNAVAILABLE, NULL,
+		           "cannot read it: %s", err);
+	} else {
+		v = slot_pub_judge(&p);
+		slot_pub_text(v, &p, cfg->slot_publication, &ss.w2j, what,
+		              sizeof(what), fix, sizeof(fix));
+		check_item(c, "publication", v == PUB_OK ? CHECK_OK : CHECK_FAIL,
+		           RELAY_EXIT_UNAVAILABLE, fix, "%s", what);
+	}
+	ss_free(&ss);
 }
 
 /* pg_hba admits a replication=database connection of this role. */
@@ -279,9 +311,9 @@ static void check_slot(struct cli_checks *c, const struct slot_row *s,
 		           slot_refusal_fix(why), "%s", what);
 	} else {
 		fmt_bytes(retained, sizeof(retained), (double)s->retained_bytes);
-		check_item(c, "slot", CHECK_OK, 0, NULL, "\"%s\": wal2json, "
+		check_item(c, "slot", CHECK_OK, 0, NULL, "\"%s\": %s, "
 		           "confirmed_flush_lsn " LSN_FMT ", retained WAL %s", name,
-		           LSN_ARGS(s->confirmed_lsn), retained);
+		           s->plugin, LSN_ARGS(s->confirmed_lsn), retained);
 	}
 }
 
@@ -358,10 +390,13 @@ static void check_postgres(struct cli_checks *c, const struct relay_config *cfg,
 		check_item(c, "slot", CHECK_FAIL, RELAY_EXIT_UNAVAILABLE, NULL, "%s",
 		           err);
 	/* A slot that could not be read is not blamed for the slot count. */
-	check_server(c, conn, !slot_read_ok || s.exists);
-	check_wal2json(c, conn);
+	check_server(c, conn, !slot_read_ok || s.exists, cfg->slot_plugin);
+	if (strcmp(cfg->slot_plugin, "pgoutput") != 0)
+		check_wal2json(c, conn);
 	check_replication(c, cfg);
 	check_table(c, conn, cfg);
+	if (strcmp(cfg->slot_plugin, "pgoutput") == 0)
+		check_publication(c, conn, cfg);
 	if (slot_read_ok)
 		check_slot(c, &s, cfg->slot_name, cfg->slot_plugin);
 	if (slot_read_ok && s.exists && s.confirmed_known)

@@ -42,7 +42,10 @@ static int dry_row(void *ctx, const struct cli_row *row)
 	j = json_object();
 	hj = json_object();
 	for (int i = 0; i < ROUTE_H_COUNT; i++)
-		if (ev->headers.value[i] != NULL)
+		/* pgoutput names the commit end at the Commit, after the
+		 * events: the header is left out rather than shown as 0/0. */
+		if (ev->headers.value[i] != NULL &&
+		    (i != ROUTE_H_PG_LSN || row->txn->commit_lsn != LSN_INVALID))
 			json_object_set_new(hj, ev->headers.name[i],
 			                    cli_jstrn(ev->headers.value[i],
 			                              ev->headers.len[i]));

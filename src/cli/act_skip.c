@@ -58,14 +58,19 @@ static int skip_produce(struct skip *k, const struct cli_row *row,
 	char lsn[32], xid[32];
 	rd_kafka_resp_err_t e;
 
+	/* The commit end from the first pass: a pgoutput Begin does not
+	 * carry it (txn->commit_lsn is 0 until the Commit), wal2json's B
+	 * carries this same LSN. */
+	snprintf(lsn, sizeof(lsn), LSN_FMT, LSN_ARGS(k->commit_end));
 	if (ev != NULL) {
 		for (int i = 0; i < ROUTE_H_COUNT; i++)
-			if (ev->headers.value[i] != NULL)
+			if (i == ROUTE_H_PG_LSN)
+				rd_kafka_header_add(hdrs, ev->headers.name[i], -1, lsn, -1);
+			else if (ev->headers.value[i] != NULL)
 				rd_kafka_header_add(hdrs, ev->headers.name[i], -1,
 				                    ev->headers.value[i],
 				                    (ssize_t)ev->headers.len[i]);
 	} else {
-		snprintf(lsn, sizeof(lsn), LSN_FMT, LSN_ARGS(row->txn->commit_lsn));
 		snprintf(xid, sizeof(xid), "%lld", (long long)row->raw->xid);
 		rd_kafka_header_add(hdrs, "id", -1, id, -1);
 		rd_kafka_header_add(hdrs, "pg_lsn", -1, lsn, -1);

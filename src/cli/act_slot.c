@@ -52,17 +52,103 @@ static int tally_row(void *ctx, const struct cli_row *row)
 
 /* ------------------------------------------------------------ create */
 
-static int create_exists(const struct cli_args *a, const struct slot_row *s,
-                         const char *name, const char *plugin)
+/* What --create-slot does about the publication (pgoutput only). */
+struct create_pub {
+	bool pgoutput;
+	const char *name;           /* slot.publication */
+	bool created;               /* by this run */
+};
+
+/* The publication must be usable before a pgoutput slot is created or
+ * accepted: pgoutput looks it up with the historic snapshot of each
+ * change, so it must exist before the slot, and a table it leaves out,
+ * a row filter or a column list would drop events on the server with no
+ * error anywhere. An existing publication is judged, never altered: it
+ * may serve others. Creates a missing one when create is set. Returns 0
+ * or an exit code after saying why. */
+static int create_publication(PGconn *conn, const struct relay_config *cfg,
+                              struct create_pub *cp, bool create)
 {
-	enum slot_refusal why = slot_judge(s, plugin, SLOT_ALLOW_ACTIVE);
+	struct stream_spec ss;
+	struct slot_pub p;
+	struct pgu_status st;
+	enum slot_pub_verdict v;
+	char err[1400], what[1024], fix[1400], sql[800];
+	bool schema = strcmp(cfg->outbox_table, "*") == 0;
+	int rc = RELAY_EXIT_UNAVAILABLE;
+
+	ss_init(&ss, cfg);
+	if (slot_pub_read(conn, cp->name, &ss.w2j, cli_deadline(), &p, &st, err,
+	                  sizeof(err)) < 0) {
+		cli_err("publication \"%s\": %s", cp->name, err);
+		goto out;
+	}
+	if (!p.exists && create) {
+		if (slot_pub_create(conn, cp->name, &ss.w2j, cli_deadline(), &st,
+		                    err, sizeof(err)) == 0) {
+			cp->created = true;
+		} else if (strcmp(st.sqlstate, "42501") == 0) {
+			slot_pub_create_sql(cp->name, &ss.w2j, sql, sizeof(sql));
+			/* FOR TABLE needs the table's owner, FOR TABLES IN
+			 * SCHEMA a superuser (PostgreSQL 15). */
+			cli_err("publication \"%s\" does not exist and role \"%s\" may "
+			        "not create it (%s); nothing was created. As %s%s%s%s, "
+			        "run: %s then run --create-slot again", cp->name,
+			        PQuser(conn), err, schema ? "a superuser" : "the owner of ",
+			        schema ? "" : cfg->outbox_schema, schema ? "" : ".",
+			        schema ? "" : cfg->outbox_table, sql);
+			rc = RELAY_EXIT_NOPERM;
+			goto out;
+		} else if (strcmp(st.sqlstate, "42710") != 0) {
+			/* 42710: created meanwhile; judged below like any other. */
+			cli_err("publication \"%s\": %s; nothing was created",
+			        cp->name, err);
+			goto out;
+		}
+		if (slot_pub_read(conn, cp->name, &ss.w2j, cli_deadline(), &p, &st,
+		                  err, sizeof(err)) < 0) {
+			cli_err("publication \"%s\": %s", cp->name, err);
+			goto out;
+		}
+	}
+	v = slot_pub_judge(&p);
+	if (v == PUB_MISSING && !create) {
+		slot_pub_create_sql(cp->name, &ss.w2j, sql, sizeof(sql));
+		cli_err("slot \"%s\" exists but its publication \"%s\" does not: "
+		        "pgoutput cannot decode the changes written before the "
+		        "publication exists. Create it (%s), then either advance the "
+		        "slot past that point (--advance-slot; the events before it "
+		        "are then not published from this slot) or drop the slot and "
+		        "run --create-slot again", cfg->slot_name, cp->name, sql);
+		goto out;
+	}
+	if (v != PUB_OK) {
+		slot_pub_text(v, &p, cp->name, &ss.w2j, what, sizeof(what), fix,
+		              sizeof(fix));
+		cli_err("publication %s; %s%s", what, fix,
+		        create ? "; no slot was created" : "");
+		goto out;
+	}
+	rc = 0;
+out:
+	ss_free(&ss);
+	return rc;
+}
+
+static int create_exists(const struct relay_config *cfg,
+                         const struct cli_args *a, PGconn *conn,
+                         const struct slot_row *s, struct create_pub *cp)
+{
+	const char *name = cfg->slot_name;
+	enum slot_refusal why = slot_judge(s, cfg->slot_plugin, SLOT_ALLOW_ACTIVE);
 	char msg[1400];
+	int rc;
 
 	if (!a->if_not_exists) {
 		cli_err("replication slot \"%s\" already exists (plugin %s, "
 		        "confirmed_flush_lsn " LSN_FMT "); --if-not-exists accepts "
-		        "an existing wal2json slot", name, s->plugin,
-		        LSN_ARGS(s->confirmed_lsn));
+		        "an existing %s slot", name, s->plugin,
+		        LSN_ARGS(s->confirmed_lsn), cfg->slot_plugin);
 		return RELAY_EXIT_UNAVAILABLE;
 	}
 	if (why != SLOT_USABLE) {
@@ -70,18 +156,26 @@ static int create_exists(const struct cli_args *a, const struct slot_row *s,
 		cli_err("%s", msg);
 		return RELAY_EXIT_UNAVAILABLE;
 	}
+	/* Accepted only with a publication it can decode. Not created now:
+	 * the slot is older and could not decode the changes before it. */
+	if (cp->pgoutput && (rc = create_publication(conn, cfg, cp, false)) != 0)
+		return rc;
 	if (a->json) {
 		json_t *j = json_object();
 		json_object_set_new(j, "slot", cli_jstr(name));
 		json_object_set_new(j, "created", json_false());
 		json_object_set_new(j, "plugin", cli_jstr(s->plugin));
+		json_object_set_new(j, "publication",
+		                    cp->pgoutput ? cli_jstr(cp->name) : json_null());
+		json_object_set_new(j, "publication_created", json_false());
 		json_object_set_new(j, "confirmed_flush_lsn",
 		                    cli_jlsn(s->confirmed_lsn));
 		cli_json_out(j);
 	} else {
-		printf("slot \"%s\" already exists (plugin wal2json, "
+		printf("slot \"%s\" already exists (plugin %s%s%s, "
 		       "confirmed_flush_lsn " LSN_FMT "): nothing to do\n", name,
-		       LSN_ARGS(s->confirmed_lsn));
+		       s->plugin, cp->pgoutput ? ", publication " : "",
+		       cp->pgoutput ? cp->name : "", LSN_ARGS(s->confirmed_lsn));
 	}
 	return RELAY_EXIT_OK;
 }
@@ -89,6 +183,10 @@ static int create_exists(const struct cli_args *a, const struct slot_row *s,
 int act_create_slot(const struct relay_config *cfg, const struct cli_args *a)
 {
 	const char *name = cfg->slot_name;
+	struct create_pub cpub = {
+		.pgoutput = strcmp(cfg->slot_plugin, "pgoutput") == 0,
+		.name = cfg->slot_publication,
+	};
 	struct pgu_status st;
 	struct slot_row s;
 	char err[1400], cps[32];
@@ -106,18 +204,27 @@ int act_create_slot(const struct relay_config *cfg, const struct cli_args *a)
 		goto out;
 	}
 	if (s.exists) {
-		rc = create_exists(a, &s, name, cfg->slot_plugin);
+		rc = create_exists(cfg, a, conn, &s, &cpub);
 		goto out;
 	}
-	if (slot_create(conn, name, cli_deadline(), &cp, &st, err,
-	                sizeof(err)) < 0) {
+	/* The publication first: committed before the slot's consistent
+	 * point, so every change the slot decodes sees it. */
+	if (cpub.pgoutput && (rc = create_publication(conn, cfg, &cpub, true)) != 0)
+		goto out;
+	rc = RELAY_EXIT_UNAVAILABLE;
+	if (cpub.created && !a->json)
+		printf("created publication \"%s\" (inserts into %s.%s)\n",
+		       cpub.name, cfg->outbox_schema, cfg->outbox_table);
+	if (slot_create(conn, name, cfg->slot_plugin, cli_deadline(), &cp, &st,
+	                err, sizeof(err)) < 0) {
 		if (strcmp(st.sqlstate, "42710") == 0 &&
 		    slot_read(conn, name, cli_deadline(), &s, &st, err,
 		              sizeof(err)) == 0 && s.exists) {
-			rc = create_exists(a, &s, name, cfg->slot_plugin); /* created meanwhile */
+			rc = create_exists(cfg, a, conn, &s, &cpub); /* created meanwhile */
 			goto out;
 		}
-		cli_err("replication slot \"%s\": %s", name, err);
+		cli_err("replication slot \"%s\": %s%s", name, err,
+		        cpub.created ? " (the publication created above stays)" : "");
 		goto out;
 	}
 	/* A slot created on purpose: recorded, so the relay takes it even
@@ -132,12 +239,18 @@ int act_create_slot(const struct relay_config *cfg, const struct cli_args *a)
 		json_t *j = json_object();
 		json_object_set_new(j, "slot", cli_jstr(name));
 		json_object_set_new(j, "created", json_true());
-		json_object_set_new(j, "plugin", json_string("wal2json"));
+		json_object_set_new(j, "plugin", cli_jstr(cfg->slot_plugin));
+		json_object_set_new(j, "publication",
+		                    cpub.pgoutput ? cli_jstr(cpub.name) : json_null());
+		json_object_set_new(j, "publication_created",
+		                    json_boolean(cpub.created));
 		json_object_set_new(j, "consistent_point", cli_jstr(cps));
 		cli_json_out(j);
 	} else {
-		printf("created slot \"%s\" (plugin wal2json), consistent point %s: "
-		       "events committed after it will be published\n", name, cps);
+		printf("created slot \"%s\" (plugin %s%s%s), consistent point %s: "
+		       "events committed after it will be published\n", name,
+		       cfg->slot_plugin, cpub.pgoutput ? ", publication " : "",
+		       cpub.pgoutput ? cpub.name : "", cps);
 	}
 	rc = RELAY_EXIT_OK;
 out:

@@ -5,10 +5,14 @@
  * Nagios convention). */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cli_int.h"
 
-static void print_text(const struct health_snapshot *s)
+/* plugin: the slot's (pg_replication_slots.plugin), "" unknown;
+ * publication: slot.publication, NULL unless the slot is pgoutput's. */
+static void print_text(const struct health_snapshot *s, const char *plugin,
+                       const char *publication)
 {
 	const struct slot_figures *f = &s->slot;
 	const char *ws = wal_status_name(f->wal_status);
@@ -21,6 +25,10 @@ static void print_text(const struct health_snapshot *s)
 		printf("  server WAL at " LSN_FMT "\n", LSN_ARGS(f->current_lsn));
 		return;
 	}
+	if (plugin[0] != '\0')
+		printf("  plugin %s%s%s\n", plugin,
+		       publication ? ", publication " : "",
+		       publication ? publication : "");
 	printf("  active: %s", f->active ? "yes" : "no");
 	if (f->active)
 		printf(" (PID %d)", f->active_pid);
@@ -57,6 +65,7 @@ int act_slot_status(const struct relay_config *cfg, const struct cli_args *a)
 	};
 	struct health_snapshot *s = xcalloc(1, sizeof(*s));
 	struct pgu_status st;
+	struct slot_row row;
 	char err[1400];
 	PGconn *conn;
 	int rc = 3;
@@ -88,7 +97,14 @@ int act_slot_status(const struct relay_config *cfg, const struct cli_args *a)
 		fputs(body, stdout);
 		free(body);
 	} else {
-		print_text(s);
+		/* The plugin is not part of the sample (the /slot document
+		 * is the relay's); a second read names it. */
+		if (slot_read(conn, cfg->slot_name, cli_deadline(), &row, &st, err,
+		              sizeof(err)) < 0 || !row.exists)
+			row.plugin[0] = '\0';
+		print_text(s, row.plugin,
+		           strcmp(row.plugin, "pgoutput") == 0
+		               ? cfg->slot_publication : NULL);
 	}
 	rc = codes[s->eval.state];
 out:

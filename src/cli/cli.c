@@ -35,7 +35,8 @@ static const struct cli_option {
 	{ "check", no_argument, 0, OPT_ACTION, CLI_CHECK, 0, "--check",
 	  "preflight PostgreSQL, slot, table and Kafka" },
 	{ "create-slot", no_argument, 0, OPT_ACTION, CLI_CREATE_SLOT, 0,
-	  "--create-slot [--if-not-exists]", "create the wal2json slot" },
+	  "--create-slot [--if-not-exists]", "create the slot of slot.plugin "
+	  "(pgoutput: its publication first)" },
 	{ "drop-slot", no_argument, 0, OPT_ACTION, CLI_DROP_SLOT, 0,
 	  "--drop-slot --yes", "drop the slot (refused while active)" },
 	{ "slot-status", no_argument, 0, OPT_ACTION, CLI_SLOT_STATUS, 0,
@@ -58,7 +59,7 @@ static const struct cli_option {
 	  "after a deliberate recreate" },
 	{ "if-not-exists", no_argument, 0, OPT_MODIFIER, CLI_NONE,
 	  A(CLI_CREATE_SLOT), "--if-not-exists",
-	  "--create-slot: accept an existing wal2json slot" },
+	  "--create-slot: accept an existing slot of slot.plugin" },
 	{ "yes", no_argument, 0, OPT_MODIFIER, CLI_NONE,
 	  A(CLI_DROP_SLOT) | A(CLI_ADVANCE_SLOT) | A(CLI_SKIP_TXN) |
 	      A(CLI_ACCEPT_SLOT), "--yes", "confirm an action that loses events" },

@@ -174,6 +174,122 @@ START_TEST(test_wal_status_names)
 }
 END_TEST
 
+static const struct w2j_spec pub_spec = {
+	.schema = "public", .table = "outbox", .col_id = "id",
+	.col_key = "aggregate_id", .col_type = "event_type",
+	.col_route = "aggregate_type", .col_payload = "payload",
+};
+
+/* The publication rules, in their order: each case breaks one rule and
+ * every later one, so the verdict is the first rule broken. */
+START_TEST(test_pub_judge)
+{
+	struct slot_pub good = {
+		.exists = true, .pubinsert = true, .covered = true,
+	};
+	struct slot_pub p;
+
+	ck_assert_int_eq(slot_pub_judge(&good), PUB_OK);
+	p = good;
+	snprintf(p.cut_table, sizeof(p.cut_table), "public.outbox");
+	snprintf(p.cut_column, sizeof(p.cut_column), "event_type");
+	ck_assert_int_eq(slot_pub_judge(&p), PUB_COLUMN_LIST);
+	snprintf(p.filtered, sizeof(p.filtered), "public.outbox");
+	ck_assert_int_eq(slot_pub_judge(&p), PUB_ROW_FILTER);
+	p.covered = false;
+	ck_assert_int_eq(slot_pub_judge(&p), PUB_NOT_COVERED);
+	p.pubinsert = false;
+	ck_assert_int_eq(slot_pub_judge(&p), PUB_NO_INSERT);
+	p.exists = false;
+	ck_assert_int_eq(slot_pub_judge(&p), PUB_MISSING);
+	/* FOR ALL TABLES covers the outbox like any other table. */
+	p = good;
+	p.all_tables = true;
+	ck_assert_int_eq(slot_pub_judge(&p), PUB_OK);
+}
+END_TEST
+
+/* Every name quoted: a reserved word, upper case or a quote in a name
+ * stays one identifier in the SQL a DBA is asked to run. */
+START_TEST(test_pub_create_sql)
+{
+	struct w2j_spec odd = pub_spec, schema = pub_spec;
+	char sql[800];
+
+	slot_pub_create_sql("outbox_pub", &pub_spec, sql, sizeof(sql));
+	ck_assert_str_eq(sql, "CREATE PUBLICATION \"outbox_pub\" FOR TABLE "
+	                      "\"public\".\"outbox\" WITH (publish = 'insert');");
+	odd.schema = "App";
+	odd.table = "user\"s";
+	slot_pub_create_sql("user", &odd, sql, sizeof(sql));
+	ck_assert_str_eq(sql, "CREATE PUBLICATION \"user\" FOR TABLE "
+	                      "\"App\".\"user\"\"s\" WITH (publish = 'insert');");
+	schema.schema = "outbox_parts";
+	schema.table = "*";
+	slot_pub_create_sql("p", &schema, sql, sizeof(sql));
+	ck_assert_str_eq(sql, "CREATE PUBLICATION \"p\" FOR TABLES IN SCHEMA "
+	                      "\"outbox_parts\" WITH (publish = 'insert');");
+	/* Cut short, it still ends in a closing quote and a NUL. */
+	slot_pub_create_sql("outbox_pub", &pub_spec, sql, 20);
+	ck_assert_uint_eq(strlen(sql), 19);
+}
+END_TEST
+
+/* Each verdict names what is wrong and gives SQL that repairs it. */
+START_TEST(test_pub_text)
+{
+	static const struct {
+		enum slot_pub_verdict v;
+		const char *what, *fix;
+	} cases[] = {
+		{ PUB_OK, "\"rp\" publishes the inserts into public.outbox", "" },
+		{ PUB_MISSING, "\"rp\" does not exist",
+		  "CREATE PUBLICATION \"rp\" FOR TABLE \"public\".\"outbox\"" },
+		{ PUB_NO_INSERT, "\"rp\" does not publish inserts (publish = 'update')",
+		  "ALTER PUBLICATION \"rp\" SET (publish = 'update, insert');" },
+		{ PUB_NOT_COVERED, "\"rp\" does not publish public.outbox",
+		  "ALTER PUBLICATION \"rp\" ADD TABLE \"public\".\"outbox\";" },
+		{ PUB_ROW_FILTER, "\"rp\" has a row filter on public.outbox",
+		  "BEGIN; ALTER PUBLICATION \"rp\" DROP TABLE public.outbox; "
+		  "ALTER PUBLICATION \"rp\" ADD TABLE public.outbox; COMMIT;" },
+		{ PUB_COLUMN_LIST, "\"rp\" leaves out column \"event_type\" of "
+		  "public.outbox", "ADD TABLE public.outbox; COMMIT;" },
+	};
+	struct slot_pub p = { .exists = true, .covered = true };
+	struct w2j_spec schema = pub_spec;
+	char what[1024], fix[1400];
+
+	snprintf(p.publish, sizeof(p.publish), "update");
+	snprintf(p.filtered, sizeof(p.filtered), "public.outbox");
+	snprintf(p.cut_table, sizeof(p.cut_table), "public.outbox");
+	snprintf(p.cut_column, sizeof(p.cut_column), "event_type");
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		slot_pub_text(cases[i].v, &p, "rp", &pub_spec, what, sizeof(what),
+		              fix, sizeof(fix));
+		ck_assert_msg(strstr(what, cases[i].what) != NULL, "%s", what);
+		ck_assert_msg(strstr(fix, cases[i].fix) != NULL, "%s", fix);
+		ck_assert_msg((fix[0] == '\0') == (cases[i].v == PUB_OK), "%s", fix);
+	}
+	/* schema.*: the schema itself must be in the publication. */
+	schema.table = "*";
+	slot_pub_text(PUB_NOT_COVERED, &p, "rp", &schema, what, sizeof(what), fix,
+	              sizeof(fix));
+	ck_assert_msg(strstr(what, "does not publish schema public") != NULL,
+	              "%s", what);
+	ck_assert_msg(strstr(fix, "ADD TABLES IN SCHEMA \"public\";") != NULL,
+	              "%s", fix);
+	/* FOR TABLES IN SCHEMA is a superuser's to create, not an owner's. */
+	slot_pub_text(PUB_MISSING, &p, "rp", &schema, what, sizeof(what), fix,
+	              sizeof(fix));
+	ck_assert_msg(strstr(fix, "as a superuser: CREATE PUBLICATION \"rp\" FOR "
+	                          "TABLES IN SCHEMA \"public\"") != NULL, "%s", fix);
+	slot_pub_text(PUB_MISSING, &p, "rp", &pub_spec, what, sizeof(what), fix,
+	              sizeof(fix));
+	ck_assert_msg(strstr(fix, "as the owner of public.outbox or a superuser: ")
+	              != NULL, "%s", fix);
+}
+END_TEST
+
 Suite *slot_suite(void)
 {
 	Suite *s = suite_create("slot");
@@ -184,6 +300,9 @@ Suite *slot_suite(void)
 	tcase_add_test(tc, test_table_text);
 	tcase_add_test(tc, test_sample_sql);
 	tcase_add_test(tc, test_wal_status_names);
+	tcase_add_test(tc, test_pub_judge);
+	tcase_add_test(tc, test_pub_create_sql);
+	tcase_add_test(tc, test_pub_text);
 	suite_add_tcase(s, tc);
 	return s;
 }

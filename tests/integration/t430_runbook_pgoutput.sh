@@ -1,0 +1,441 @@
+#!/usr/bin/env bash
+# t430_runbook_pgoutput -- the runbook flags with slot.plugin = pgoutput
+# against a real PostgreSQL 15 (docs/pgoutput.md, wiring plan 7 and 8).
+#
+#   (a) --create-slot creates the publication (FOR TABLE, publish =
+#       'insert') and then the pgoutput slot: the publication is older
+#       than the slot's catalog_xmin; again 69, --if-not-exists 0; --json
+#       names plugin and publication; an existing publication is used,
+#       not altered; a role that may not create it gets the SQL (77),
+#       and sql/publication.sql (the DBA's way) makes one it accepts;
+#   (b) --check: ok on that setup (no wal2json item); fail (69) for a
+#       missing publication, a row filter, a column list without a spec
+#       column, a publication of another table, a wal2json slot with
+#       slot.plugin = pgoutput and a pgoutput slot with wal2json;
+#   (c) --dry-run prints the same events from the pgoutput slot as from a
+#       wal2json slot of the same WAL (rows and outbox_emit() messages);
+#   (d) --skip-transaction and --advance-slot move both slots to the same
+#       position: the commit end of the transaction skipped, and what is
+#       left pending is the same;
+#   (e) --slot-status names the plugin and the publication;
+#   (f) --skip-transaction --to-dlq: the same dead-letter record from both
+#       slots, pg_lsn the commit end; (g) --drop-slot counts the same
+#       unconfirmed events; (h) outbox.table = schema.*: FOR TABLES IN
+#       SCHEMA, --check ok, and a one-table publication fails;
+#   (i) an event the decoder refuses is named and counted by
+#       --skip-transaction and --advance-slot as with wal2json.
+set -euo pipefail
+# shellcheck source=lib.sh
+source "$(dirname "$0")/lib.sh"
+it_init
+
+RUN_TIMEOUT=${RUN_TIMEOUT:-120}
+
+run() {
+	local name=$1
+	shift
+	RC=0
+	timeout -k 5 "$RUN_TIMEOUT" "$RELAY_BIN" "$@" </dev/null \
+		>"$IT_TEST_DIR/$name.out" 2>"$IT_TEST_DIR/$name.err" || RC=$?
+}
+
+expect_exit() {
+	local name=$1 code=$2 desc=$3
+	if [[ $RC == "$code" ]]; then
+		ok "$desc: exit $code"
+	else
+		not_ok "$desc: exit $code" "exit $RC; stdout:
+$(tail -n 20 "$IT_TEST_DIR/$name.out")
+stderr:
+$(tail -n 20 "$IT_TEST_DIR/$name.err")"
+	fi
+}
+
+expect_in() {
+	local name=$1 stream=$2 desc=$3 s missing=()
+	shift 3
+	for s in "$@"; do
+		grep -qF -- "$s" "$IT_TEST_DIR/$name.$stream" || missing+=("$s")
+	done
+	if ((${#missing[@]} == 0)); then
+		ok "$desc"
+	else
+		not_ok "$desc" "missing in $stream: ${missing[*]}
+$(tail -n 20 "$IT_TEST_DIR/$name.$stream")"
+	fi
+}
+
+py_check() {
+	local desc=$1 script=$2 out rc=0
+	shift 2
+	out=$(python3 -c "$script" "$@" 2>&1) || rc=$?
+	if ((rc == 0)); then
+		ok "$desc"
+	else
+		not_ok "$desc" "$out"
+	fi
+}
+
+new_uuid() { cat /proc/sys/kernel/random/uuid; }
+INS="INSERT INTO outbox (id, aggregate_type, aggregate_id, event_type, payload) VALUES"
+txn() {
+	local s
+	{
+		echo "BEGIN;"
+		echo "SELECT txid_current() % 4294967296;"
+		for s in "$@"; do
+			echo "$s;"
+		done
+		echo "COMMIT;"
+	} | it_sql_file "$db" -
+}
+
+db=t430_pgo
+pub=t430_pub
+w2j=t430_w2j                  # a wal2json slot reading the same WAL
+if ! it_setup_db "$db" "$w2j" 2>"$IT_TEST_DIR/setup.err"; then
+	not_ok "database, outbox table and wal2json slot created" "$(cat "$IT_TEST_DIR/setup.err")"
+	it_summary
+fi
+it_sql_file "$db" "$IT_ROOT/sql/emit.sql" >/dev/null
+# The wal2json slot comes after (a): a slot holds back the catalog_xmin
+# of every slot created after it, and (a) compares the publication's
+# xmin with the new slot's.
+it_sql "$db" "SELECT pg_drop_replication_slot('$w2j')" >/dev/null
+cfg=$IT_TEST_DIR/pgo.conf
+it_write_config "$cfg" "$db" status.interval.ms=500 shutdown.timeout.ms=5000 \
+	slot.plugin=pgoutput slot.publication=$pub outbox.emit.prefix=outbox
+cfgW=$IT_TEST_DIR/w2j.conf
+it_write_config "$cfgW" "$db" "$w2j" status.interval.ms=500 \
+	shutdown.timeout.ms=5000 outbox.emit.prefix=outbox
+
+# ---------------------------------------------------------------- (a)
+run a_create --config "$cfg" --create-slot
+expect_exit a_create 0 "(a) --create-slot with pgoutput"
+expect_in a_create out "(a) it says what it created" \
+	"created publication \"$pub\"" "created slot \"$db\" (plugin pgoutput, publication $pub)"
+it_check "(a) the publication is insert-only on public.outbox" test \
+	"$(it_sql "$db" "SELECT p.pubinsert, p.pubupdate, p.pubdelete, p.pubtruncate,
+		string_agg(t.schemaname || '.' || t.tablename, ',')
+		FROM pg_publication p JOIN pg_publication_tables t USING (pubname)
+		WHERE p.pubname = '$pub' GROUP BY 1, 2, 3, 4")" = "t|f|f|f|public.outbox"
+it_check "(a) the slot is a pgoutput slot" test \
+	"$(it_sql "$db" "SELECT plugin, two_phase FROM pg_replication_slots
+		WHERE slot_name = '$db'")" = "pgoutput|f"
+it_check "(a) the publication was created before the slot" test \
+	"$(it_sql "$db" "SELECT (SELECT xmin::text::bigint FROM pg_publication
+		WHERE pubname = '$pub') < (SELECT catalog_xmin::text::bigint
+		FROM pg_replication_slots WHERE slot_name = '$db')")" = t
+run a_again --config "$cfg" --create-slot
+expect_exit a_again 69 "(a) --create-slot when the slot exists"
+run a_ine --config "$cfg" --create-slot --if-not-exists --json
+expect_exit a_ine 0 "(a) --create-slot --if-not-exists"
+py_check "(a) --json names plugin and publication" '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["created"] is False and d["plugin"] == "pgoutput", d
+assert d["publication"] == sys.argv[2], d
+' "$IT_TEST_DIR/a_ine.out" "$pub"
+run a_ine_nopub --config "$cfg" --create-slot --if-not-exists --set slot.publication=t430_nope
+expect_exit a_ine_nopub 69 "(a) --if-not-exists, the slot exists but not its publication"
+expect_in a_ine_nopub err "(a) it says why it does not create it now" \
+	"exists but its publication \"t430_nope\" does not" "--advance-slot"
+it_check "(a) and does not create it" test \
+	"$(it_sql "$db" "SELECT count(*) FROM pg_publication WHERE pubname = 't430_nope'")" = 0
+it_sql "$db" "ALTER PUBLICATION $pub SET (publish = 'insert, update')" >/dev/null
+run a_second --config "$cfg" --set slot.name=t430_second --create-slot --json
+expect_exit a_second 0 "(a) a second slot on the existing publication"
+py_check "(a) --json: created, the publication used as it was" '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["created"] is True and d["plugin"] == "pgoutput", d
+assert d["publication"] == sys.argv[2] and d["publication_created"] is False, d
+' "$IT_TEST_DIR/a_second.out" "$pub"
+it_check "(a) the existing publication was not altered" test \
+	"$(it_sql "$db" "SELECT pubupdate FROM pg_publication WHERE pubname = '$pub'")" = t
+it_sql "$db" "ALTER PUBLICATION $pub SET (publish = 'insert');
+	SELECT pg_drop_replication_slot('t430_second')" >/dev/null
+# A role that can create slots but does not own the table.
+it_sql "$db" "SET client_min_messages = warning; DROP ROLE IF EXISTS t430_repl; CREATE ROLE t430_repl LOGIN REPLICATION;
+	GRANT USAGE ON SCHEMA public TO t430_repl; GRANT SELECT ON public.outbox TO t430_repl" >/dev/null
+cfgR=$IT_TEST_DIR/role.conf
+it_write_config "$cfgR" "$db" t430_norights slot.plugin=pgoutput \
+	slot.publication=t430_pub_r
+sed -i "s/user=postgres/user=t430_repl/" "$cfgR"
+run a_rights --config "$cfgR" --create-slot
+expect_exit a_rights 77 "(a) --create-slot without the right to create the publication"
+expect_in a_rights err "(a) it prints the SQL for a DBA" \
+	"CREATE PUBLICATION \"t430_pub_r\" FOR TABLE \"public\".\"outbox\" WITH (publish = 'insert');"
+it_check "(a) and creates no slot" test \
+	"$(it_sql "$db" "SELECT count(*) FROM pg_replication_slots WHERE slot_name = 't430_norights'")" = 0
+
+# The DBA's way: sql/publication.sql as the table owner (twice: it is
+# idempotent), then --create-slot by the role without the rights.
+kit() {
+	psql -X -q -h 127.0.0.1 -p "$PGPORT" -U postgres -d "$db" -v ON_ERROR_STOP=1 \
+		-v publication=t430_pub_kit -f "$IT_ROOT/sql/publication.sql"
+}
+it_check "(a) sql/publication.sql applies" kit
+it_check "(a) sql/publication.sql applies again (no change)" kit
+it_check "(a) it made an insert-only publication of public.outbox" test \
+	"$(it_sql "$db" "SELECT p.pubinsert, p.pubupdate, t.schemaname || '.' || t.tablename
+		FROM pg_publication p JOIN pg_publication_tables t USING (pubname)
+		WHERE p.pubname = 't430_pub_kit'")" = "t|f|public.outbox"
+run a_kit --config "$cfgR" --set slot.publication=t430_pub_kit --create-slot
+expect_exit a_kit 0 "(a) --create-slot without the rights, on the DBA's publication"
+expect_in a_kit out "(a) it used the publication as it was" \
+	"created slot \"t430_norights\" (plugin pgoutput, publication t430_pub_kit)"
+it_sql "$db" "SELECT pg_drop_replication_slot('t430_norights')" >/dev/null
+
+it_sql "$db" "SELECT pg_create_logical_replication_slot('$w2j', 'wal2json')" >/dev/null
+
+# ---------------------------------------------------------------- (b)
+run b_check --config "$cfg" --check
+expect_exit b_check 0 "(b) --check with pgoutput"
+expect_in b_check out "(b) the publication and slot items are ok" \
+	"ok    pgoutput: built into PostgreSQL" "ok    publication: \"$pub\"" \
+	"ok    slot: \"$db\": pgoutput" ", 0 fail"
+if grep -q "wal2json: loadable" "$IT_TEST_DIR/b_check.out"; then
+	not_ok "(b) no wal2json item with pgoutput" "$(cat "$IT_TEST_DIR/b_check.out")"
+else
+	ok "(b) no wal2json item with pgoutput"
+fi
+it_sql "$db" "CREATE TABLE public.t430_other (id int);
+	CREATE PUBLICATION t430_rf FOR TABLE public.outbox WHERE (event_type <> 'x') WITH (publish = 'insert');
+	CREATE PUBLICATION t430_cl FOR TABLE public.outbox (id, aggregate_type, aggregate_id, payload) WITH (publish = 'insert');
+	CREATE PUBLICATION t430_other FOR TABLE public.t430_other;
+	CREATE PUBLICATION t430_noins FOR TABLE public.outbox WITH (publish = 'update')" >/dev/null
+b_fail() { # NAME DESC FAIL_TEXT ARGS...
+	local name=$1 desc=$2 text=$3
+	shift 3
+	run "$name" --config "$cfg" --check "$@"
+	expect_exit "$name" 69 "(b) --check, $desc"
+	expect_in "$name" out "(b) fail item: $desc" "$text" "      fix: "
+}
+b_fail b_nopub "a missing publication" 'fail  publication: "t430_nope" does not exist' \
+	--set slot.publication=t430_nope
+b_fail b_rf "a row filter" 'fail  publication: "t430_rf" has a row filter on public.outbox' \
+	--set slot.publication=t430_rf
+b_fail b_cl "a column list without event_type" \
+	'fail  publication: "t430_cl" leaves out column "event_type" of public.outbox' \
+	--set slot.publication=t430_cl
+# The fix sentences' SQL repairs both, as printed.
+fix_sql() { sed -n 's/^      fix: \(BEGIN;.*COMMIT;\) (adds it back.*/\1/p' "$IT_TEST_DIR/$1.out"; }
+for b in b_rf b_cl; do
+	sql=$(fix_sql $b)
+	if [[ -n $sql ]] && it_sql "$db" "$sql" >"$IT_TEST_DIR/$b.fix" 2>&1; then
+		ok "(b) the fix of $b runs: $sql"
+	else
+		not_ok "(b) the fix of $b runs" "$sql: $(cat "$IT_TEST_DIR/$b.fix")"
+	fi
+done
+run b_fixed --config "$cfg" --check --set slot.publication=t430_rf
+expect_exit b_fixed 0 "(b) --check after the fix (row filter)"
+run b_fixed2 --config "$cfg" --check --set slot.publication=t430_cl
+expect_exit b_fixed2 0 "(b) --check after the fix (column list)"
+b_fail b_other "a publication of another table" \
+	'fail  publication: "t430_other" does not publish public.outbox' \
+	--set slot.publication=t430_other
+b_fail b_noins "a publication without inserts" \
+	'fail  publication: "t430_noins" does not publish inserts' \
+	--set slot.publication=t430_noins
+b_fail b_w2jslot "a wal2json slot with slot.plugin = pgoutput" \
+	"fail  slot: \"$w2j\"" --set slot.name=$w2j
+run b_pgoslot --config "$cfgW" --check --set slot.name=$db
+expect_exit b_pgoslot 69 "(b) --check, a pgoutput slot with slot.plugin = wal2json"
+expect_in b_pgoslot out "(b) fail item names the plugin" "fail  slot: \"$db\"" "pgoutput"
+
+# ---------------------------------------------------------------- (c)
+# Both slots from the same position: the wal2json slot saw the DDL
+# above as empty transactions, which pgoutput does not send.
+it_sql "$db" "SELECT count(pg_replication_slot_advance(slot_name, pg_current_wal_lsn()))
+	FROM pg_replication_slots WHERE slot_name IN ('$db', '$w2j')" >/dev/null
+tag=T430$$
+x1=$(txn "$INS ('$(new_uuid)', '$tag', 'k-1', 'Row', '{\"n\": 1}')" \
+	"$INS ('$(new_uuid)', '$tag', 'k-1', 'Row', '{\"n\": 2}')" \
+	"SELECT outbox_emit('$tag', 'k-1', 'Emitted', '{\"via\": \"emit\"}')" | sed -n 1p)
+x2=$(txn "SELECT outbox_emit('$tag', 'k-2', 'Emitted', '{\"n\": 3}')" \
+	"$INS ('$(new_uuid)', '$tag', 'k-2', 'Row', '{\"n\": 4, \"s\": \"\\u00e9\"}')" | sed -n 1p)
+x3=$(txn "$INS ('$(new_uuid)', '$tag', 'k-3', 'Row', '{\"n\": 5}')" | sed -n 1p)
+it_sql "$db" "INSERT INTO public.t430_other VALUES (1)" >/dev/null
+it_diag "(c) xids $x1 $x2 $x3"
+run c_dry_p --config "$cfg" --dry-run
+expect_exit c_dry_p 0 "(c) --dry-run from the pgoutput slot"
+run c_dry_w --config "$cfgW" --dry-run
+expect_exit c_dry_w 0 "(c) --dry-run from the wal2json slot"
+expect_in c_dry_p err "(c) the summary counts rows and messages" "6 events in 3 transactions"
+dry_same() { # DESC PGO_OUT W2J_OUT
+	py_check "$1" '
+import json, sys
+def load(p):
+    out = []
+    for l in open(p):
+        r = json.loads(l)
+        r["headers"].pop("pg_lsn", None)
+        out.append(r)
+    return out
+p, w = load(sys.argv[1]), load(sys.argv[2])
+assert len(p) == int(sys.argv[3]), (len(p), p)
+assert p == w, (p, w)
+' "$2" "$3" "$4"
+}
+dry_same "(c) the same 6 events, in order, as wal2json (all but pg_lsn)" \
+	"$IT_TEST_DIR/c_dry_p.out" "$IT_TEST_DIR/c_dry_w.out" 6
+
+# ---------------------------------------------------------------- (d)
+# The commit end of x1: the lsn of the wal2json slot's C row of x1.
+end1=$(it_sql "$db" "SELECT lsn FROM pg_logical_slot_peek_changes('$w2j', NULL, NULL,
+	'format-version', '2', 'include-lsn', '1', 'include-xids', '1')
+	WHERE data::jsonb->>'action' = 'C' AND (data::jsonb->>'xid')::bigint = $x1")
+run d_skip_p --config "$cfg" --skip-transaction "$x1" --yes --json
+expect_exit d_skip_p 0 "(d) --skip-transaction on the pgoutput slot"
+run d_skip_w --config "$cfgW" --skip-transaction "$x1" --yes --json
+expect_exit d_skip_w 0 "(d) --skip-transaction on the wal2json slot"
+conf_p=$(it_slot_confirmed "$db" "$db")
+conf_w=$(it_slot_confirmed "$db" "$w2j")
+it_check "(d) both slots at the commit end of $x1 ($end1): pgoutput $conf_p, wal2json $conf_w" \
+	test -n "$end1" -a "$conf_p" = "$end1" -a "$conf_w" = "$end1"
+py_check "(d) both skip 3 events" '
+import json, sys
+for f in sys.argv[1:]:
+    d = json.load(open(f))
+    assert d["skipped_events"] == 3, d
+' "$IT_TEST_DIR/d_skip_p.out" "$IT_TEST_DIR/d_skip_w.out"
+end2=$(it_sql "$db" "SELECT lsn FROM pg_logical_slot_peek_changes('$w2j', NULL, NULL,
+	'format-version', '2', 'include-lsn', '1', 'include-xids', '1')
+	WHERE data::jsonb->>'action' = 'C' AND (data::jsonb->>'xid')::bigint = $x2")
+run d_adv_p --config "$cfg" --advance-slot "$end2" --yes --json
+expect_exit d_adv_p 0 "(d) --advance-slot on the pgoutput slot"
+run d_adv_w --config "$cfgW" --advance-slot "$end2" --yes --json
+expect_exit d_adv_w 0 "(d) --advance-slot on the wal2json slot"
+py_check "(d) both count the 2 events of $x2 and end at $end2" '
+import json, sys
+end = sys.argv[1]
+for f in sys.argv[2:]:
+    d = json.load(open(f))
+    assert d["skipped_events"] == 2 and d["skipped_transactions"] == 1, d
+    assert d["to"] == end, d
+' "$end2" "$IT_TEST_DIR/d_adv_p.out" "$IT_TEST_DIR/d_adv_w.out"
+run d_dry_p --config "$cfg" --dry-run
+run d_dry_w --config "$cfgW" --dry-run
+dry_same "(d) the same 1 event is left pending in both" \
+	"$IT_TEST_DIR/d_dry_p.out" "$IT_TEST_DIR/d_dry_w.out" 1
+
+# ---------------------------------------------------------------- (e)
+run e_status --config "$cfg" --slot-status
+expect_in e_status out "(e) --slot-status names plugin and publication" \
+	"plugin pgoutput, publication $pub"
+
+# ---------------------------------------------------------------- (f)
+end3=$(it_sql "$db" "SELECT lsn FROM pg_logical_slot_peek_changes('$w2j', NULL, NULL,
+	'format-version', '2', 'include-lsn', '1', 'include-xids', '1')
+	WHERE data::jsonb->>'action' = 'C' AND (data::jsonb->>'xid')::bigint = $x3")
+dlqP=t430.dlq.pgo.$$
+dlqW=t430.dlq.w2j.$$
+run f_dlq_p --config "$cfg" --skip-transaction "$x3" --yes --to-dlq "$dlqP"
+expect_exit f_dlq_p 0 "(f) --skip-transaction --to-dlq on the pgoutput slot"
+run f_dlq_w --config "$cfgW" --skip-transaction "$x3" --yes --to-dlq "$dlqW"
+expect_exit f_dlq_w 0 "(f) --skip-transaction --to-dlq on the wal2json slot"
+it_consume_wait "$dlqP" "$IT_TEST_DIR/f_dlq_p.json" 1 20 || true
+it_consume_wait "$dlqW" "$IT_TEST_DIR/f_dlq_w.json" 1 20 || true
+py_check "(f) the same dead-letter record from both, pg_lsn the commit end $end3" '
+import json, sys
+def load(p):
+    out = []
+    for l in open(p):
+        r = json.loads(l)
+        h = r["headers"]
+        out.append((r["key"], r["payload"], dict(zip(h[0::2], h[1::2]))))
+    return out
+p, w = load(sys.argv[1]), load(sys.argv[2])
+assert len(p) == 1 and p == w, (p, w)
+assert p[0][2]["pg_lsn"] == sys.argv[3], p
+assert p[0][2]["dlq_reason"] == "skipped by operator", p
+' "$IT_TEST_DIR/f_dlq_p.json" "$IT_TEST_DIR/f_dlq_w.json" "$end3"
+it_check "(f) both slots at the commit end of $x3" test -n "$end3" -a \
+	"$(it_slot_confirmed "$db" "$db")" = "$end3" -a "$(it_slot_confirmed "$db" "$w2j")" = "$end3"
+
+# ---------------------------------------------------------------- (g)
+txn "$INS ('$(new_uuid)', '$tag', 'k-4', 'Row', '{\"n\": 6}')" \
+	"SELECT outbox_emit('$tag', 'k-4', 'Emitted', '{\"n\": 7}')" >/dev/null
+run g_drop_p --config "$cfg" --drop-slot --yes --json
+expect_exit g_drop_p 0 "(g) --drop-slot on the pgoutput slot"
+run g_drop_w --config "$cfgW" --drop-slot --yes --json
+expect_exit g_drop_w 0 "(g) --drop-slot on the wal2json slot"
+py_check "(g) both count the same 2 unconfirmed events" '
+import json, sys
+p, w = (json.load(open(f)) for f in sys.argv[1:])
+assert p["unconfirmed_events"] == 2 and p["unconfirmed_events_exact"], p
+assert p["unconfirmed_event_ids"] == w["unconfirmed_event_ids"], (p, w)
+' "$IT_TEST_DIR/g_drop_p.out" "$IT_TEST_DIR/g_drop_w.out"
+
+# ---------------------------------------------------------------- (h)
+it_sql "$db" "CREATE SCHEMA t430_part;
+	CREATE TABLE t430_part.p1 (LIKE public.outbox INCLUDING DEFAULTS)" >/dev/null
+cfgS=$IT_TEST_DIR/schema.conf
+it_write_config "$cfgS" "$db" t430_schema slot.plugin=pgoutput \
+	slot.publication=t430_pub_s outbox.table=t430_part.*
+run h_create --config "$cfgS" --create-slot
+expect_exit h_create 0 "(h) --create-slot with outbox.table = schema.*"
+it_check "(h) the publication is FOR TABLES IN SCHEMA t430_part" test \
+	"$(it_sql "$db" "SELECT n.nspname FROM pg_publication_namespace pn
+		JOIN pg_publication p ON p.oid = pn.pnpubid
+		JOIN pg_namespace n ON n.oid = pn.pnnspid WHERE p.pubname = 't430_pub_s'")" = t430_part
+run h_check --config "$cfgS" --check
+expect_exit h_check 0 "(h) --check with outbox.table = schema.*"
+expect_in h_check out "(h) the publication item is ok" 'ok    publication: "t430_pub_s" publishes the inserts into schema t430_part'
+run h_bad --config "$cfgS" --check --set slot.publication=$pub
+expect_exit h_bad 69 "(h) --check, a publication of one table for schema.*"
+expect_in h_bad out "(h) the fail item says the schema must be in it" \
+	"fail  publication: \"$pub\" does not publish schema t430_part"
+it_sql "$db" "INSERT INTO t430_part.p1 (aggregate_type, aggregate_id, event_type, payload)
+	VALUES ('$tag', 'k-5', 'Row', '{}')" >/dev/null
+run h_dry --config "$cfgS" --dry-run
+expect_exit h_dry 0 "(h) --dry-run with outbox.table = schema.*"
+expect_in h_dry err "(h) it counts the partition's row" "1 event in 1 transaction"
+
+# ---------------------------------------------------------------- (i)
+# Events the decoder refuses (a text payload that is not JSON) are
+# events all the same: listed by id and counted, as with wal2json.
+it_sql "$db" "CREATE TABLE t430_part.p2 (LIKE public.outbox INCLUDING DEFAULTS);
+	ALTER TABLE t430_part.p2 ALTER COLUMN payload TYPE text" >/dev/null
+it_sql "$db" "SELECT pg_replication_slot_advance('t430_schema', pg_current_wal_lsn())" >/dev/null
+it_sql "$db" "SELECT pg_create_logical_replication_slot('t430_schema_w', 'wal2json')" >/dev/null
+cfgSW=$IT_TEST_DIR/schema_w2j.conf
+it_write_config "$cfgSW" "$db" t430_schema_w outbox.table=t430_part.*
+bad1=$(new_uuid)
+bad2=$(new_uuid)
+xb1=$(txn "INSERT INTO t430_part.p2 (id, aggregate_type, aggregate_id, event_type, payload)
+	VALUES ('$bad1', '$tag', 'k-6', 'Row', 'not json')" | sed -n 1p)
+txn "INSERT INTO t430_part.p2 (id, aggregate_type, aggregate_id, event_type, payload)
+	VALUES ('$bad2', '$tag', 'k-7', 'Row', 'not json either')" >/dev/null
+run i_dry --config "$cfgS" --dry-run
+expect_exit i_dry 65 "(i) --dry-run stops at the undecodable event"
+expect_in i_dry out "(i) and says why" "not JSON"
+run i_skip_p --config "$cfgS" --skip-transaction "$xb1" --yes --json
+expect_exit i_skip_p 0 "(i) --skip-transaction of it on the pgoutput slot"
+run i_skip_w --config "$cfgSW" --skip-transaction "$xb1" --yes --json
+expect_exit i_skip_w 0 "(i) --skip-transaction of it on the wal2json slot"
+py_check "(i) both name the event by its id" '
+import json, sys
+for f in sys.argv[1:3]:
+    d = json.load(open(f))
+    assert d["skipped_events"] == 1, d
+    assert [e["id"] for e in d["events"]] == [sys.argv[3]], d
+' "$IT_TEST_DIR/i_skip_p.out" "$IT_TEST_DIR/i_skip_w.out" "$bad1"
+target=$(it_current_lsn "$db")
+run i_adv_p --config "$cfgS" --advance-slot "$target" --yes --json
+expect_exit i_adv_p 0 "(i) --advance-slot past the second on the pgoutput slot"
+run i_adv_w --config "$cfgSW" --advance-slot "$target" --yes --json
+expect_exit i_adv_w 0 "(i) --advance-slot past the second on the wal2json slot"
+py_check "(i) both count it and name it" '
+import json, sys
+for f in sys.argv[1:3]:
+    d = json.load(open(f))
+    assert d["skipped_events"] == 1, d
+    assert d["skipped_event_ids"] == [sys.argv[3]], d
+' "$IT_TEST_DIR/i_adv_p.out" "$IT_TEST_DIR/i_adv_w.out" "$bad2"
+
+it_drop_db "$db" >/dev/null 2>&1 || true
+it_sql postgres "DROP ROLE IF EXISTS t430_repl" >/dev/null 2>&1 || true
+it_summary

@@ -34,7 +34,7 @@ static void txn(uint64_t *tokens, int n, int64_t ts, uint64_t end)
 	lsn_begin(&lt, 1, ts, 0);
 	for (int i = 0; i < n; i++)
 		tokens[i] = lsn_event(&lt, 0);
-	lsn_commit(&lt, end);
+	ck_assert(lsn_commit(&lt, end));
 }
 
 static void ack_ok(uint64_t token)
@@ -96,7 +96,7 @@ START_TEST(test_not_before_commit)
 	/* Acked while the transaction is still open: the C record decides. */
 	ack_ok(tok);
 	ck_assert_uint_eq(lsn_confirmable(&lt), 0x100);
-	lsn_commit(&lt, 0x180);
+	ck_assert(lsn_commit(&lt, 0x180));
 	ck_assert_uint_eq(lsn_confirmable(&lt), 0x180);
 }
 END_TEST
@@ -224,7 +224,7 @@ static void txn_id(uint64_t *tokens, int n, int64_t xid, int64_t ts,
 	ck_assert_int_eq(lsn_begin(&lt, xid, ts, end), LSN_PUBLISH);
 	for (int i = 0; i < n; i++)
 		tokens[i] = lsn_event(&lt, 10);
-	lsn_commit(&lt, end);
+	ck_assert(lsn_commit(&lt, end));
 }
 
 START_TEST(test_resume_first_session)
@@ -259,7 +259,7 @@ START_TEST(test_resume_skips_acked)
 	ck_assert_int_eq(resume(0x200, 0x400), LSN_RESUME_VERIFY);
 	ck_assert_uint_eq(lsn_confirmable(&lt), 0x200);
 	ck_assert_int_eq(lsn_begin(&lt, 11, 1001, 0x300), LSN_SKIP);
-	lsn_commit(&lt, 0x300);
+	ck_assert(lsn_commit(&lt, 0x300));
 	ck_assert_uint_eq(lsn_confirmable(&lt), 0x300);
 	ck_assert(lsn_confirm_due(&lt));
 	/* After it: published as usual. */
@@ -289,15 +289,15 @@ START_TEST(test_resume_skips_several)
 
 	ck_assert_int_eq(resume(0x100, 0x300), LSN_RESUME_VERIFY);
 	ck_assert_int_eq(lsn_begin(&lt, 20, 5, 0x200), LSN_SKIP);
-	lsn_commit(&lt, 0x200);
+	ck_assert(lsn_commit(&lt, 0x200));
 	ck_assert_uint_eq(lsn_confirmable(&lt), 0x100);
 	ck_assert(lsn_idle(&lt, 0x2f0)); /* not yet at 0x300: no verdict */
 	ck_assert_uint_eq(lsn_confirmable(&lt), 0x100);
 	ck_assert_int_eq(lsn_begin(&lt, 21, 6, 0x280), LSN_SKIP);
-	lsn_commit(&lt, 0x280);
+	ck_assert(lsn_commit(&lt, 0x280));
 	ck_assert_uint_eq(lsn_confirmable(&lt), 0x100);
 	ck_assert_int_eq(lsn_begin(&lt, 22, 7, 0x300), LSN_SKIP);
-	lsn_commit(&lt, 0x300);
+	ck_assert(lsn_commit(&lt, 0x300));
 	ck_assert_uint_eq(lsn_confirmable(&lt), 0x300);
 	ck_assert_uint_eq(lt.verify.end_lsn, 0);
 }
@@ -317,9 +317,9 @@ START_TEST(test_resume_folded_identity)
 	ck_assert_int_eq(lt.last_commit.xid, 31);
 	ck_assert_int_eq(resume(0x100, 0x300), LSN_RESUME_VERIFY);
 	ck_assert_int_eq(lsn_begin(&lt, 30, 1, 0x200), LSN_SKIP);
-	lsn_commit(&lt, 0x200);
+	ck_assert(lsn_commit(&lt, 0x200));
 	ck_assert_int_eq(lsn_begin(&lt, 31, 2, 0x250), LSN_SKIP);
-	lsn_commit(&lt, 0x250);
+	ck_assert(lsn_commit(&lt, 0x250));
 	ck_assert_uint_eq(lsn_confirmable(&lt), 0x250);
 }
 END_TEST
@@ -472,7 +472,7 @@ START_TEST(test_window_open_txn)
 	}
 	ck_assert_uint_eq(lt.held_events, 1000);
 	ck_assert_uint_eq(lsn_window_events(&lt), 100); /* the unacked ones */
-	lsn_commit(&lt, 0x900);
+	ck_assert(lsn_commit(&lt, 0x900));
 	/* Closed, not confirmable yet: all of it counts now. */
 	ck_assert_uint_eq(lsn_window_events(&lt), 1000);
 }
@@ -493,7 +493,7 @@ START_TEST(test_idle)
 	ck_assert(lsn_idle(&lt, 0x190));
 	ck_assert_uint_eq(lsn_confirmable(&lt), 0x180);
 	a[0] = lsn_event(&lt, 0);
-	lsn_commit(&lt, 0x200);
+	ck_assert(lsn_commit(&lt, 0x200));
 	/* Events in flight: no. */
 	ck_assert(lsn_idle(&lt, 0x280));
 	ck_assert_uint_eq(lsn_confirmable(&lt), 0x180);
@@ -514,7 +514,7 @@ START_TEST(test_event_undo)
 	a[1] = lsn_event(&lt, 0);
 	lsn_event_undo(&lt, a[1], 0); /* produce() failed for the second */
 	ck_assert_uint_eq(lt.inflight, 1);
-	lsn_commit(&lt, 0x100);
+	ck_assert(lsn_commit(&lt, 0x100));
 	ck_assert_uint_eq(lsn_confirmable(&lt), 0x10);
 	ack_ok(a[0]);
 	ck_assert_uint_eq(lsn_confirmable(&lt), 0x100);
@@ -524,7 +524,7 @@ START_TEST(test_event_undo)
 	a[2] = lsn_event(&lt, 0);
 	lsn_event_undo(&lt, a[2], 0);
 	ck_assert_uint_eq(lt.inflight, 0);
-	lsn_commit(&lt, 0x200);
+	ck_assert(lsn_commit(&lt, 0x200));
 	ck_assert_uint_eq(lsn_confirmable(&lt), 0x200);
 }
 END_TEST
@@ -661,7 +661,7 @@ static void property_run(unsigned seed)
 			last_end += 1 + (uint64_t)(rand() % 0x400);
 			t[ntx].end = last_end;
 			t[ntx].committed = true;
-			lsn_commit(&lt, last_end);
+			ck_assert(lsn_commit(&lt, last_end));
 			in_txn = false;
 			ntx++;
 		} else if (!in_txn && nout == 0 && rand() % 4 == 0) {
@@ -774,7 +774,7 @@ static void resume_run(unsigned seed)
 				for (int e = 0; e < w[pos].events; e++)
 					tok[ntok++] = lsn_event(&lt, 1);
 			}
-			lsn_commit(&lt, w[pos].end);
+			ck_assert(lsn_commit(&lt, w[pos].end));
 		}
 		for (int k = 0; k < ntok; k++)
 			if (rand() % 5 != 0)
@@ -825,7 +825,7 @@ static void resume_run(unsigned seed)
 				           "slot before the check", seed);
 				if (v == LSN_REWOUND)
 					break;
-				lsn_commit(&lt, w[pos].end);
+				ck_assert(lsn_commit(&lt, w[pos].end));
 			}
 			prop_check(lt.failed && lt.rewound[0] != '\0',
 			           "seed %u: rewound WAL not detected", seed);

@@ -430,6 +430,149 @@ START_TEST(test_resume_rewound_other_txn)
 }
 END_TEST
 
+/* ---------------------------------------- Begin without its end (pgoutput) */
+
+/* A pgoutput transaction: Begin names the commit by final_lsn (here the
+ * end minus 0x20: a commit record's start), the end comes with the
+ * Commit. */
+static void txn_final(uint64_t *tokens, int n, int64_t xid, int64_t ts,
+                      uint64_t end)
+{
+	ck_assert_int_eq(lsn_begin_final(&lt, xid, ts, end - 0x20), LSN_PUBLISH);
+	for (int i = 0; i < n; i++)
+		tokens[i] = lsn_event(&lt, 10);
+	ck_assert(lsn_commit(&lt, end));
+}
+
+/* The watermark and the commit verification looks for are commit ends
+ * under pgoutput too: Begin's final_lsn only names the transaction. */
+START_TEST(test_final_confirms_commit_ends)
+{
+	uint64_t t[2];
+
+	reset(0x100);
+	txn_final(t, 2, 10, 1000, 0x200);
+	ck_assert_uint_eq(lsn_head(&lt)->own.end_lsn, 0x1e0); /* its key */
+	ack_ok(t[0]);
+	ck_assert_uint_eq(lsn_confirmable(&lt), 0x100);
+	ack_ok(t[1]);
+	ck_assert_uint_eq(lsn_confirmable(&lt), 0x200);
+	ck_assert_uint_eq(lt.last_commit.end_lsn, 0x200);
+	ck_assert_int_eq(lt.last_commit.xid, 10);
+	ck_assert_int_eq(lt.last_commit.commit_ts_us, 1000);
+}
+END_TEST
+
+/* The pgoutput form of test_resume_skips_several: the transactions
+ * acked before a reconnect are skipped on final_lsn alone, the watermark
+ * waits for the commit looked for, checked at its Commit, and what
+ * follows is published. Fed to lsn_begin() with the end 0 that a
+ * pgoutput Begin carries, every transaction would be "before" the
+ * commit looked for: all skipped, forever, nothing published again. */
+START_TEST(test_final_resume_skips_acked)
+{
+	uint64_t t[4];
+
+	reset(0x100);
+	txn_final(t, 1, 20, 5, 0x200);
+	txn_final(t + 1, 1, 21, 6, 0x280);
+	txn_final(t + 2, 1, 22, 7, 0x300);
+	for (int i = 0; i < 3; i++)
+		ack_ok(t[i]);
+	ck_assert_uint_eq(lsn_confirmable(&lt), 0x300);
+	lsn_mark_confirmed(&lt, 0x100); /* none of it reached the server */
+
+	ck_assert_int_eq(resume(0x100, 0x900), LSN_RESUME_VERIFY);
+	ck_assert_uint_eq(lsn_verifying(&lt)->end_lsn, 0x300);
+	ck_assert_int_eq(lsn_begin_final(&lt, 20, 5, 0x1e0), LSN_SKIP);
+	ck_assert(lsn_skipping(&lt));
+	ck_assert(lsn_commit(&lt, 0x200));
+	ck_assert_uint_eq(lsn_confirmable(&lt), 0x100);
+	ck_assert_int_eq(lsn_begin_final(&lt, 21, 6, 0x260), LSN_SKIP);
+	ck_assert(lsn_commit(&lt, 0x280));
+	ck_assert_uint_eq(lsn_confirmable(&lt), 0x100);
+	/* The commit looked for: skipped at its Begin, verified at its
+	 * Commit, which then moves the watermark. */
+	ck_assert_int_eq(lsn_begin_final(&lt, 22, 7, 0x2e0), LSN_SKIP);
+	ck_assert_uint_eq(lsn_confirmable(&lt), 0x100);
+	ck_assert_uint_eq(lsn_verifying(&lt)->end_lsn, 0x300);
+	ck_assert(lsn_commit(&lt, 0x300));
+	ck_assert_uint_eq(lsn_verifying(&lt)->end_lsn, 0);
+	ck_assert_uint_eq(lsn_confirmable(&lt), 0x300);
+	/* Published as usual after it. */
+	ck_assert_int_eq(lsn_begin_final(&lt, 23, 8, 0x3e0), LSN_PUBLISH);
+	ck_assert(!lsn_skipping(&lt));
+	t[3] = lsn_event(&lt, 10);
+	ck_assert(lsn_commit(&lt, 0x400));
+	ack_ok(t[3]);
+	ck_assert_uint_eq(lsn_confirmable(&lt), 0x400);
+}
+END_TEST
+
+/* A keepalive while the commit looked for is being read (its Begin came,
+ * its Commit not yet) carries a position before that commit: no false
+ * "rewound". */
+START_TEST(test_final_keepalive_inside_verified_txn)
+{
+	uint64_t t[1];
+
+	reset(0x100);
+	txn_final(t, 1, 30, 1, 0x300);
+	ack_ok(t[0]);
+	ck_assert_int_eq(resume(0x100, 0x900), LSN_RESUME_VERIFY);
+	ck_assert_int_eq(lsn_begin_final(&lt, 30, 1, 0x2e0), LSN_SKIP);
+	ck_assert(lsn_idle(&lt, 0x2e0));
+	ck_assert(lsn_commit(&lt, 0x300));
+	ck_assert_uint_eq(lsn_confirmable(&lt), 0x300);
+	ck_assert(!lt.failed);
+}
+END_TEST
+
+/* The pgoutput form of test_resume_rewound_other_txn: each way the WAL
+ * can differ is caught, at the Begin when final_lsn is already past the
+ * end looked for, else at the Commit; the watermark stays at the slot. */
+START_TEST(test_final_rewound)
+{
+	uint64_t t[1];
+
+	for (int variant = 0; variant < 5; variant++) {
+		lsn_free(&lt);
+		lsn_init(&lt);
+		reset(0x100);
+		txn_final(t, 1, 70, 1, 0x300);
+		ack_ok(t[0]);
+		ck_assert_int_eq(resume(0x100, 0x900), LSN_RESUME_VERIFY);
+		switch (variant) {
+		case 0: /* same place, another xid */
+			ck_assert_int_eq(lsn_begin_final(&lt, 71, 1, 0x2e0), LSN_SKIP);
+			ck_assert(!lsn_commit(&lt, 0x300));
+			break;
+		case 1: /* same place and xid, another commit time */
+			ck_assert_int_eq(lsn_begin_final(&lt, 70, 9, 0x2e0), LSN_SKIP);
+			ck_assert(!lsn_commit(&lt, 0x300));
+			break;
+		case 2: /* starts before the end looked for, ends past it */
+			ck_assert_int_eq(lsn_begin_final(&lt, 70, 1, 0x2e0), LSN_SKIP);
+			ck_assert(!lsn_commit(&lt, 0x320));
+			break;
+		case 3: /* starts at that end: the commit never came */
+			ck_assert_int_eq(lsn_begin_final(&lt, 70, 1, 0x300),
+			                 LSN_REWOUND);
+			break;
+		case 4: /* a keepalive past it */
+			ck_assert(!lsn_idle(&lt, 0x300));
+			break;
+		}
+		ck_assert(lt.failed);
+		ck_assert_uint_eq(lsn_confirmable(&lt), 0x100);
+		ck_assert_ptr_nonnull(strstr(lt.rewound, "0/300"));
+		/* Nothing later moves it either. */
+		ck_assert(!lsn_idle(&lt, 0x900));
+		ck_assert_uint_eq(lsn_confirmable(&lt), 0x100);
+	}
+}
+END_TEST
+
 /* A stuck event at the head holds every later transaction's events in
  * the window, acked or not, until it is acked. */
 START_TEST(test_held_window)
@@ -882,6 +1025,10 @@ Suite *lsn_tracker_suite(void)
 	tcase_add_test(ex, test_resume_wal_behind);
 	tcase_add_test(ex, test_resume_other_system);
 	tcase_add_test(ex, test_resume_rewound_other_txn);
+	tcase_add_test(ex, test_final_confirms_commit_ends);
+	tcase_add_test(ex, test_final_resume_skips_acked);
+	tcase_add_test(ex, test_final_keepalive_inside_verified_txn);
+	tcase_add_test(ex, test_final_rewound);
 	tcase_add_test(ex, test_held_window);
 	tcase_add_test(ex, test_window_open_txn);
 	tcase_add_test(ex, test_idle);

@@ -179,7 +179,12 @@ void ev_next_at(const struct stream_spec *ss, struct pgo_state *pgo,
 	int rc;
 
 	memset(out, 0, sizeof(*out));
-	if (ss->plugin == SS_PLUGIN_PGOUTPUT)
+	if (ss->plugin == SS_PLUGIN_PGOUTPUT && pgo == NULL) {
+		/* A caller's bug, not the data's: refused, never guessed. */
+		snprintf(err, sizeof(err), "internal: a pgoutput record read "
+		         "without the stream's relation cache");
+		rc = -1;
+	} else if (ss->plugin == SS_PLUGIN_PGOUTPUT)
 		rc = pgo_decode(pgo, data, len, wal_start, &out->rec, err,
 		                sizeof(err));
 	else

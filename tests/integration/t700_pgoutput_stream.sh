@@ -70,8 +70,8 @@ events() { # N TAG: N one-event transactions, every third an outbox_emit()
 }
 
 # ------------------------------------------------------------------ (a)
-it_write_config "$conf" "$db" outbox.emit.prefix=outbox heartbeat.interval.ms=300 \
-	watchdog.interval.ms=300 status.interval.ms=10000 status.min.interval.ms=10000 \
+it_write_config "$conf" "$db" outbox.emit.prefix=outbox heartbeat.interval.ms=500 \
+	watchdog.interval.ms=500 status.interval.ms=10000 status.min.interval.ms=10000 \
 	reconnect.backoff.ms=100 reconnect.backoff.max.ms=500 stats.interval.ms=1000
 it_start_relay "$conf" "$log"
 relay=$IT_RELAY_PID

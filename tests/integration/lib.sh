@@ -38,9 +38,9 @@
 #   it_create_slot DB SLOT           a RELAY_PLUGIN slot in DB (pgoutput:
 #                                    creates outbox_pub on public.outbox
 #                                    first if DB has none)
-#   it_publish DB TABLE...           pgoutput: adds each TABLE (SQL, as
-#                                    written after ADD TABLE) to outbox_pub;
-#                                    nothing with wal2json
+#   it_publish DB WHAT...            pgoutput: ALTER PUBLICATION outbox_pub
+#                                    ADD WHAT ("TABLE x.y", "TABLES IN
+#                                    SCHEMA x"); nothing with wal2json
 #   it_wal2json_only REASON          under RELAY_PLUGIN=pgoutput: one SKIP
 #                                    with REASON, and the test ends there
 #   it_drop_db NAME                  drops the db and every slot in it
@@ -285,7 +285,7 @@ it_publish() {
 	shift
 	[[ $RELAY_PLUGIN == pgoutput ]] || return 0
 	for t in "$@"; do
-		it_sql "$db" "ALTER PUBLICATION $IT_PUBLICATION ADD TABLE $t" \
+		it_sql "$db" "ALTER PUBLICATION $IT_PUBLICATION ADD $t" \
 			>/dev/null || return 1
 	done
 }

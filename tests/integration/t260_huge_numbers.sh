@@ -160,6 +160,7 @@ it_sql "$db" "CREATE SCHEMA t260;
 		aggregate_type text NOT NULL, aggregate_id text NOT NULL,
 		event_type text NOT NULL, payload text NOT NULL, amount numeric)"
 it_create_slot "$db" "$slot2"
+it_publish "$db" "TABLES IN SCHEMA t260"
 conf2=$IT_TEST_DIR/relay2.conf
 log2=$IT_TEST_DIR/relay2.log
 it_write_config "$conf2" "$db" "$slot2" status.interval.ms=500 \

@@ -149,15 +149,30 @@ void health_window_add(struct health_window *w, int64_t t_us, int64_t bytes);
  * than two samples or a shrinking slot. */
 double health_window_rate(const struct health_window *w);
 
+#define HEALTH_MAX_REASONS 12
+#define HEALTH_REASON_LEN 320
+
 struct health_eval {
 	enum health_state state;
-	char reasons[512];          /* "; "-separated, "" when ok */
+	/* Worst first, each one NUL-terminated and whole (a reason is never
+	 * joined into a shared buffer and split again: its own "; " stays). */
+	size_t nreasons;            /* 0 when ok */
+	char reason[HEALTH_MAX_REASONS][HEALTH_REASON_LEN];
 	double growth_bytes_per_s;
 	double eta_seconds;         /* until the slot is lost or the budget is
 	                             * used up; -1 when not growing or unknown */
 	double outbox_lag_seconds;  /* age of the oldest unacked event */
 	double since_confirm_seconds; /* while events are pending; else 0 */
 };
+
+/* Appends one reason (tests and tools that build a snapshot by hand);
+ * beyond HEALTH_MAX_REASONS it is dropped. */
+void health_reason_add(struct health_eval *ev, const char *fmt, ...)
+	RELAY_PRINTF(2, 3);
+
+/* The reasons as one line for the log, /readyz and the CLI: joined by
+ * "; ", ending in "..." when len is too short. buf is "" when ok. */
+void health_reasons_join(const struct health_eval *ev, char *buf, size_t len);
 
 /* Computes state and reasons. now_us is wall clock. */
 void health_evaluate(const struct slot_figures *sf,

@@ -446,22 +446,15 @@ char *alert_render(const struct health_snapshot *s, enum health_state prev)
 {
 	json_t *root = json_object(), *reasons = json_array();
 	json_t *fig = json_object();
-	char buf[sizeof(s->eval.reasons)], at[40], lsn[32];
-	const char *p;
+	char at[40], lsn[32];
 	char *out;
 
-	/* Reasons are "; "-separated in the snapshot; one array item each. */
-	memcpy(buf, s->eval.reasons, sizeof(buf));
-	buf[sizeof(buf) - 1] = '\0';
-	p = buf;
-	while (*p != '\0') {
-		const char *end = strstr(p, "; ");
-		size_t n = end ? (size_t)(end - p) : strlen(p);
-		char *item = xstrndup(p, n);
-		if (n > 0)
+	/* One array item a reason, as the evaluation wrote it. */
+	for (size_t i = 0; i < s->eval.nreasons && i < HEALTH_MAX_REASONS; i++) {
+		char *item = xstrndup(s->eval.reason[i], sizeof(s->eval.reason[i]));
+		if (item[0] != '\0')
 			json_array_append_new(reasons, jstr(item));
 		free(item);
-		p += n + (end ? 2 : 0);
 	}
 
 	format_rfc3339(s->now_us > 0 ? s->now_us : now_wall_us(), at, sizeof(at));

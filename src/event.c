@@ -165,30 +165,11 @@ static void message(const struct stream_spec *ss, const struct ev_txn *txn,
 	}
 }
 
-void ev_next(const struct stream_spec *ss, const char *line, size_t len,
-             struct ev_txn *txn, struct ev_record *out)
+/* The verdict on a record that decode (rc, err) left in out->rec. */
+static void judge(const struct stream_spec *ss, int rc, const char *err,
+                  const char *data, size_t len, struct ev_txn *txn,
+                  struct ev_record *out)
 {
-	ev_next_at(ss, NULL, line, len, 0, txn, out);
-}
-
-void ev_next_at(const struct stream_spec *ss, struct pgo_state *pgo,
-                const char *data, size_t len, uint64_t wal_start,
-                struct ev_txn *txn, struct ev_record *out)
-{
-	char err[1024];
-	int rc;
-
-	memset(out, 0, sizeof(*out));
-	if (ss->plugin == SS_PLUGIN_PGOUTPUT && pgo == NULL) {
-		/* A caller's bug, not the data's: refused, never guessed. */
-		snprintf(err, sizeof(err), "internal: a pgoutput record read "
-		         "without the stream's relation cache");
-		rc = -1;
-	} else if (ss->plugin == SS_PLUGIN_PGOUTPUT)
-		rc = pgo_decode(pgo, data, len, wal_start, &out->rec, err,
-		                sizeof(err));
-	else
-		rc = w2j_decode(data, len, &ss->w2j, &out->rec, err, sizeof(err));
 	if (rc < 0) {
 		memset(&out->rec, 0, sizeof(out->rec));
 		out->rec.xid = -1;
@@ -229,4 +210,36 @@ void ev_next_at(const struct stream_spec *ss, struct pgo_state *pgo,
 		out->kind = EV_SKIP;
 		return;
 	}
+}
+
+void ev_next(const struct stream_spec *ss, const char *line, size_t len,
+             struct ev_txn *txn, struct ev_record *out)
+{
+	char err[1024];
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	rc = w2j_decode(line, len, &ss->w2j, &out->rec, err, sizeof(err));
+	judge(ss, rc, err, line, len, txn, out);
+}
+
+void ev_next_at(const struct stream_spec *ss, struct pgo_state *pgo,
+                const char *data, size_t len, uint64_t wal_start,
+                struct ev_txn *txn, struct ev_record *out)
+{
+	char err[1024];
+	int rc = -1;
+
+	if (ss->plugin != SS_PLUGIN_PGOUTPUT) {
+		ev_next(ss, data, len, txn, out);
+		return;
+	}
+	memset(out, 0, sizeof(*out));
+	if (pgo == NULL)
+		snprintf(err, sizeof(err), "pgoutput record without a decoder "
+		         "state (a bug: please report)");
+	else
+		rc = pgo_decode(pgo, data, len, wal_start, &out->rec, err,
+		                sizeof(err));
+	judge(ss, rc, err, data, len, txn, out);
 }

@@ -310,28 +310,50 @@ static void slot_rules(struct rules *rs, const struct slot_figures *sf,
 }
 
 /* Worst first, so that the first reason explains the state and a
- * truncated list loses the least important ones. */
-static void join_reasons(const struct rules *rs, char *buf, size_t len)
+ * one-line rendering cut short loses the least important ones. */
+static void sort_reasons(const struct rules *rs, struct health_eval *out)
+{
+	out->nreasons = 0;
+	for (int sev = HEALTH_FATAL; sev > HEALTH_OK; sev--)
+		for (size_t i = 0; i < rs->n; i++)
+			if ((int)rs->sev[i] == sev)
+				memcpy(out->reason[out->nreasons++], rs->text[i],
+				       sizeof(out->reason[0]));
+}
+
+void health_reason_add(struct health_eval *ev, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (ev->nreasons >= HEALTH_MAX_REASONS)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(ev->reason[ev->nreasons], sizeof(ev->reason[0]), fmt, ap);
+	va_end(ap);
+	ev->nreasons++;
+}
+
+void health_reasons_join(const struct health_eval *ev, char *buf, size_t len)
 {
 	static const char ellipsis[] = "...";
-	size_t used = 0;
+	size_t used = 0, n = ev->nreasons;
 
+	if (len == 0)
+		return;
 	buf[0] = '\0';
-	for (int sev = HEALTH_FATAL; sev > HEALTH_OK; sev--) {
-		for (size_t i = 0; i < rs->n; i++) {
-			int n;
-			if ((int)rs->sev[i] != sev)
-				continue;
-			n = snprintf(buf + used, len - used, "%s%s",
-			             used > 0 ? "; " : "", rs->text[i]);
-			if (n < 0 || (size_t)n >= len - used) {
-				/* Truncated: mark it. */
+	if (n > HEALTH_MAX_REASONS)
+		n = HEALTH_MAX_REASONS;
+	for (size_t i = 0; i < n; i++) {
+		int w = snprintf(buf + used, len - used, "%s%.*s",
+		                 used > 0 ? "; " : "",
+		                 (int)sizeof(ev->reason[0]), ev->reason[i]);
+		if (w < 0 || (size_t)w >= len - used) {
+			if (len >= sizeof(ellipsis))
 				memcpy(buf + len - sizeof(ellipsis), ellipsis,
 				       sizeof(ellipsis));
-				return;
-			}
-			used += (size_t)n;
+			return;
 		}
+		used += (size_t)w;
 	}
 }
 
@@ -352,10 +374,6 @@ void health_evaluate(const struct slot_figures *sf,
 
 	if (rf->state == RELAY_PHASE_FAIL_STOPPED) {
 		fixed_str(reason, sizeof(reason), rf->reason, sizeof(rf->reason));
-		/* Keep "; " the reasons' separator (/slot splits on it). */
-		for (char *c = reason; *c != '\0'; c++)
-			if (*c == ';')
-				*c = ',';
 		rule(&rs, HEALTH_CRITICAL, "relay fail-stopped: %s",
 		     reason[0] != '\0' ? reason : "no reason recorded");
 	}
@@ -396,7 +414,7 @@ void health_evaluate(const struct slot_figures *sf,
 	}
 
 	out->state = rs.worst;
-	join_reasons(&rs, out->reasons, sizeof(out->reasons));
+	sort_reasons(&rs, out);
 }
 
 /* ---- /slot JSON -------------------------------------------------------- */
@@ -636,20 +654,11 @@ char *health_render_slot_json(const struct health_snapshot *s, bool pretty)
 {
 	const struct health_eval *ev = &s->eval;
 	json_t *root = json_object(), *reasons = json_array();
-	const char *p, *end;
 	char *out;
-	char reasons_copy[sizeof(ev->reasons) + 1];
 
-	fixed_str(reasons_copy, sizeof(reasons_copy), ev->reasons,
-	          sizeof(ev->reasons));
-	p = reasons_copy;
-	while (*p != '\0') {
-		end = strstr(p, "; ");
-		if (end == NULL)
-			end = p + strlen(p);
-		json_array_append_new(reasons, json_stringn(p, (size_t)(end - p)));
-		p = *end != '\0' ? end + 2 : end;
-	}
+	for (size_t i = 0; i < ev->nreasons && i < HEALTH_MAX_REASONS; i++)
+		json_array_append_new(reasons, j_str_fixed(ev->reason[i],
+		                                           sizeof(ev->reason[i])));
 
 	json_object_set_new(root, "slot",
 	                    j_str_fixed(s->slot_name, sizeof(s->slot_name)));

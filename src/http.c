@@ -154,7 +154,10 @@ static struct health_snapshot *snapshot_copy(struct http_server *h)
 	/* Strings rendered below must end inside their arrays whatever the
 	 * publisher wrote. */
 	s->relay.reason[sizeof(s->relay.reason) - 1] = '\0';
-	s->eval.reasons[sizeof(s->eval.reasons) - 1] = '\0';
+	if (s->eval.nreasons > HEALTH_MAX_REASONS)
+		s->eval.nreasons = HEALTH_MAX_REASONS;
+	for (size_t i = 0; i < s->eval.nreasons; i++)
+		s->eval.reason[i][sizeof(s->eval.reason[i]) - 1] = '\0';
 	return s;
 }
 
@@ -190,6 +193,7 @@ static void route_readyz(struct http_server *h, struct MHD_Connection *c,
                          struct reply *r)
 {
 	struct health_snapshot *s = snapshot_copy(h);
+	char reasons[1024];
 	bool standby;
 
 	if (s == NULL) {
@@ -197,7 +201,8 @@ static void route_readyz(struct http_server *h, struct MHD_Connection *c,
 		return;
 	}
 	one_line(s->relay.reason);
-	one_line(s->eval.reasons);
+	health_reasons_join(&s->eval, reasons, sizeof(reasons));
+	one_line(reasons);
 	standby = s->relay.state == RELAY_PHASE_STANDBY;
 	if (s->relay.state == RELAY_PHASE_FAIL_STOPPED)
 		reply_text(r, MHD_HTTP_SERVICE_UNAVAILABLE, "fail-stopped: %s\n",
@@ -222,7 +227,7 @@ static void route_readyz(struct http_server *h, struct MHD_Connection *c,
 		           (long long)(s->relay.kafka_contact_age_us / 1000000));
 	else if (!state_is_healthy(s->eval.state))
 		reply_text(r, MHD_HTTP_SERVICE_UNAVAILABLE, "slot %s: %s\n",
-		           health_state_name(s->eval.state), s->eval.reasons);
+		           health_state_name(s->eval.state), reasons);
 	else if (standby && s->slot.valid && s->slot.active &&
 	         s->slot.active_pid > 0)
 		reply_text(r, MHD_HTTP_OK, "standby: slot held by another process "

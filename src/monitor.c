@@ -89,13 +89,14 @@ void mon_poke(struct monitor *m)
 static void report_change(struct monitor *m, enum health_state prev)
 {
 	const struct health_eval *e = &m->snap.eval;
+	char reasons[2048];
 	enum log_level lvl = e->state == HEALTH_OK ? LOG_LVL_INFO
 	                     : e->state == HEALTH_WARN ? LOG_LVL_WARN
 	                                               : LOG_LVL_ERROR;
 
+	health_reasons_join(e, reasons, sizeof(reasons));
 	log_msg(lvl, "slot health %s -> %s%s%s", health_state_name(prev),
-	        health_state_name(e->state), e->reasons[0] ? ": " : "",
-	        e->reasons);
+	        health_state_name(e->state), reasons[0] ? ": " : "", reasons);
 	if (m->alert != NULL) {
 		char *body = alert_render(&m->snap, prev);
 		alert_post(m->alert, body);

@@ -12,11 +12,11 @@ static void print_text(const struct health_snapshot *s)
 {
 	const struct slot_figures *f = &s->slot;
 	const char *ws = wal_status_name(f->wal_status);
-	char a[32], b[32];
+	char a[32], b[32], reasons[2048];
 
+	health_reasons_join(&s->eval, reasons, sizeof(reasons));
 	printf("slot \"%s\": %s%s%s\n", s->slot_name,
-	       health_state_name(s->eval.state), s->eval.reasons[0] ? ": " : "",
-	       s->eval.reasons);
+	       health_state_name(s->eval.state), reasons[0] ? ": " : "", reasons);
 	if (!f->slot_exists) {
 		printf("  server WAL at " LSN_FMT "\n", LSN_ARGS(f->current_lsn));
 		return;

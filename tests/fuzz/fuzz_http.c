@@ -81,7 +81,8 @@ static void publish(void)
 	s.relay.kafka_queue_msgs = -1;
 	s.relay.events_received = 12;
 	s.eval.state = HEALTH_WARN;
-	snprintf(s.eval.reasons, sizeof(s.eval.reasons), "a \"quoted\"\treason");
+	health_reason_add(&s.eval, "a \"quoted\"\treason");
+	health_reason_add(&s.eval, "and a second; with a semicolon");
 	s.eval.eta_seconds = -1;
 	s.ntopics = 2;
 	snprintf(s.topics[0], sizeof(s.topics[0]), "outbox.event.order");

@@ -251,8 +251,8 @@ static void snap_init(struct health_snapshot *s)
 	s->relay.confirmed_lsn = 0x16B374D848ULL;
 	s->relay.inflight_events = 17;
 	s->eval.state = HEALTH_CRITICAL;
-	snprintf(s->eval.reasons, sizeof(s->eval.reasons),
-	         "retained WAL 9.0 GiB >= critical 8.0 GiB; wal_status unreserved");
+	health_reason_add(&s->eval, "retained WAL 9.0 GiB >= critical 8.0 GiB");
+	health_reason_add(&s->eval, "wal_status unreserved");
 	s->eval.eta_seconds = 420.5;
 	s->eval.outbox_lag_seconds = 12.25;
 	s->now_us = 1700000000123456LL; /* 2023-11-14T22:13:20.123456Z */
@@ -359,7 +359,7 @@ START_TEST(test_render_unknowns)
 	snap_init(&s);
 	s.slot.valid = false;
 	s.eval.state = HEALTH_OK;
-	s.eval.reasons[0] = '\0';
+	s.eval.nreasons = 0;
 	s.eval.eta_seconds = -1;
 	s.eval.outbox_lag_seconds = INFINITY;
 	s.relay.confirmed_lsn = 0;

@@ -100,10 +100,13 @@ static void eval(double growth)
 	health_evaluate(&sf, &rf, &th, growth, NOW_US, &ev);
 }
 
+static char joined[4096];
+
 #define ck_state(want, text)                                                 \
 	do {                                                                     \
 		ck_assert_str_eq(health_state_name(ev.state), health_state_name(want)); \
-		ck_assert_str_eq(ev.reasons, text);                                  \
+		health_reasons_join(&ev, joined, sizeof(joined));                    \
+		ck_assert_str_eq(joined, text);                                      \
 	} while (0)
 
 /* ---- states and thresholds --------------------------------------------- */
@@ -305,9 +308,10 @@ START_TEST(test_fail_stopped)
 	snprintf(rf.reason, sizeof(rf.reason),
 	         "poison event at 16/B3000000; topic missing");
 	eval(0);
-	/* The reason's ';' becomes ',' so "; " stays the separator. */
+	/* The relay's own words, semicolon and all: one reason. */
 	ck_state(HEALTH_CRITICAL,
-	         "relay fail-stopped: poison event at 16/B3000000, topic missing");
+	         "relay fail-stopped: poison event at 16/B3000000; topic missing");
+	ck_assert_uint_eq(ev.nreasons, 1);
 
 	rf.reason[0] = '\0';
 	eval(0);
@@ -373,9 +377,12 @@ START_TEST(test_threshold_zero_disables)
 }
 END_TEST
 
+/* Every reason fits its own slot (a reason longer than that is cut
+ * there, never another dropped), worst first; only the one-line join
+ * into a short buffer ends in "...". */
 START_TEST(test_reasons_truncated)
 {
-	char *r;
+	char *r, small[128];
 	size_t n;
 
 	rf.state = RELAY_PHASE_FAIL_STOPPED;
@@ -388,10 +395,16 @@ START_TEST(test_reasons_truncated)
 	rf.last_confirm_us = NOW_US - 600 * SEC;
 	eval(0);
 	ck_assert_int_eq(ev.state, HEALTH_FATAL);
-	r = ev.reasons;
-	n = strnlen(r, sizeof(ev.reasons));
-	ck_assert_uint_lt(n, sizeof(ev.reasons));
-	ck_assert_uint_eq(n, sizeof(ev.reasons) - 1);
+	ck_assert_uint_ge(ev.nreasons, 6);
+	ck_assert_msg(strncmp(ev.reason[0], "slot lost:", 10) == 0, "%s",
+	              ev.reason[0]);
+	for (size_t i = 0; i < ev.nreasons; i++)
+		ck_assert_uint_lt(strnlen(ev.reason[i], sizeof(ev.reason[i])),
+		                  sizeof(ev.reason[i]));
+	health_reasons_join(&ev, small, sizeof(small));
+	r = small;
+	n = strlen(r);
+	ck_assert_uint_eq(n, sizeof(small) - 1);
 	ck_assert_str_eq(r + n - 3, "...");
 	ck_assert_msg(strncmp(r, "slot lost:", 10) == 0, "%s", r);
 }
@@ -644,6 +657,55 @@ static json_t *render_parse(const struct health_snapshot *s, bool pretty)
 	free(txt);
 	return root;
 }
+
+/* Every reason is one item, as written: a fail-stop reason keeps its
+ * semicolons, and six long reasons at once are all there, none cut.
+ * (They were joined with "; " into 512 bytes and split again: the
+ * reason's ';' became ',' and the list ended in "..." here.) */
+START_TEST(test_slot_json_reasons_whole)
+{
+	static struct health_snapshot s;
+	static const char why[] = "kafka: event id e-1 at LSN 0/16B3F28 refused "
+		"(Broker: Message size too large); set kafka.message.max.bytes "
+		"above 1048588 or shrink the payload";
+	char want[400];
+	json_t *root, *r;
+	size_t n;
+
+	full_snapshot(&s);
+	s.relay.state = RELAY_PHASE_FAIL_STOPPED;
+	snprintf(s.relay.reason, sizeof(s.relay.reason), "%s", why);
+	s.relay.kafka_failures = 3;
+	s.relay.kafka_failures_max = 5;
+	s.relay.kafka_failure_lsn = 0x16B3F28;
+	s.slot.wal_status = WAL_STATUS_LOST;
+	s.slot.retained_bytes = 5 * GiB;
+	s.slot.confirmed_lag_bytes = 5 * GiB;
+	s.relay.inflight_events = 1;
+	s.relay.oldest_pending_commit_us = NOW_US - 600 * SEC;
+	s.relay.last_confirm_us = NOW_US - 600 * SEC;
+	health_evaluate(&s.slot, &s.relay, &s.thresholds, 0, s.now_us, &s.eval);
+	root = render_parse(&s, false);
+	r = jpath(root, "reasons");
+	n = json_array_size(r);
+	ck_assert_uint_ge(n, 6);
+	/* Worst first. */
+	ck_assert_int_eq(strncmp(json_string_value(json_array_get(r, 0)),
+	                         "slot lost", 9), 0);
+	snprintf(want, sizeof(want), "relay fail-stopped: %s", why);
+	for (size_t i = 0; i < n; i++) {
+		const char *it = json_string_value(json_array_get(r, i));
+		size_t l = strlen(it);
+		ck_assert_msg(l < 3 || strcmp(it + l - 3, "...") != 0, "cut: %s", it);
+		if (strncmp(it, "relay fail-stopped", 18) == 0) {
+			ck_assert_str_eq(it, want);
+			want[0] = '\0';
+		}
+	}
+	ck_assert_msg(want[0] == '\0', "no whole fail-stop reason");
+	json_decref(root);
+}
+END_TEST
 
 START_TEST(test_slot_json_fields)
 {
@@ -1702,6 +1764,7 @@ Suite *health_suite(void)
 	suite_add_tcase(s, tw);
 
 	tcase_add_test(tj, test_slot_json_fields);
+	tcase_add_test(tj, test_slot_json_reasons_whole);
 	tcase_add_test(tj, test_slot_json_optional_values);
 	tcase_add_test(tj, test_slot_json_no_slot);
 	suite_add_tcase(s, tj);

@@ -239,7 +239,9 @@ static void snap_init(struct health_snapshot *s, enum health_state st)
 	s->relay.broker_rtt_us = -1;
 	s->relay.kafka_queue_msgs = -1;
 	s->eval.state = st;
-	snprintf(s->eval.reasons, sizeof(s->eval.reasons), "%s", reasons[st]);
+	s->eval.nreasons = 0;
+	if (reasons[st][0] != '\0')
+		health_reason_add(&s->eval, "%s", reasons[st]);
 	s->eval.eta_seconds = -1;
 	s->now_us = now_wall_us();
 }

@@ -5,6 +5,7 @@
 #                    fuzz-regress and integration
 #   make unit        unit tests only (needs the -dev packages, no apt)
 #   make integration integration tests only (needs the servers, no apt)
+#   make integration-pgoutput  the same with slot.plugin = pgoutput
 #   make boundaries  the module boundary rules (tests/lint/boundaries.sh)
 #   make demo        install what is missing, run the relay end to end
 #   make image       the container image (deploy/docker/), with buildah on a
@@ -71,7 +72,7 @@ MAIN_OBJ := $(BUILD)/obj/main.o
 UNIT_SRCS := $(wildcard tests/unit/*.c)
 UNIT_OBJS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/obj/unit/%.o)
 
-.PHONY: all deps check unit integration boundaries demo bench-smoke \
+.PHONY: all deps check unit integration integration-pgoutput boundaries demo bench-smoke \
         bench-decode bench bench-full bench-deps clean install \
         reliability soak image check-image check-deploy \
         fuzz fuzz-build fuzz-regress check-asan check-valgrind lint
@@ -124,6 +125,13 @@ unit: $(BUILD)/unit-tests
 
 integration: all $(BUILD)/kafka-mock $(BUILD)/tcp-proxy
 	tests/integration/run.sh
+
+# The same suite with every relay and slot on pgoutput (a publication
+# made before each slot); tests that only mean something with wal2json
+# skip with the reason printed. Not part of make check: it doubles the
+# suite's time.
+integration-pgoutput: all $(BUILD)/kafka-mock $(BUILD)/tcp-proxy
+	RELAY_PLUGIN=pgoutput tests/integration/run.sh
 
 # One copy of each rule: who may call whom (docs/design.md), by grep.
 boundaries:

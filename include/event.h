@@ -35,7 +35,12 @@ enum ev_kind {
 struct ev_txn {
 	bool open;              /* between B and C */
 	int64_t xid;            /* the latest B's; -1 before the first */
-	uint64_t commit_lsn;    /* its commit end (B's nextlsn) */
+	uint64_t commit_lsn;    /* its commit end (B's nextlsn); 0 for
+	                         * pgoutput, whose Begin does not carry it */
+	uint64_t header_lsn;    /* what its events' pg_lsn header says: the
+	                         * commit end where B carries it (wal2json),
+	                         * else the commit LSN (pgoutput's final_lsn,
+	                         * where the commit record starts) */
 };
 
 /* An outbox event as it is produced. Strings borrowed from the

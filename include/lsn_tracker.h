@@ -41,7 +41,12 @@ struct lsn_txn {
 	uint64_t seq;          /* global transaction sequence (ack token) */
 	uint64_t end_lsn;      /* commit end; 0 until the C record */
 	int64_t commit_ts_us;  /* commit time, for latency figures */
-	struct lsn_commit_id own;    /* this transaction (end from its B) */
+	struct lsn_commit_id own;    /* this transaction as its B named it:
+	                        * end_lsn is the commit end (wal2json), or
+	                        * the commit LSN where B carries no end
+	                        * (pgoutput's final_lsn, lsn_begin_final()).
+	                        * Either orders transactions the same way;
+	                        * the relay's logs and replay ranges use it */
 	struct lsn_commit_id newest; /* newest commit folded into this entry */
 	uint64_t pending;      /* events produced and not yet acked */
 	uint64_t events;       /* events produced (acked or not) */
@@ -82,6 +87,9 @@ struct lsn_tracker {
 	bool in_txn;           /* between B and C */
 	bool cur_has_events;   /* current transaction has a ring entry */
 	bool cur_skip;         /* current transaction is being skipped */
+	bool cur_check;        /* its B had no end LSN and it may be the
+	                        * commit verification looks for: decided at
+	                        * its C (lsn_begin_final()) */
 	struct lsn_commit_id cur; /* the current transaction (from its B) */
 
 	uint64_t received_lsn; /* highest LSN seen in the stream */
@@ -131,6 +139,18 @@ enum lsn_resume lsn_resume(struct lsn_tracker *lt, const struct lsn_server *srv)
 enum lsn_verdict lsn_begin(struct lsn_tracker *lt, int64_t xid,
                            int64_t commit_ts_us, uint64_t end_lsn);
 
+/* The same for a B record that names the commit by its commit LSN
+ * (final_lsn: where the commit record starts) instead of its end, as
+ * pgoutput's Begin does; the end comes with lsn_commit(). Commits are
+ * totally ordered in the WAL and a commit record's start and end have no
+ * other record boundary between them, so "final_lsn < the end looked
+ * for" holds exactly when "end <= the end looked for": the decision to
+ * skip is the same as lsn_begin()'s. Only the identity (end LSN, xid,
+ * commit time) of the commit looked for waits for its C, where
+ * lsn_commit() checks it. */
+enum lsn_verdict lsn_begin_final(struct lsn_tracker *lt, int64_t xid,
+                                 int64_t commit_ts_us, uint64_t final_lsn);
+
 /* One event of the current transaction, of `bytes` key + value bytes, is
  * about to be produced. Returns the token to attach to it; pass it to
  * lsn_ack() from the delivery report. Only between lsn_begin() (which
@@ -141,8 +161,11 @@ uint64_t lsn_event(struct lsn_tracker *lt, size_t bytes);
  * undo lsn_event(). */
 void lsn_event_undo(struct lsn_tracker *lt, uint64_t token, size_t bytes);
 
-/* C record with its nextlsn. */
-void lsn_commit(struct lsn_tracker *lt, uint64_t end_lsn);
+/* C record with its nextlsn (the commit end). Returns false when the
+ * check a lsn_begin_final() left for the C fails: the commit looked for
+ * is not in the server's WAL as it was acked (lt->rewound says how); the
+ * watermark then stays. Always true after lsn_begin(). */
+bool lsn_commit(struct lsn_tracker *lt, uint64_t end_lsn) RELAY_MUSTCHECK;
 
 /* Delivery report. ok=false marks the tracker failed: the watermark
  * stops for good until lsn_end_session(). Returns false when the token

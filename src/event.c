@@ -19,6 +19,7 @@ void ev_txn_reset(struct ev_txn *txn)
 	txn->open = false;
 	txn->xid = -1;
 	txn->commit_lsn = LSN_INVALID;
+	txn->header_lsn = LSN_INVALID;
 }
 
 void ev_record_clear(struct ev_record *out)
@@ -104,7 +105,7 @@ static void event(const struct stream_spec *ss, const struct ev_txn *txn,
 	ev->key = rec->key;
 	ev->value = rec->payload;
 	ev->bytes = rec->payload.len + rec->key.len;
-	route_headers(&ev->headers, rec, txn->commit_lsn);
+	route_headers(&ev->headers, rec, txn->header_lsn);
 	out->decoded = true;
 	out->is_event = true;
 	snprintf(out->event_id, sizeof(out->event_id), "%s",
@@ -186,6 +187,11 @@ static void judge(const struct stream_spec *ss, int rc, const char *err,
 		txn->open = true;
 		txn->xid = out->rec.xid;
 		txn->commit_lsn = out->rec.nextlsn;
+		/* pgoutput's Begin has no end (nextlsn 0): its events are
+		 * produced before the Commit brings it, so they carry the
+		 * commit LSN, which the Begin has. */
+		txn->header_lsn = ss->plugin == SS_PLUGIN_PGOUTPUT ? out->rec.lsn
+		                                                   : out->rec.nextlsn;
 		out->kind = EV_BEGIN;
 		return;
 	case W2J_COMMIT:

@@ -91,6 +91,7 @@ void lsn_end_session(struct lsn_tracker *lt)
 	lt->in_txn = false;
 	lt->cur_has_events = false;
 	lt->cur_skip = false;
+	lt->cur_check = false;
 	lt->inflight = 0;
 	lt->held_events = 0;
 	lt->held_bytes = 0;
@@ -161,17 +162,41 @@ enum lsn_resume lsn_resume(struct lsn_tracker *lt, const struct lsn_server *srv)
 	return LSN_RESUME_SLOT;
 }
 
-enum lsn_verdict lsn_begin(struct lsn_tracker *lt, int64_t xid,
-                           int64_t commit_ts_us, uint64_t end_lsn)
+/* A transaction opens; cur names it by key (its end, or its commit LSN
+ * for lsn_begin_final()). */
+static void open_txn(struct lsn_tracker *lt, int64_t xid, int64_t commit_ts_us,
+                     uint64_t key)
+{
+	lt->in_txn = true;
+	lt->cur_has_events = false;
+	lt->cur_skip = false;
+	lt->cur_check = false;
+	lt->cur = (struct lsn_commit_id){ .end_lsn = key, .xid = xid,
+		                              .commit_ts_us = commit_ts_us };
+}
+
+/* The commit looked for is not where it was: found names what came
+ * instead. */
+static void not_found(struct lsn_tracker *lt, int64_t xid, const char *lsn_kind,
+                      uint64_t lsn)
 {
 	const struct lsn_commit_id *v = &lt->verify;
 	char what[256];
 
-	lt->in_txn = true;
-	lt->cur_has_events = false;
-	lt->cur_skip = false;
-	lt->cur = (struct lsn_commit_id){ .end_lsn = end_lsn, .xid = xid,
-		                              .commit_ts_us = commit_ts_us };
+	snprintf(what, sizeof(what), "the transaction published with commit "
+	         "LSN " LSN_FMT " (xid %lld) is not in the server's WAL any more; "
+	         "found xid %lld with %s " LSN_FMT " instead",
+	         LSN_ARGS(v->end_lsn), (long long)v->xid, (long long)xid,
+	         lsn_kind, LSN_ARGS(lsn));
+	rewound(lt, lt->verify_from, lt->verify_acked, what);
+}
+
+enum lsn_verdict lsn_begin(struct lsn_tracker *lt, int64_t xid,
+                           int64_t commit_ts_us, uint64_t end_lsn)
+{
+	const struct lsn_commit_id *v = &lt->verify;
+
+	open_txn(lt, xid, commit_ts_us, end_lsn);
 	if (v->end_lsn == 0)
 		return LSN_PUBLISH;
 	if (end_lsn < v->end_lsn) {
@@ -186,13 +211,44 @@ enum lsn_verdict lsn_begin(struct lsn_tracker *lt, int64_t xid,
 		lt->cur_skip = true;
 		return LSN_SKIP;
 	}
-	snprintf(what, sizeof(what), "the transaction published with commit "
-	         "LSN " LSN_FMT " (xid %lld) is not in the server's WAL any more; "
-	         "found xid %lld with commit LSN " LSN_FMT " instead",
-	         LSN_ARGS(v->end_lsn), (long long)v->xid, (long long)xid,
-	         LSN_ARGS(end_lsn));
-	rewound(lt, lt->verify_from, lt->verify_acked, what);
+	not_found(lt, xid, "commit LSN", end_lsn);
 	return LSN_REWOUND;
+}
+
+enum lsn_verdict lsn_begin_final(struct lsn_tracker *lt, int64_t xid,
+                                 int64_t commit_ts_us, uint64_t final_lsn)
+{
+	open_txn(lt, xid, commit_ts_us, final_lsn);
+	if (lt->verify.end_lsn == 0)
+		return LSN_PUBLISH;
+	if (final_lsn < lt->verify.end_lsn) {
+		/* At or before the commit looked for (its end is at most that
+		 * one's): skipped either way; which of the two, its C says. */
+		lt->cur_skip = true;
+		lt->cur_check = true;
+		return LSN_SKIP;
+	}
+	/* It starts at or past the end looked for: that commit never came. */
+	not_found(lt, xid, "its commit record at", final_lsn);
+	return LSN_REWOUND;
+}
+
+/* The C of a transaction lsn_begin_final() could not place: before the
+ * commit looked for, or that commit, unchanged. Returns false (rewound)
+ * otherwise; clears the verification when it is the one. */
+static bool check_at_commit(struct lsn_tracker *lt, uint64_t end_lsn)
+{
+	const struct lsn_commit_id *v = &lt->verify;
+
+	if (end_lsn < v->end_lsn)
+		return true;
+	if (end_lsn == v->end_lsn && lt->cur.xid == v->xid &&
+	    lt->cur.commit_ts_us == v->commit_ts_us) {
+		memset(&lt->verify, 0, sizeof(lt->verify));
+		return true;
+	}
+	not_found(lt, lt->cur.xid, "commit end", end_lsn);
+	return false;
 }
 
 uint64_t lsn_event(struct lsn_tracker *lt, size_t bytes)
@@ -249,12 +305,19 @@ void lsn_event_undo(struct lsn_tracker *lt, uint64_t token, size_t bytes)
 	lt->held_bytes -= bytes;
 }
 
-void lsn_commit(struct lsn_tracker *lt, uint64_t end_lsn)
+bool lsn_commit(struct lsn_tracker *lt, uint64_t end_lsn)
 {
 	struct lsn_commit_id c = lt->cur;
+	bool ok = true;
 
 	c.end_lsn = end_lsn;
-	if (lt->cur_has_events) {
+	/* First: a commit verified here moves the watermark below, exactly
+	 * as lsn_begin() verifying it at the B would have let it. */
+	if (lt->cur_check && lt->verify.end_lsn != 0)
+		ok = check_at_commit(lt, end_lsn);
+	if (!ok) {
+		/* rewound() set failed: nothing below moves. */
+	} else if (lt->cur_has_events) {
 		struct lsn_txn *t = tail(lt);
 		t->end_lsn = end_lsn;
 		t->newest = c;
@@ -276,8 +339,10 @@ void lsn_commit(struct lsn_tracker *lt, uint64_t end_lsn)
 	lt->in_txn = false;
 	lt->cur_has_events = false;
 	lt->cur_skip = false;
+	lt->cur_check = false;
 	lt->received_lsn = max_u64(lt->received_lsn, end_lsn);
 	advance(lt);
+	return ok;
 }
 
 bool lsn_ack(struct lsn_tracker *lt, uint64_t token, bool ok,

@@ -117,13 +117,6 @@ int main(int argc, char **argv)
 		code = RELAY_EXIT_CONFIG;
 		goto out;
 	}
-	/* Interim, as above, for the daemon. */
-	if (strcmp(cfg.slot_plugin, "pgoutput") == 0) {
-		fprintf(stderr, "outbox-relay: slot.plugin = pgoutput: the relay "
-		        "does not stream it yet; use wal2json\n");
-		code = RELAY_EXIT_CONFIG;
-		goto out;
-	}
 	if (log_level_parse(cfg.log_level, &lvl) == 0)
 		log_set_level(lvl);
 

@@ -189,8 +189,14 @@ PGconn *pgu_connect(const char *conninfo, const char *application_name,
 		kw[n] = "tcp_user_timeout", val[n++] = "30000";
 	if (options != NULL && !conninfo_has(opts, "options"))
 		kw[n] = "options", val[n++] = options;
-	if (replication)
+	if (replication) {
 		kw[n] = "replication", val[n++] = "database";
+		/* pgoutput converts every text value to the connection's
+		 * client_encoding (wal2json converts nothing): UTF-8, what
+		 * Kafka's consumers get from wal2json, whatever the database's
+		 * encoding or the conninfo says. Last, so it wins. */
+		kw[n] = "client_encoding", val[n++] = "UTF8";
+	}
 	kw[n] = NULL, val[n] = NULL;
 
 	/* Started by hand, to ask for verbose errors before the server's

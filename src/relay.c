@@ -2,9 +2,10 @@
 /* relay.c -- the pipeline and its poll() loop.
  *
  * Life of a session: connect and check the slot, START_REPLICATION from
- * the slot's confirmed position, decode each wal2json record, produce each
- * event to Kafka, and confirm commit-end LSNs as the tracker allows. Any
- * failure ends the session; the next one replays from the slot. */
+ * the slot's confirmed position, decode each record (wal2json text or a
+ * pgoutput message: slot.plugin), produce each event to Kafka, and
+ * confirm commit-end LSNs as the tracker allows. Any failure ends the
+ * session; the next one replays from the slot. */
 #include <errno.h>
 #include <poll.h>
 #include <stdarg.h>
@@ -162,7 +163,12 @@ enum handled { H_OK, H_BLOCKED, H_STOP, H_POISON };
 
 struct relay {
 	const struct relay_config *cfg; /* borrowed */
-	struct stream_spec ss;          /* what is asked of wal2json; owned */
+	struct stream_spec ss;          /* what is asked of the plugin; owned */
+	struct pgo_state pgo;           /* pgoutput's relation cache and open
+	                                 * transaction; owned, lives as long
+	                                 * as the relay, emptied before each
+	                                 * START_REPLICATION (unused for
+	                                 * wal2json) */
 	struct ev_txn txn;              /* the transaction being read */
 	struct lsn_tracker lt;
 	struct publisher *pub;          /* owned; NULL between sessions */
@@ -887,6 +893,9 @@ static void try_connect(struct relay *r)
 			return;
 		}
 	}
+	/* The server describes every relation again in each session, and
+	 * one cached from the last may have changed since. */
+	pgo_reset(&r->pgo);
 	rc = repl_start(&r->rs, r->cfg->pg_conninfo, r->cfg->slot_name, &r->ss,
 	                r->cfg->pg_receive_timeout_ms, err, sizeof(err));
 	switch (rc) {
@@ -1042,18 +1051,32 @@ static enum handled handle_msg(struct relay *r, const struct repl_msg *m)
 		return H_OK;
 	}
 	lsn_received(&r->lt, m->wal_start);
-	ev_next(&r->ss, m->data, m->len, &r->txn, &er);
+	/* m->data is bytes (a pgoutput message is binary): it goes to the
+	 * decoder with its length, and never into a log line. */
+	ev_next_at(&r->ss, r->ss.plugin == SS_PLUGIN_PGOUTPUT ? &r->pgo : NULL,
+	           m->data, m->len, m->wal_start, &r->txn, &er);
 	switch (er.kind) {
-	case EV_BEGIN:
-		if (lsn_begin(&r->lt, er.rec.xid, er.rec.commit_ts_us,
-		              er.rec.nextlsn) == LSN_REWOUND) {
+	case EV_BEGIN: {
+		/* wal2json's B carries the commit end; pgoutput's Begin only the
+		 * commit LSN, the end comes with its Commit (lsn_tracker.h). */
+		enum lsn_verdict v =
+			r->ss.plugin == SS_PLUGIN_PGOUTPUT
+				? lsn_begin_final(&r->lt, er.rec.xid, er.rec.commit_ts_us,
+				                  er.rec.lsn)
+				: lsn_begin(&r->lt, er.rec.xid, er.rec.commit_ts_us,
+				            er.rec.nextlsn);
+		if (v == LSN_REWOUND) {
 			rewound_stop(r);
 			h = H_STOP;
 		}
 		break;
+	}
 	case EV_COMMIT:
-		lsn_commit(&r->lt, er.rec.nextlsn);
 		r->n_txns++;
+		if (!lsn_commit(&r->lt, er.rec.nextlsn)) {
+			rewound_stop(r);
+			h = H_STOP;
+		}
 		break;
 	case EV_EVENT:
 		h = handle_event(r, &er.ev);
@@ -1338,6 +1361,7 @@ int relay_run(const struct relay_config *cfg, int sigfd)
 
 	r->cfg = cfg;
 	ss_init(&r->ss, cfg);
+	pgo_init(&r->pgo, &r->ss.w2j);
 	ev_txn_reset(&r->txn);
 	lsn_init(&r->lt);
 	hist_reset(&r->lat);
@@ -1348,6 +1372,7 @@ int relay_run(const struct relay_config *cfg, int sigfd)
 	if (r->mon == NULL) {
 		log_error("%s", r->err);
 		lsn_free(&r->lt);
+		pgo_free(&r->pgo);
 		ss_free(&r->ss);
 		free(r);
 		return RELAY_EXIT_UNAVAILABLE;
@@ -1510,6 +1535,7 @@ int relay_run(const struct relay_config *cfg, int sigfd)
 	         ru.ru_maxrss, (unsigned long long)unacked, r->exit_code);
 	code = r->exit_code;
 	lsn_free(&r->lt);
+	pgo_free(&r->pgo);
 	ss_free(&r->ss);
 	free(r);
 	return code;

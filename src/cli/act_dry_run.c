@@ -42,10 +42,11 @@ static int dry_row(void *ctx, const struct cli_row *row)
 	j = json_object();
 	hj = json_object();
 	for (int i = 0; i < ROUTE_H_COUNT; i++)
-		/* pgoutput names the commit end at the Commit, after the
-		 * events: the header is left out rather than shown as 0/0. */
+		/* pg_lsn as the relay would send it (event.h: the commit end
+		 * with wal2json, the commit LSN with pgoutput); left out rather
+		 * than shown as 0/0 when the transaction's start was not seen. */
 		if (ev->headers.value[i] != NULL &&
-		    (i != ROUTE_H_PG_LSN || row->txn->commit_lsn != LSN_INVALID))
+		    (i != ROUTE_H_PG_LSN || row->txn->header_lsn != LSN_INVALID))
 			json_object_set_new(hj, ev->headers.name[i],
 			                    cli_jstrn(ev->headers.value[i],
 			                              ev->headers.len[i]));

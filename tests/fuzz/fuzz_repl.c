@@ -9,8 +9,13 @@
  * primary keepalive: 'k', walEnd, sendTime, replyRequested): same
  * verdict, same fields, data pointing into the frame and never past it,
  * an error message for every refusal. The data of an accepted 'w' frame
- * then goes to w2j_decode(), as the loop's handle_msg() does with it, so
- * the decoder also sees records cut at arbitrary frame boundaries.
+ * then goes to w2j_decode() and to pgo_decode(), as the loop's
+ * handle_msg() does with it for slot.plugin wal2json or pgoutput, so the
+ * decoders also see records cut at arbitrary frame boundaries. A pgoutput
+ * message is binary: it goes in with its length and no terminator. The
+ * pgoutput state (relation cache, open transaction) lasts for the whole
+ * input, as it lasts for a session, so a Relation in one frame describes
+ * the Inserts of later ones.
  *
  * The frame is copied into a buffer of exactly its size first, so that
  * AddressSanitizer catches a read one byte past a short frame. */
@@ -19,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pgo.h"
 #include "repl.h"
 #include "w2j.h"
 
@@ -88,8 +94,10 @@ static void check_frame(const char *frame, size_t len)
 	}
 }
 
-/* What handle_msg() does with an accepted XLogData frame's payload. */
-static void decode_payload(const char *frame, size_t len)
+/* What handle_msg() does with an accepted XLogData frame's payload,
+ * under either plugin. */
+static void decode_payload(struct pgo_state *pgo, const char *frame,
+                           size_t len)
 {
 	struct repl_msg msg;
 	struct w2j_record rec;
@@ -102,12 +110,20 @@ static void decode_payload(const char *frame, size_t len)
 		w2j_record_clear(&rec);
 	else if (err[0] == '\0')
 		fuzz_fail("w2j_decode refused a payload without a message", len);
+	err[0] = '\0';
+	if (pgo_decode(pgo, msg.data, msg.len, msg.wal_start, &rec, err,
+	               sizeof(err)) == 0)
+		w2j_record_clear(&rec);
+	else if (err[0] == '\0')
+		fuzz_fail("pgo_decode refused a payload without a message", len);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+	struct pgo_state pgo;
 	size_t at = 0;
 
+	pgo_init(&pgo, &fuzz_spec);
 	while (at + 2 <= size) {
 		size_t len = (size_t)data[at] << 8 | data[at + 1];
 		char *frame;
@@ -119,13 +135,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		 * (ASan's malloc(0) is a zero-byte block too). */
 		frame = malloc(len);
 		if (frame == NULL && len > 0)
-			return 0;
+			break;
 		if (len > 0)
 			memcpy(frame, data + at, len);
 		check_frame(frame, len);
-		decode_payload(frame, len);
+		decode_payload(&pgo, frame, len);
 		free(frame);
 		at += len;
 	}
+	pgo_free(&pgo);
 	return 0;
 }

@@ -82,6 +82,13 @@ def repl(outdir):
     write(outdir, "repl", frame(b"k" + b"\0" * 16))
     write(outdir, "repl", frame(b"k" + b"\xff" * 17))
     write(outdir, "repl", frame(b"r" + b"\0" * 33) + frame(b""))
+    # pgoutput: the recorded messages in XLogData frames, each with its
+    # row's LSN as dataStart, as the walsender sends them.
+    for name in ("outbox.pgo", "odd.pgo"):
+        stream = keepalive(0x1965000, 0)
+        for at, m in pgo_frames(name):
+            stream += xlog(at, at, m)
+        write(outdir, "repl", stream + keepalive(0x1966000, 1))
 
 
 # fuzz_lsn.c: operation bytes (low four bits), most with one argument.
@@ -180,6 +187,14 @@ def pgo_messages(name):
     with open(os.path.join(ROOT, "tests", "fixtures", "pgoutput", name)) as f:
         return [bytes.fromhex(l.split()[2]) for l in f
                 if l.strip() and not l.startswith("#")]
+
+
+def pgo_frames(name):
+    path = os.path.join(ROOT, "tests", "fixtures", "pgoutput", name)
+    with open(path) as f:
+        rows = [l.split() for l in f if l.strip() and not l.startswith("#")]
+    return [(int(r[0].split("/")[0], 16) << 32 | int(r[0].split("/")[1], 16),
+             bytes.fromhex(r[2])) for r in rows]
 
 
 def pgo(outdir):

@@ -217,6 +217,7 @@ it_sql "$pdb" 'CREATE TABLE "Outbox" (
 	"id" uuid PRIMARY KEY DEFAULT gen_random_uuid(),
 	"aggregateType" text, "aggregateId" text, "eventType" text,
 	"payload" jsonb)'
+it_publish "$pdb" 'TABLE "Outbox"'
 pconf=$IT_TEST_DIR/prisma.conf
 plog=$IT_TEST_DIR/prisma.log
 it_write_config "$pconf" "$pdb" status.interval.ms=500 \

@@ -30,7 +30,9 @@ if ! pg_start "$own" "$port" "$db" 2>"$IT_TEST_DIR/pg.err"; then
 	it_summary
 fi
 psql_f "$port" "$db" "$IT_ROOT/sql/outbox.sql" >/dev/null
-psql_q "$port" "$db" "SELECT pg_create_logical_replication_slot('$db', 'wal2json')" >/dev/null
+[[ $RELAY_PLUGIN == wal2json ]] || psql_q "$port" "$db" "CREATE PUBLICATION
+	$IT_PUBLICATION FOR TABLE public.outbox WITH (publish = 'insert')" >/dev/null
+psql_q "$port" "$db" "SELECT pg_create_logical_replication_slot('$db', '$RELAY_PLUGIN')" >/dev/null
 
 sql() { psql_q "$port" "$db" "$1"; }
 conf=$IT_TEST_DIR/relay.conf
@@ -38,6 +40,7 @@ conf=$IT_TEST_DIR/relay.conf
 	echo "pg.conninfo = host=127.0.0.1 port=$port dbname=$db user=postgres"
 	echo "kafka.bootstrap.servers = $KAFKA_BROKERS"
 	echo "slot.name = $db"
+	echo "slot.plugin = $RELAY_PLUGIN"
 	echo "http.listen ="
 	echo "reconnect.backoff.ms = 100"
 	echo "reconnect.backoff.max.ms = 300"

@@ -23,6 +23,7 @@ set -euo pipefail
 # shellcheck source=lib.sh
 source "$(dirname "$0")/lib.sh"
 it_init
+it_wal2json_only "uses --check, --advance-slot and --create-slot, which refuse pgoutput until the runbook is wired (branch pgo-runbook)"
 
 db=t180_recreated
 type=t180_$(date +%s)

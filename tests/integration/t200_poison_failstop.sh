@@ -22,6 +22,7 @@ set -euo pipefail
 # shellcheck source=lib.sh
 source "$(dirname "$0")/lib.sh"
 it_init
+it_wal2json_only "finds the commit ends of its transactions with a wal2json peek of a copied slot; pgoutput's refusals are covered by check_pgo.c and t700"
 
 RUN_TAG=$$
 RELAY_EXIT_WAIT=${RELAY_EXIT_WAIT:-60}

@@ -195,12 +195,18 @@ it_check "committed rows: $rows" test "$(wc -l <"$IT_TEST_DIR/committed")" -eq "
 it_check "zero committed ids missing in Kafka" test "$missing" -eq 0
 
 # The records carry their commit end (pg_lsn): after the last insert, and
-# confirmed by the slot.
+# confirmed by the slot. Under pgoutput pg_lsn is the commit LSN, where
+# the commit record starts: the insert position before the commit, and
+# the slot is confirmed past it (to the commit's end).
 commit_end=$(timeout 30 kcat -b "$KAFKA_BROKERS" -C -t "$topic" -o beginning -c 1 -q \
 	-f '%h\n' 2>/dev/null | sed -n 's/.*pg_lsn=\([0-9A-F]*\/[0-9A-F]*\).*/\1/p')
 conf=$(it_slot_confirmed "$db" "$slot")
-if [[ -n $commit_end ]] && ! lsn_ge "$before_commit" "$commit_end" &&
-	lsn_ge "$conf" "$commit_end"; then
+if [[ $RELAY_PLUGIN == pgoutput ]]; then
+	lsn_placed() { lsn_ge "$commit_end" "$before_commit" && ! lsn_ge "$commit_end" "$conf"; }
+else
+	lsn_placed() { ! lsn_ge "$before_commit" "$commit_end" && lsn_ge "$conf" "$commit_end"; }
+fi
+if [[ -n $commit_end ]] && lsn_placed; then
 	ok "slot confirmed $conf >= the commit end $commit_end"
 else
 	not_ok "slot confirmed $conf >= the commit end ${commit_end:-?}" \

@@ -159,7 +159,8 @@ it_sql "$db" "CREATE SCHEMA t260;
 	CREATE TABLE t260.ev_text (id uuid PRIMARY KEY DEFAULT gen_random_uuid(),
 		aggregate_type text NOT NULL, aggregate_id text NOT NULL,
 		event_type text NOT NULL, payload text NOT NULL, amount numeric)"
-it_sql "$db" "SELECT pg_create_logical_replication_slot('$slot2', 'wal2json')" >/dev/null
+it_create_slot "$db" "$slot2"
+it_publish "$db" "TABLES IN SCHEMA t260"
 conf2=$IT_TEST_DIR/relay2.conf
 log2=$IT_TEST_DIR/relay2.log
 it_write_config "$conf2" "$db" "$slot2" status.interval.ms=500 \

@@ -103,7 +103,9 @@ it_diag "settings: $settings"
 it_check "wal_segment_size 1MB and max_slot_wal_keep_size 4MB in effect" \
 	test "$(lsql "SELECT current_setting('wal_segment_size') || ' ' || current_setting('max_slot_wal_keep_size')")" = "1MB 4MB"
 psql_f "$lport" "$ldb" "$IT_ROOT/sql/outbox.sql"
-lsql "SELECT pg_create_logical_replication_slot('$slot', 'wal2json')" >/dev/null
+[[ $RELAY_PLUGIN == wal2json ]] || lsql "CREATE PUBLICATION $IT_PUBLICATION
+	FOR TABLE public.outbox WITH (publish = 'insert')" >/dev/null
+lsql "SELECT pg_create_logical_replication_slot('$slot', '$RELAY_PLUGIN')" >/dev/null
 
 # ------------------------------------------------------------- the relay
 it_write_config "$conf" "$ldb" "$slot" \

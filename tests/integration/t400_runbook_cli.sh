@@ -51,6 +51,7 @@ set -euo pipefail
 # shellcheck source=lib.sh
 source "$(dirname "$0")/lib.sh"
 it_init
+it_wal2json_only "the runbook CLI refuses pgoutput until it is wired (branch pgo-runbook)"
 
 RUN_TIMEOUT=${RUN_TIMEOUT:-120}
 TAG=$$

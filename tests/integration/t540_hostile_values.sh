@@ -28,6 +28,7 @@ it_sql "$db" "
 	    amount     numeric,
 	    ratio      float8
 	);" >/dev/null
+it_publish "$db" "TABLE \"Sch ema\".\"Out,box.x*'y\""
 conf=$IT_TEST_DIR/relay.conf
 log=$IT_TEST_DIR/relay.log
 it_write_config "$conf" "$db" "outbox.table=Sch ema.Out,box.x*'y" "table.field.event.id=Id" \

@@ -34,7 +34,7 @@ static void txn(uint64_t *tokens, int n, int64_t ts, uint64_t end)
 	lsn_begin(&lt, 1, ts, 0);
 	for (int i = 0; i < n; i++)
 		tokens[i] = lsn_event(&lt, 0);
-	lsn_commit(&lt, end);
+	ck_assert(lsn_commit(&lt, end));
 }
 
 static void ack_ok(uint64_t token)
@@ -96,7 +96,7 @@ START_TEST(test_not_before_commit)
 	/* Acked while the transaction is still open: the C record decides. */
 	ack_ok(tok);
 	ck_assert_uint_eq(lsn_confirmable(&lt), 0x100);
-	lsn_commit(&lt, 0x180);
+	ck_assert(lsn_commit(&lt, 0x180));
 	ck_assert_uint_eq(lsn_confirmable(&lt), 0x180);
 }
 END_TEST
@@ -224,7 +224,7 @@ static void txn_id(uint64_t *tokens, int n, int64_t xid, int64_t ts,
 	ck_assert_int_eq(lsn_begin(&lt, xid, ts, end), LSN_PUBLISH);
 	for (int i = 0; i < n; i++)
 		tokens[i] = lsn_event(&lt, 10);
-	lsn_commit(&lt, end);
+	ck_assert(lsn_commit(&lt, end));
 }
 
 START_TEST(test_resume_first_session)
@@ -259,7 +259,7 @@ START_TEST(test_resume_skips_acked)
 	ck_assert_int_eq(resume(0x200, 0x400), LSN_RESUME_VERIFY);
 	ck_assert_uint_eq(lsn_confirmable(&lt), 0x200);
 	ck_assert_int_eq(lsn_begin(&lt, 11, 1001, 0x300), LSN_SKIP);
-	lsn_commit(&lt, 0x300);
+	ck_assert(lsn_commit(&lt, 0x300));
 	ck_assert_uint_eq(lsn_confirmable(&lt), 0x300);
 	ck_assert(lsn_confirm_due(&lt));
 	/* After it: published as usual. */
@@ -289,15 +289,15 @@ START_TEST(test_resume_skips_several)
 
 	ck_assert_int_eq(resume(0x100, 0x300), LSN_RESUME_VERIFY);
 	ck_assert_int_eq(lsn_begin(&lt, 20, 5, 0x200), LSN_SKIP);
-	lsn_commit(&lt, 0x200);
+	ck_assert(lsn_commit(&lt, 0x200));
 	ck_assert_uint_eq(lsn_confirmable(&lt), 0x100);
 	ck_assert(lsn_idle(&lt, 0x2f0)); /* not yet at 0x300: no verdict */
 	ck_assert_uint_eq(lsn_confirmable(&lt), 0x100);
 	ck_assert_int_eq(lsn_begin(&lt, 21, 6, 0x280), LSN_SKIP);
-	lsn_commit(&lt, 0x280);
+	ck_assert(lsn_commit(&lt, 0x280));
 	ck_assert_uint_eq(lsn_confirmable(&lt), 0x100);
 	ck_assert_int_eq(lsn_begin(&lt, 22, 7, 0x300), LSN_SKIP);
-	lsn_commit(&lt, 0x300);
+	ck_assert(lsn_commit(&lt, 0x300));
 	ck_assert_uint_eq(lsn_confirmable(&lt), 0x300);
 	ck_assert_uint_eq(lt.verify.end_lsn, 0);
 }
@@ -317,9 +317,9 @@ START_TEST(test_resume_folded_identity)
 	ck_assert_int_eq(lt.last_commit.xid, 31);
 	ck_assert_int_eq(resume(0x100, 0x300), LSN_RESUME_VERIFY);
 	ck_assert_int_eq(lsn_begin(&lt, 30, 1, 0x200), LSN_SKIP);
-	lsn_commit(&lt, 0x200);
+	ck_assert(lsn_commit(&lt, 0x200));
 	ck_assert_int_eq(lsn_begin(&lt, 31, 2, 0x250), LSN_SKIP);
-	lsn_commit(&lt, 0x250);
+	ck_assert(lsn_commit(&lt, 0x250));
 	ck_assert_uint_eq(lsn_confirmable(&lt), 0x250);
 }
 END_TEST
@@ -430,6 +430,149 @@ START_TEST(test_resume_rewound_other_txn)
 }
 END_TEST
 
+/* ---------------------------------------- Begin without its end (pgoutput) */
+
+/* A pgoutput transaction: Begin names the commit by final_lsn (here the
+ * end minus 0x20: a commit record's start), the end comes with the
+ * Commit. */
+static void txn_final(uint64_t *tokens, int n, int64_t xid, int64_t ts,
+                      uint64_t end)
+{
+	ck_assert_int_eq(lsn_begin_final(&lt, xid, ts, end - 0x20), LSN_PUBLISH);
+	for (int i = 0; i < n; i++)
+		tokens[i] = lsn_event(&lt, 10);
+	ck_assert(lsn_commit(&lt, end));
+}
+
+/* The watermark and the commit verification looks for are commit ends
+ * under pgoutput too: Begin's final_lsn only names the transaction. */
+START_TEST(test_final_confirms_commit_ends)
+{
+	uint64_t t[2];
+
+	reset(0x100);
+	txn_final(t, 2, 10, 1000, 0x200);
+	ck_assert_uint_eq(lsn_head(&lt)->own.end_lsn, 0x1e0); /* its key */
+	ack_ok(t[0]);
+	ck_assert_uint_eq(lsn_confirmable(&lt), 0x100);
+	ack_ok(t[1]);
+	ck_assert_uint_eq(lsn_confirmable(&lt), 0x200);
+	ck_assert_uint_eq(lt.last_commit.end_lsn, 0x200);
+	ck_assert_int_eq(lt.last_commit.xid, 10);
+	ck_assert_int_eq(lt.last_commit.commit_ts_us, 1000);
+}
+END_TEST
+
+/* The pgoutput form of test_resume_skips_several: the transactions
+ * acked before a reconnect are skipped on final_lsn alone, the watermark
+ * waits for the commit looked for, checked at its Commit, and what
+ * follows is published. Fed to lsn_begin() with the end 0 that a
+ * pgoutput Begin carries, every transaction would be "before" the
+ * commit looked for: all skipped, forever, nothing published again. */
+START_TEST(test_final_resume_skips_acked)
+{
+	uint64_t t[4];
+
+	reset(0x100);
+	txn_final(t, 1, 20, 5, 0x200);
+	txn_final(t + 1, 1, 21, 6, 0x280);
+	txn_final(t + 2, 1, 22, 7, 0x300);
+	for (int i = 0; i < 3; i++)
+		ack_ok(t[i]);
+	ck_assert_uint_eq(lsn_confirmable(&lt), 0x300);
+	lsn_mark_confirmed(&lt, 0x100); /* none of it reached the server */
+
+	ck_assert_int_eq(resume(0x100, 0x900), LSN_RESUME_VERIFY);
+	ck_assert_uint_eq(lsn_verifying(&lt)->end_lsn, 0x300);
+	ck_assert_int_eq(lsn_begin_final(&lt, 20, 5, 0x1e0), LSN_SKIP);
+	ck_assert(lsn_skipping(&lt));
+	ck_assert(lsn_commit(&lt, 0x200));
+	ck_assert_uint_eq(lsn_confirmable(&lt), 0x100);
+	ck_assert_int_eq(lsn_begin_final(&lt, 21, 6, 0x260), LSN_SKIP);
+	ck_assert(lsn_commit(&lt, 0x280));
+	ck_assert_uint_eq(lsn_confirmable(&lt), 0x100);
+	/* The commit looked for: skipped at its Begin, verified at its
+	 * Commit, which then moves the watermark. */
+	ck_assert_int_eq(lsn_begin_final(&lt, 22, 7, 0x2e0), LSN_SKIP);
+	ck_assert_uint_eq(lsn_confirmable(&lt), 0x100);
+	ck_assert_uint_eq(lsn_verifying(&lt)->end_lsn, 0x300);
+	ck_assert(lsn_commit(&lt, 0x300));
+	ck_assert_uint_eq(lsn_verifying(&lt)->end_lsn, 0);
+	ck_assert_uint_eq(lsn_confirmable(&lt), 0x300);
+	/* Published as usual after it. */
+	ck_assert_int_eq(lsn_begin_final(&lt, 23, 8, 0x3e0), LSN_PUBLISH);
+	ck_assert(!lsn_skipping(&lt));
+	t[3] = lsn_event(&lt, 10);
+	ck_assert(lsn_commit(&lt, 0x400));
+	ack_ok(t[3]);
+	ck_assert_uint_eq(lsn_confirmable(&lt), 0x400);
+}
+END_TEST
+
+/* A keepalive while the commit looked for is being read (its Begin came,
+ * its Commit not yet) carries a position before that commit: no false
+ * "rewound". */
+START_TEST(test_final_keepalive_inside_verified_txn)
+{
+	uint64_t t[1];
+
+	reset(0x100);
+	txn_final(t, 1, 30, 1, 0x300);
+	ack_ok(t[0]);
+	ck_assert_int_eq(resume(0x100, 0x900), LSN_RESUME_VERIFY);
+	ck_assert_int_eq(lsn_begin_final(&lt, 30, 1, 0x2e0), LSN_SKIP);
+	ck_assert(lsn_idle(&lt, 0x2e0));
+	ck_assert(lsn_commit(&lt, 0x300));
+	ck_assert_uint_eq(lsn_confirmable(&lt), 0x300);
+	ck_assert(!lt.failed);
+}
+END_TEST
+
+/* The pgoutput form of test_resume_rewound_other_txn: each way the WAL
+ * can differ is caught, at the Begin when final_lsn is already past the
+ * end looked for, else at the Commit; the watermark stays at the slot. */
+START_TEST(test_final_rewound)
+{
+	uint64_t t[1];
+
+	for (int variant = 0; variant < 5; variant++) {
+		lsn_free(&lt);
+		lsn_init(&lt);
+		reset(0x100);
+		txn_final(t, 1, 70, 1, 0x300);
+		ack_ok(t[0]);
+		ck_assert_int_eq(resume(0x100, 0x900), LSN_RESUME_VERIFY);
+		switch (variant) {
+		case 0: /* same place, another xid */
+			ck_assert_int_eq(lsn_begin_final(&lt, 71, 1, 0x2e0), LSN_SKIP);
+			ck_assert(!lsn_commit(&lt, 0x300));
+			break;
+		case 1: /* same place and xid, another commit time */
+			ck_assert_int_eq(lsn_begin_final(&lt, 70, 9, 0x2e0), LSN_SKIP);
+			ck_assert(!lsn_commit(&lt, 0x300));
+			break;
+		case 2: /* starts before the end looked for, ends past it */
+			ck_assert_int_eq(lsn_begin_final(&lt, 70, 1, 0x2e0), LSN_SKIP);
+			ck_assert(!lsn_commit(&lt, 0x320));
+			break;
+		case 3: /* starts at that end: the commit never came */
+			ck_assert_int_eq(lsn_begin_final(&lt, 70, 1, 0x300),
+			                 LSN_REWOUND);
+			break;
+		case 4: /* a keepalive past it */
+			ck_assert(!lsn_idle(&lt, 0x300));
+			break;
+		}
+		ck_assert(lt.failed);
+		ck_assert_uint_eq(lsn_confirmable(&lt), 0x100);
+		ck_assert_ptr_nonnull(strstr(lt.rewound, "0/300"));
+		/* Nothing later moves it either. */
+		ck_assert(!lsn_idle(&lt, 0x900));
+		ck_assert_uint_eq(lsn_confirmable(&lt), 0x100);
+	}
+}
+END_TEST
+
 /* A stuck event at the head holds every later transaction's events in
  * the window, acked or not, until it is acked. */
 START_TEST(test_held_window)
@@ -472,7 +615,7 @@ START_TEST(test_window_open_txn)
 	}
 	ck_assert_uint_eq(lt.held_events, 1000);
 	ck_assert_uint_eq(lsn_window_events(&lt), 100); /* the unacked ones */
-	lsn_commit(&lt, 0x900);
+	ck_assert(lsn_commit(&lt, 0x900));
 	/* Closed, not confirmable yet: all of it counts now. */
 	ck_assert_uint_eq(lsn_window_events(&lt), 1000);
 }
@@ -493,7 +636,7 @@ START_TEST(test_idle)
 	ck_assert(lsn_idle(&lt, 0x190));
 	ck_assert_uint_eq(lsn_confirmable(&lt), 0x180);
 	a[0] = lsn_event(&lt, 0);
-	lsn_commit(&lt, 0x200);
+	ck_assert(lsn_commit(&lt, 0x200));
 	/* Events in flight: no. */
 	ck_assert(lsn_idle(&lt, 0x280));
 	ck_assert_uint_eq(lsn_confirmable(&lt), 0x180);
@@ -514,7 +657,7 @@ START_TEST(test_event_undo)
 	a[1] = lsn_event(&lt, 0);
 	lsn_event_undo(&lt, a[1], 0); /* produce() failed for the second */
 	ck_assert_uint_eq(lt.inflight, 1);
-	lsn_commit(&lt, 0x100);
+	ck_assert(lsn_commit(&lt, 0x100));
 	ck_assert_uint_eq(lsn_confirmable(&lt), 0x10);
 	ack_ok(a[0]);
 	ck_assert_uint_eq(lsn_confirmable(&lt), 0x100);
@@ -524,7 +667,7 @@ START_TEST(test_event_undo)
 	a[2] = lsn_event(&lt, 0);
 	lsn_event_undo(&lt, a[2], 0);
 	ck_assert_uint_eq(lt.inflight, 0);
-	lsn_commit(&lt, 0x200);
+	ck_assert(lsn_commit(&lt, 0x200));
 	ck_assert_uint_eq(lsn_confirmable(&lt), 0x200);
 }
 END_TEST
@@ -661,7 +804,7 @@ static void property_run(unsigned seed)
 			last_end += 1 + (uint64_t)(rand() % 0x400);
 			t[ntx].end = last_end;
 			t[ntx].committed = true;
-			lsn_commit(&lt, last_end);
+			ck_assert(lsn_commit(&lt, last_end));
 			in_txn = false;
 			ntx++;
 		} else if (!in_txn && nout == 0 && rand() % 4 == 0) {
@@ -774,7 +917,7 @@ static void resume_run(unsigned seed)
 				for (int e = 0; e < w[pos].events; e++)
 					tok[ntok++] = lsn_event(&lt, 1);
 			}
-			lsn_commit(&lt, w[pos].end);
+			ck_assert(lsn_commit(&lt, w[pos].end));
 		}
 		for (int k = 0; k < ntok; k++)
 			if (rand() % 5 != 0)
@@ -825,7 +968,7 @@ static void resume_run(unsigned seed)
 				           "slot before the check", seed);
 				if (v == LSN_REWOUND)
 					break;
-				lsn_commit(&lt, w[pos].end);
+				ck_assert(lsn_commit(&lt, w[pos].end));
 			}
 			prop_check(lt.failed && lt.rewound[0] != '\0',
 			           "seed %u: rewound WAL not detected", seed);
@@ -882,6 +1025,10 @@ Suite *lsn_tracker_suite(void)
 	tcase_add_test(ex, test_resume_wal_behind);
 	tcase_add_test(ex, test_resume_other_system);
 	tcase_add_test(ex, test_resume_rewound_other_txn);
+	tcase_add_test(ex, test_final_confirms_commit_ends);
+	tcase_add_test(ex, test_final_resume_skips_acked);
+	tcase_add_test(ex, test_final_keepalive_inside_verified_txn);
+	tcase_add_test(ex, test_final_rewound);
 	tcase_add_test(ex, test_held_window);
 	tcase_add_test(ex, test_window_open_txn);
 	tcase_add_test(ex, test_idle);

@@ -74,6 +74,7 @@ conf_for() {
 	{
 		echo "pg.conninfo = $(it_conninfo "$db")"
 		echo "slot.name = $db"
+		echo "slot.plugin = $RELAY_PLUGIN" # it_setup_db's slot
 		echo "http.listen = 127.0.0.1:0"
 		echo "status.interval.ms = 500"
 		echo "shutdown.timeout.ms = 5000"

@@ -25,6 +25,11 @@
 #   (i) an event the decoder refuses is named and counted by
 #       --skip-transaction and --advance-slot as with wal2json.
 set -euo pipefail
+# Each slot's plugin is chosen here, whatever make integration-pgoutput
+# sets: lib.sh's defaults (the slot it_setup_db makes, the slot.plugin
+# it_write_config writes) stay wal2json's, and the pgoutput side is
+# configured explicitly below.
+RELAY_PLUGIN=wal2json
 # shellcheck source=lib.sh
 source "$(dirname "$0")/lib.sh"
 it_init

@@ -291,7 +291,7 @@ it_publish() {
 }
 
 # For a test that checks wal2json's own behaviour (its text, add-tables)
-# or a runbook action not wired for pgoutput yet: under pgoutput it says
+# or that builds wal2json slots and output by hand: under pgoutput it says
 # so and ends, instead of failing on what does not apply.
 it_wal2json_only() {
 	[[ $RELAY_PLUGIN == pgoutput ]] || return 0

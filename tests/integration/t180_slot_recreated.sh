@@ -23,7 +23,7 @@ set -euo pipefail
 # shellcheck source=lib.sh
 source "$(dirname "$0")/lib.sh"
 it_init
-it_wal2json_only "uses --check, --advance-slot and --create-slot, which refuse pgoutput until the runbook is wired (branch pgo-runbook)"
+it_wal2json_only "drops and recreates its slot as wal2json by SQL and reads wal2json output; t430 covers the runbook slot actions on pgoutput"
 
 db=t180_recreated
 type=t180_$(date +%s)

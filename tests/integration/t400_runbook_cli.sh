@@ -51,7 +51,7 @@ set -euo pipefail
 # shellcheck source=lib.sh
 source "$(dirname "$0")/lib.sh"
 it_init
-it_wal2json_only "the runbook CLI refuses pgoutput until it is wired (branch pgo-runbook)"
+it_wal2json_only "creates wal2json slots by SQL and checks wal2json-specific output of every action; t430 runs the runbook against a pgoutput slot and a wal2json slot of the same WAL"
 
 RUN_TIMEOUT=${RUN_TIMEOUT:-120}
 TAG=$$

@@ -37,7 +37,7 @@ set -euo pipefail
 # shellcheck source=lib.sh
 source "$(dirname "$0")/lib.sh"
 it_init
-it_wal2json_only "checks the SQL kit and --check against wal2json slots; the runbook refuses pgoutput until it is wired"
+it_wal2json_only "checks the SQL kit and --check against wal2json slots; sql/publication.sql is checked by t430"
 
 SQL=$IT_ROOT/sql
 run=$(date +%s)          # fresh topics when run twice against one broker

@@ -74,6 +74,14 @@ void pgo_free(struct pgo_state *st);
  * an unknown message type, streaming and two-phase messages, an unknown
  * relation, a tuple whose column count is not its relation's, binary
  * column data, and on the outbox table what w2j_decode() refuses too. */
+/* Whether msg (len bytes) is an Insert into the outbox table by st's
+ * relation cache, read as far as the event id whatever else is wrong
+ * with it: the runbook lists and counts a refused event by its id, as
+ * event.c's raw scan does for a wal2json line. id gets the id column's
+ * text, or "?" when it cannot be read. Pure; st is not changed. */
+bool pgo_event_id(const struct pgo_state *st, const void *msg, size_t len,
+                  char *id, size_t idlen);
+
 int pgo_decode(struct pgo_state *st, const void *msg, size_t len,
                uint64_t wal_start, struct w2j_record *rec, char *err,
                size_t errlen) RELAY_MUSTCHECK;

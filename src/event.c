@@ -166,16 +166,21 @@ static void message(const struct stream_spec *ss, const struct ev_txn *txn,
 }
 
 /* The verdict on a record that decode (rc, err) left in out->rec. */
-static void judge(const struct stream_spec *ss, int rc, const char *err,
-                  const char *data, size_t len, struct ev_txn *txn,
-                  struct ev_record *out)
+static void judge(const struct stream_spec *ss, const struct pgo_state *pgo,
+                  int rc, const char *err, const char *data, size_t len,
+                  struct ev_txn *txn, struct ev_record *out)
 {
 	if (rc < 0) {
 		memset(&out->rec, 0, sizeof(out->rec));
 		out->rec.xid = -1;
-		/* pgo_decode() names the event id in err when it knew it;
-		 * the raw scan reads wal2json's text only. */
-		if (ss->plugin != SS_PLUGIN_PGOUTPUT)
+		/* A refused outbox row is still an event: the runbook lists
+		 * and counts it by its id, read from the raw record. */
+		if (ss->plugin == SS_PLUGIN_PGOUTPUT) {
+			if (pgo != NULL)
+				out->is_event = pgo_event_id(pgo, data, len,
+				                             out->event_id,
+				                             sizeof(out->event_id));
+		} else
 			out->is_event = raw_event_id(&ss->w2j, data, len,
 			                             out->event_id,
 			                             sizeof(out->event_id));
@@ -220,7 +225,7 @@ void ev_next(const struct stream_spec *ss, const char *line, size_t len,
 
 	memset(out, 0, sizeof(*out));
 	rc = w2j_decode(line, len, &ss->w2j, &out->rec, err, sizeof(err));
-	judge(ss, rc, err, line, len, txn, out);
+	judge(ss, NULL, rc, err, line, len, txn, out);
 }
 
 void ev_next_at(const struct stream_spec *ss, struct pgo_state *pgo,
@@ -241,5 +246,5 @@ void ev_next_at(const struct stream_spec *ss, struct pgo_state *pgo,
 	else
 		rc = pgo_decode(pgo, data, len, wal_start, &out->rec, err,
 		                sizeof(err));
-	judge(ss, rc, err, data, len, txn, out);
+	judge(ss, pgo, rc, err, data, len, txn, out);
 }

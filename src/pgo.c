@@ -1037,6 +1037,32 @@ static const char *pgo_refused(unsigned char type, const char **why)
 	}
 }
 
+bool pgo_event_id(const struct pgo_state *st, const void *msg, size_t len,
+                  char *id, size_t idlen)
+{
+	const unsigned char *m = msg;
+	struct pgo_ctx c = { .kind = "Insert", .xid = -1 }; /* no err: quiet */
+	struct pgo_rd r = { m + 1, m + len, &c };
+	struct pgo_val vals[PGO_NROLES];
+	const struct pgo_rel *rel;
+	uint8_t action;
+
+	if (len == 0 || m[0] != 'I' || pgo_find_rel(st, &r, &c, &rel) != 0 ||
+	    !rel->ours)
+		return false;
+	snprintf(id, idlen, "?");
+	memset(vals, 0, sizeof(vals));
+	if (rd_u8(&r, "the tuple marker", &action) != 0 || action != 'N' ||
+	    pgo_tuple(&r, rel, "new", vals) != 0)
+		return true;
+	if (vals[PGO_ID].kind == 't')
+		snprintf(id, idlen, "%.*s",
+		         (int)(vals[PGO_ID].len < idlen ? vals[PGO_ID].len
+		                                        : idlen - 1),
+		         (const char *)vals[PGO_ID].p);
+	return true;
+}
+
 int pgo_decode(struct pgo_state *st, const void *msg, size_t len,
                uint64_t wal_start, struct w2j_record *rec, char *err,
                size_t errlen)

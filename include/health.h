@@ -184,6 +184,10 @@ void health_evaluate(const struct slot_figures *sf,
 /* Everything the endpoint shows; the HTTP thread renders a copy. */
 struct health_snapshot {
 	char slot_name[64];
+	/* The slot's output plugin ("wal2json", "pgoutput"; "" unknown) and,
+	 * for pgoutput, the publication it reads ("" none). */
+	char plugin[16];
+	char publication[64];
 	struct slot_figures slot;
 	struct relay_figures relay;
 	struct health_thresholds thresholds;

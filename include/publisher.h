@@ -77,6 +77,16 @@ enum pub_send_result pub_send(struct publisher *p, const char *topic,
 /* Serves delivery reports and errors for up to timeout_ms. */
 void pub_poll(struct publisher *p, int timeout_ms);
 
+/* Sends what the producer holds now instead of when linger.ms expires,
+ * if the first of it was produced after a quiet period (no pub_send()
+ * for linger.ms) or if force is set; blocks for at most
+ * PUB_NUDGE_WAIT_MS, serving delivery reports meanwhile. The relay calls
+ * it when its input has run dry, so a lone event is not held back by a
+ * linger that has nothing to batch it with, while under load the linger
+ * keeps batching (a send is then never a quiet start). */
+#define PUB_NUDGE_WAIT_MS 10
+void pub_nudge(struct publisher *p, bool force);
+
 /* Fd that becomes readable when reports are waiting (-1 if none). */
 int pub_event_fd(const struct publisher *p);
 /* Drains the event fd after poll() reported it readable. */

@@ -665,6 +665,13 @@ char *health_render_slot_json(const struct health_snapshot *s, bool pretty)
 	json_object_set_new(root, "state",
 	                    json_string(health_state_name(ev->state)));
 	json_object_set_new(root, "reasons", reasons);
+	json_object_set_new(root, "plugin",
+	                    s->plugin[0] ? j_str_fixed(s->plugin, sizeof(s->plugin))
+	                                 : json_null());
+	json_object_set_new(root, "publication",
+	                    s->publication[0]
+	                        ? j_str_fixed(s->publication, sizeof(s->publication))
+	                        : json_null());
 	json_object_set_new(root, "thresholds", thresholds_json(&s->thresholds));
 	json_object_set_new(root, "server",
 	                    s->slot.valid ? server_json(&s->slot) : json_null());

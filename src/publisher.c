@@ -55,6 +55,12 @@ struct publisher {
 	pthread_mutex_t probe_lock;
 	pthread_cond_t probe_cond;
 	bool probe_stop;
+
+	/* pub_nudge(): the producer's linger, and whether the oldest record
+	 * it may still be lingering on followed a quiet period. */
+	int64_t linger_us;
+	int64_t last_send_us;   /* now_mono_us() of the latest pub_send() */
+	bool quiet_start;
 };
 
 /* The probe: when no broker answered for PROBE_IDLE_US, a metadata
@@ -345,6 +351,16 @@ struct publisher *pub_new(const struct relay_config *cfg, pub_dr_fn dr,
 	kc = kc_conf_new(cfg, KC_RELAY, extra, 1, err, errlen);
 	if (kc == NULL)
 		goto fail;
+	{
+		char v[64];
+		size_t vlen = sizeof(v);
+		/* linger.ms is an alias of this name; librdkafka's default (5)
+		 * if the lookup fails. */
+		p->linger_us = 5000;
+		if (rd_kafka_conf_get(kc, "queue.buffering.max.ms", v, &vlen) ==
+		    RD_KAFKA_CONF_OK)
+			p->linger_us = (int64_t)(strtod(v, NULL) * 1000.0);
+	}
 	rd_kafka_conf_set_dr_msg_cb(kc, on_delivery);
 	rd_kafka_conf_set_error_cb(kc, on_error);
 	rd_kafka_conf_set_log_cb(kc, on_log);
@@ -436,8 +452,13 @@ enum pub_send_result pub_send(struct publisher *p, const char *topic,
 	                      RD_KAFKA_V_HEADERS(hdrs),
 	                      RD_KAFKA_V_OPAQUE((void *)(uintptr_t)token),
 	                      RD_KAFKA_V_END);
-	if (e == RD_KAFKA_RESP_ERR_NO_ERROR)
+	if (e == RD_KAFKA_RESP_ERR_NO_ERROR) {
+		int64_t now = now_mono_us();
+		if (now - p->last_send_us >= p->linger_us)
+			p->quiet_start = true;
+		p->last_send_us = now;
 		return PUB_SENT;
+	}
 	rd_kafka_headers_destroy(hdrs);
 	errbuf_set(err, errlen, "%s", rd_kafka_err2str(e));
 	switch (e) {
@@ -450,6 +471,21 @@ enum pub_send_result pub_send(struct publisher *p, const char *topic,
 	default:
 		return PUB_FATAL;
 	}
+}
+
+void pub_nudge(struct publisher *p, bool force)
+{
+	if (!force && !p->quiet_start)
+		return;
+	p->quiet_start = false;
+	if (rd_kafka_outq_len(p->rk) == 0)
+		return;
+	/* librdkafka has no "send now" call: flush() marks the producer as
+	 * flushing (its broker threads then treat the linger as expired)
+	 * for as long as the call lasts, and returns once every report is
+	 * in. Bounded, so a slow ack costs the loop a few milliseconds; if
+	 * the broker thread misses the window the linger still applies. */
+	(void)rd_kafka_flush(p->rk, PUB_NUDGE_WAIT_MS);
 }
 
 void pub_poll(struct publisher *p, int timeout_ms)

@@ -92,16 +92,21 @@ int act_slot_status(const struct relay_config *cfg, const struct cli_args *a)
 	/* One sample: no growth rate, hence no ETA. */
 	health_evaluate(&s->slot, &s->relay, &s->thresholds, 0, s->now_us,
 	                &s->eval);
+	/* The plugin is not part of the sample; a second read names the
+	 * slot's own (the relay's /slot shows the one it is configured
+	 * with, which it has checked against the slot). */
+	if (slot_read(conn, cfg->slot_name, cli_deadline(), &row, &st, err,
+	              sizeof(err)) < 0 || !row.exists)
+		row.plugin[0] = '\0';
+	snprintf(s->plugin, sizeof(s->plugin), "%s", row.plugin);
+	if (strcmp(row.plugin, "pgoutput") == 0)
+		snprintf(s->publication, sizeof(s->publication), "%s",
+		         cfg->slot_publication);
 	if (a->json) {
 		char *body = health_render_slot_json(s, false);
 		fputs(body, stdout);
 		free(body);
 	} else {
-		/* The plugin is not part of the sample (the /slot document
-		 * is the relay's); a second read names it. */
-		if (slot_read(conn, cfg->slot_name, cli_deadline(), &row, &st, err,
-		              sizeof(err)) < 0 || !row.exists)
-			row.plugin[0] = '\0';
 		print_text(s, row.plugin,
 		           strcmp(row.plugin, "pgoutput") == 0
 		               ? cfg->slot_publication : NULL);

@@ -315,6 +315,7 @@ NAMES = {
     "ceil-w2j": "pg_recvlogical, wal2json v2 → /dev/null (ceiling)",
     "ceil-pgo": "pg_recvlogical, pgoutput proto 1 → /dev/null (ceiling)",
     "producer": "producer ceiling (librdkafka, relay's settings, 650 B)",
+    "kafka-floor": "Kafka alone: librdkafka producer, each record flushed → consumer (floor)",
     "relay": "outbox-relay (defaults)",
     "relay-pgo": "outbox-relay, slot.plugin = pgoutput",
     "dbz-tuned": "Debezium tuned",

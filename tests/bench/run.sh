@@ -47,7 +47,7 @@ quick)
 	: "${BENCH_W2_SYSTEMS:=relay relay-pgo dbz-tuned}"
 	: "${BENCH_W5_COUNT:=20}"
 	: "${BENCH_W5_IDLE:=1}"
-	: "${BENCH_W5_SYSTEMS:=relay relay-pgo dbz-tuned}"
+	: "${BENCH_W5_SYSTEMS:=kafka-floor relay relay-pgo dbz-tuned}"
 	;;
 full)
 	: "${BENCH_ONLY:=w1 w2 w3 w5 w6 knobs}"
@@ -60,7 +60,7 @@ full)
 	: "${BENCH_W2_SYSTEMS:=relay relay-pgo dbz-tuned dbz-defaults}"
 	: "${BENCH_W5_COUNT:=100}"
 	: "${BENCH_W5_IDLE:=3}"
-	: "${BENCH_W5_SYSTEMS:=relay relay-pgo dbz-tuned dbz-defaults}"
+	: "${BENCH_W5_SYSTEMS:=kafka-floor relay relay-pgo dbz-tuned dbz-defaults}"
 	;;
 *)
 	echo "bench: BENCH_PROFILE must be quick or full" >&2
@@ -411,6 +411,10 @@ w5() {
 	local sys i tag t0
 	for sys in $BENCH_W5_SYSTEMS; do
 		tag=w5-$sys
+		if [[ $sys == kafka-floor ]]; then
+			w5_kafka_floor "$tag"
+			continue
+		fi
 		bench_log "w5: $sys, $BENCH_W5_COUNT single-row commits after ${BENCH_W5_IDLE}s idle each"
 		series_start "$sys" "$tag"
 		t0=$(date +%s.%N)
@@ -424,6 +428,30 @@ w5() {
 		series_stop "$sys"
 		series_check w5 "$sys" "$tag"
 	done
+}
+
+# Kafka's own floor, the bound under every system of W5: the same idle
+# periods, then one record from a librdkafka producer with the relay's
+# delivery settings, flushed at once, timed by the same consumer (the
+# payload's "t" is the produce time instead of the commit's).
+w5_kafka_floor() { # TAG
+	local tag=$1 t0 n=$BENCH_W5_COUNT
+	bench_log "w5: kafka-floor, $n records after ${BENCH_W5_IDLE}s idle each"
+	SERIES_CONS=$OUT/raw/$tag.records
+	"$BENCH_TOOL" consume -b "$BROKERS" -t "$tag.bench" -n $((n + 1)) \
+		-T $((n * (${BENCH_W5_IDLE%.*} + 1) + 120)) -o "$SERIES_CONS" 2>/dev/null &
+	CONS_PID=$!
+	t0=$(date +%s.%N)
+	"$BENCH_TOOL" produce -b "$BROKERS" -t "$tag.bench" -n "$n" -c 7 \
+		-P "$("$PY" -c "print(int($BENCH_W5_IDLE * 1000))")" >/dev/null ||
+		bench_log "w5: kafka-floor producer failed"
+	wait "$CONS_PID" 2>/dev/null || true
+	emit workload=w5 system=kafka-floor t0="$t0" t1="$(date +%s.%N)" \
+		records="$SERIES_CONS" count="$n" idle="$BENCH_W5_IDLE"
+	SERIES_SEQ0="-1:-1 7:0"
+	emit workload=w5-check system=kafka-floor variant="" records="$SERIES_CONS" \
+		seq0="$SERIES_SEQ0" seq1="-1:0 7:$n"
+	"$PY" tests/bench/report.py check --last "$RUNS" || true
 }
 
 # ------------------------------------------------------------------ W3

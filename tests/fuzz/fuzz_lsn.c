@@ -42,6 +42,13 @@
  *  - live tokens are accepted and stale ones refused; the in-flight,
  *    window and oldest-pending figures match the model.
  *
+ * Two streams, as the two plugins send them: wal2json's B names the
+ * commit end (lsn_begin()); pgoutput's Begin names only where the commit
+ * record starts (final_lsn, lsn_begin_final()), so a resume's check of
+ * the commit looked for waits for its C. An input of odd length runs the
+ * pgoutput stream, of even length wal2json's, so every mutation can
+ * reach both and the kept inputs keep their meaning.
+ *
  * A violation aborts with the operation number and what differed. */
 #include <stdbool.h>
 #include <stdint.h>
@@ -60,6 +67,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 /* A committed transaction in the server's WAL. */
 struct w_txn {
 	uint64_t end;
+	uint64_t final;        /* where its commit record starts: after the
+	                        * previous commit's end, before its own */
 	int64_t xid;
 	int64_t ts;
 	bool confirmed;        /* the watermark passed it in some session */
@@ -88,6 +97,7 @@ struct fuzz {
 	int op;                /* operation number, for messages */
 
 	struct lsn_tracker lt;
+	bool pgo;              /* pgoutput's stream (odd input length) */
 
 	/* The server. */
 	struct w_txn wal[MAX_WAL];
@@ -109,6 +119,7 @@ struct fuzz {
 	enum lsn_verdict cur_verdict;
 	int cur_stx;           /* its stx[] index when published, else -1 */
 	bool cur_verified;     /* it is the commit the resume looked for */
+	bool cur_check;        /* pgoutput: skipped at its B, placed at its C */
 	uint64_t floor;        /* the watermark stays below this: the end of
 	                        * a transaction with a failed ack */
 	bool stopped;          /* the relay would have exited */
@@ -273,7 +284,8 @@ static void op_begin(struct fuzz *f)
 		if (f->nwal == MAX_WAL)
 			return;
 		t = &f->wal[f->nwal++];
-		t->end = f->wal_pos + 1 + delta * 37;
+		t->end = f->wal_pos + 2 + delta * 37;
+		t->final = f->wal_pos + 1 + delta * 18;
 		t->xid = f->next_xid++;
 		t->ts = (int64_t)t->end * 3;
 		t->confirmed = false;
@@ -284,13 +296,28 @@ static void op_begin(struct fuzz *f)
 	f->cur_wal = f->pos++;
 	f->cur_stx = -1;
 	f->cur_verified = false;
-	feed(f, t->end); /* wal2json puts nextlsn on B */
-	v = lsn_begin(&f->lt, t->xid, t->ts, t->end);
+	f->cur_check = false;
+	if (f->pgo) {
+		feed(f, t->final); /* pgoutput's Begin: final_lsn only */
+		v = lsn_begin_final(&f->lt, t->xid, t->ts, t->final);
+	} else {
+		feed(f, t->end); /* wal2json puts nextlsn on B */
+		v = lsn_begin(&f->lt, t->xid, t->ts, t->end);
+	}
 	f->in_txn = true;
 	f->cur_verdict = v;
 
 	if (!was_verifying) {
 		require(f, v == LSN_PUBLISH, "not published with nothing to verify");
+	} else if (f->pgo) {
+		/* Before the end looked for or that commit: which, the C says. */
+		if (t->final < f->verify.end) {
+			require(f, v == LSN_SKIP, "not skipped before the end looked for");
+			f->cur_check = true;
+		} else {
+			require(f, v == LSN_REWOUND, "a commit starting past the end "
+			        "looked for not called rewound");
+		}
 	} else if (t->end < f->verify.end) {
 		require(f, v == LSN_SKIP, "not skipped before the verified commit");
 	} else if (t->end == f->verify.end && t->xid == f->verify.xid &&
@@ -349,9 +376,30 @@ static void op_commit(struct fuzz *f)
 
 	if (!f->in_txn)
 		return;
-	/* B carried the end: the C has nothing left to check. */
-	require(f, lsn_commit(&f->lt, t->end), "a commit after lsn_begin() "
-	        "refused");
+	if (!f->cur_check) {
+		/* B carried the end, or nothing was looked for: the C has
+		 * nothing left to check. */
+		require(f, lsn_commit(&f->lt, t->end), "a commit with nothing to "
+		        "check refused");
+	} else if (t->end < f->verify.end) {
+		require(f, lsn_commit(&f->lt, t->end), "a commit before the one "
+		        "looked for refused");
+	} else if (t->end == f->verify.end && t->xid == f->verify.xid &&
+	           t->ts == f->verify.ts) {
+		require(f, lsn_commit(&f->lt, t->end), "the verified commit refused");
+		f->verifying = false;
+		f->cur_verified = true;
+	} else {
+		require(f, !lsn_commit(&f->lt, t->end), "a changed WAL not called "
+		        "rewound at the C");
+		require(f, !verify_in_wal(f), "rewound although the WAL still has "
+		        "the commit");
+		require(f, f->lt.rewound[0] != '\0', "rewound without a reason");
+		f->in_txn = false;
+		f->failed = true;
+		f->stopped = true;
+		return;
+	}
 	f->in_txn = false;
 	f->stream_lsn = t->end;
 	feed(f, t->end);
@@ -541,6 +589,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memset(&f, 0, sizeof(f));
 	f.in = data;
 	f.len = size;
+	f.pgo = (size & 1) != 0;
 	f.next_xid = 700;
 	f.known_system = -1;
 	f.slot = BASE_LSN;

@@ -230,6 +230,8 @@ got=$(json_get "$slotf" '"|".join(map(str, [d["state"], d["slot"], d["relay"]["s
 it_check "/slot state ok, slot $db, relay streaming, wal_status reserved, active (got $got)" \
 	test "$got" = "ok|$db|streaming|reserved|True"
 it_check "/slot compact: one line" test "$(grep -c . "$slotf")" = 1
+got=$(json_get "$slotf" 'd["plugin"]' 2>&1 || true)
+it_check "/slot names the plugin, $RELAY_PLUGIN (got $got)" test "$got" = "$RELAY_PLUGIN"
 req slot_pretty "$base/slot?pretty=1"
 prettyf=$LAST.body
 it_check "/slot?pretty=1 200 (got $CODE)" test "$CODE" = 200

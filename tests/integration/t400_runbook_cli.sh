@@ -238,6 +238,7 @@ import json, sys
 d = json.load(open(sys.argv[1]))
 assert d["slot"] == sys.argv[2] and d["state"] == "ok" and d["reasons"] == [], d
 assert d["server"]["slot_exists"] is True and d["relay"]["state"] == "not running", d
+assert d["plugin"] == "wal2json" and d["publication"] is None, d
 ' "$IT_TEST_DIR/c_json.out" "$db"
 run c_warn --config "$cfg" --slot-status --set watchdog.retained.warn.bytes=1
 expect_exit c_warn 1 "(c) --slot-status, warn threshold crossed"

@@ -330,6 +330,12 @@ dry_same "(d) the same 1 event is left pending in both" \
 run e_status --config "$cfg" --slot-status
 expect_in e_status out "(e) --slot-status names plugin and publication" \
 	"plugin pgoutput, publication $pub"
+run e_json --config "$cfg" --slot-status --json
+py_check "(e) --slot-status --json names plugin and publication" '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["plugin"] == "pgoutput" and d["publication"] == sys.argv[2], d
+' "$IT_TEST_DIR/e_json.out" "$pub"
 
 # ---------------------------------------------------------------- (f)
 end3=$(it_sql "$db" "SELECT lsn FROM pg_logical_slot_peek_changes('$w2j', NULL, NULL,

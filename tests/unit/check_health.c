@@ -686,6 +686,8 @@ START_TEST(test_slot_json_reasons_whole)
 	s.relay.last_confirm_us = NOW_US - 600 * SEC;
 	health_evaluate(&s.slot, &s.relay, &s.thresholds, 0, s.now_us, &s.eval);
 	root = render_parse(&s, false);
+	jnull(root, "plugin"); /* unknown: null, not "" */
+	jnull(root, "publication");
 	r = jpath(root, "reasons");
 	n = json_array_size(r);
 	ck_assert_uint_ge(n, 6);
@@ -711,7 +713,8 @@ START_TEST(test_slot_json_fields)
 {
 	static struct health_snapshot s;
 	static const char *const order[] = {
-		"\"slot\"", "\"state\"", "\"reasons\"", "\"thresholds\"", "\"server\"",
+		"\"slot\"", "\"state\"", "\"reasons\"", "\"plugin\"",
+		"\"publication\"", "\"thresholds\"", "\"server\"",
 		"\"relay\"", "\"growth_bytes_per_second\"", "\"eta_seconds\"",
 		"\"outbox_lag_seconds\"", "\"since_confirm_seconds\""
 	};
@@ -720,6 +723,8 @@ START_TEST(test_slot_json_fields)
 	const char *prev;
 
 	full_snapshot(&s);
+	snprintf(s.plugin, sizeof(s.plugin), "pgoutput");
+	snprintf(s.publication, sizeof(s.publication), "outbox_pub");
 	s.slot.retained_bytes = 5 * GiB;
 	s.relay.inflight_events = 2;
 	s.relay.inflight_bytes = 2048;
@@ -747,6 +752,8 @@ START_TEST(test_slot_json_fields)
 	for (int pretty = 0; pretty <= 1; pretty++) {
 		root = render_parse(&s, pretty);
 		jstr(root, "slot", "outbox_relay");
+		jstr(root, "plugin", "pgoutput");
+		jstr(root, "publication", "outbox_pub");
 		jstr(root, "state", "critical");
 		r = jpath(root, "reasons");
 		ck_assert(json_is_array(r));

@@ -1,0 +1,139 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* check_publisher.c -- the producer seam against librdkafka's in-process
+ * mock cluster (test.mock.num.brokers): what only timing inside the
+ * producer shows. Delivery to a real broker is the integration suite's. */
+#include <stdlib.h>
+#include <string.h>
+
+#include <check.h>
+
+#include "common.h"
+#include "config.h"
+#include "publisher.h"
+
+struct seen {
+	int reports;
+	int ok;
+	uint64_t tokens; /* bit t set when token t was reported */
+};
+
+static void on_report(void *opaque, const struct pub_report *rep)
+{
+	struct seen *s = opaque;
+
+	s->reports++;
+	if (rep->token < 64)
+		s->tokens |= 1ull << rep->token;
+	if (rep->ok)
+		s->ok++;
+}
+
+/* A producer on a one-broker mock cluster with the given linger. */
+static struct publisher *mock_publisher(struct relay_config *cfg,
+                                        const char *linger, struct seen *s)
+{
+	char err[512];
+	struct publisher *p;
+
+	cfg_init(cfg);
+	ck_assert_int_eq(cfg_set(cfg, "kafka.test.mock.num.brokers", "1",
+	                         CFG_SRC_FLAG, "test", err, sizeof(err)), 0);
+	ck_assert_int_eq(cfg_set(cfg, "kafka.linger.ms", linger, CFG_SRC_FLAG,
+	                         "test", err, sizeof(err)), 0);
+	p = pub_new(cfg, on_report, s, err, sizeof(err));
+	ck_assert_msg(p != NULL, "pub_new: %s", err);
+	return p;
+}
+
+static enum pub_send_result send_one(struct publisher *p, uint64_t token)
+{
+	char err[256];
+
+	return pub_send(p, "nudge", "k", 1, "{\"v\":1}", 7, NULL, token, err,
+	                sizeof(err));
+}
+
+/* Polls until n reports arrived or ms passed; returns the reports. */
+static int wait_reports(struct publisher *p, struct seen *s, int n, int ms)
+{
+	int64_t end = now_mono_us() + (int64_t)ms * 1000;
+
+	while (s->reports < n && now_mono_us() < end)
+		pub_poll(p, 10);
+	return s->reports;
+}
+
+/* The first record (which also waits for the topic's metadata) is
+ * delivered when its linger ends at the latest. */
+static void first_delivered(struct publisher *p, struct seen *s)
+{
+	ck_assert_int_eq(send_one(p, 1), PUB_SENT);
+	ck_assert_int_eq(wait_reports(p, s, 1, 10000), 1);
+}
+
+/* A lone event after a quiet period (no send for linger.ms) goes out at
+ * the next pub_nudge(), not when linger.ms expires: the latency floor is
+ * a round trip, not the linger. The linger is 3 s, so a report within
+ * 1.5 s can only come from the nudge. */
+START_TEST(test_nudge_sends_lone_event)
+{
+	struct relay_config cfg;
+	struct seen s = { 0 };
+	struct publisher *p = mock_publisher(&cfg, "3000", &s);
+	int64_t quiet;
+
+	first_delivered(p, &s);
+	quiet = now_mono_us() + 3100 * 1000;
+	while (now_mono_us() < quiet)
+		pub_poll(p, 50);
+	ck_assert_int_eq(send_one(p, 2), PUB_SENT);
+	pub_nudge(p, false);
+	ck_assert_int_eq(wait_reports(p, &s, 2, 1500), 2);
+	ck_assert_int_eq(s.ok, 2);
+	pub_free(p);
+	cfg_free(&cfg);
+}
+END_TEST
+
+/* Under load (sends closer together than linger.ms) a nudge does nothing:
+ * the linger keeps batching, which is what spares the broker requests.
+ * A forced nudge (the relay's one-at-a-time replay, waiting for this
+ * ack) sends at once. */
+START_TEST(test_nudge_leaves_load_to_linger)
+{
+	struct relay_config cfg;
+	struct seen s = { 0 };
+	struct publisher *p = mock_publisher(&cfg, "3000", &s);
+	int64_t end;
+
+	/* The first send is a quiet start; the nudge takes it (whether or
+	 * not the topic's metadata is there yet). The second follows at
+	 * once: no quiet start, so its nudge leaves it to the linger. */
+	ck_assert_int_eq(send_one(p, 1), PUB_SENT);
+	pub_nudge(p, false);
+	ck_assert_int_eq(send_one(p, 2), PUB_SENT);
+	pub_nudge(p, false);
+	end = now_mono_us() + 1000 * 1000;
+	while (now_mono_us() < end)
+		pub_poll(p, 20);
+	ck_assert_msg((s.tokens & 4) == 0, "sent before its linger ended");
+	pub_nudge(p, true);
+	ck_assert_int_eq(wait_reports(p, &s, 2, 1500), 2);
+	ck_assert_int_eq(s.ok, 2);
+	pub_free(p);
+	cfg_free(&cfg);
+}
+END_TEST
+
+Suite *publisher_suite(void)
+{
+	Suite *s = suite_create("publisher");
+	TCase *tc = tcase_create("nudge");
+
+	/* A mock cluster per test; slow under valgrind. */
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_nudge_sends_lone_event);
+	tcase_add_test(tc, test_nudge_leaves_load_to_linger);
+	suite_add_tcase(s, tc);
+	return s;
+}

@@ -38,6 +38,17 @@ char *xstrndup(const char *s, size_t n);
 /* Parses "X/X" into *out. Returns 0, or -1 when s is not an LSN. */
 int lsn_parse(const char *s, size_t len, uint64_t *out) RELAY_MUSTCHECK;
 
+/* Writes lsn as LSN_FMT prints it ("16/B374D28", upper-case hex, no
+ * leading zeros) and a NUL into buf (LSN_STR_MAX bytes are enough);
+ * returns the length. Per event, where snprintf() costs several times
+ * more. */
+#define LSN_STR_MAX 18
+size_t lsn_format(char *buf, uint64_t lsn);
+
+/* The same for a signed decimal ("-12", "7311"); 21 bytes are enough. */
+#define I64_STR_MAX 21
+size_t i64_format(char *buf, int64_t v);
+
 /* Formats a message into err (errlen bytes, always NUL-terminated):
  * how every fallible function fills the caller's error buffer. */
 void errbuf_set(char *err, size_t errlen, const char *fmt, ...)
@@ -61,5 +72,8 @@ static inline uint64_t be_uint(const void *p, size_t n)
 
 int64_t now_mono_us(void);
 int64_t now_wall_us(void);
+/* CLOCK_MONOTONIC_COARSE: the last tick's time (a few ms of resolution),
+ * read without the clock source. For per-event decisions on tens of ms. */
+int64_t now_mono_coarse_us(void);
 
 #endif

@@ -28,6 +28,8 @@ struct pub_report {
 	int32_t partition;
 	const char *event_id;   /* the id header, NUL-terminated; "?" if none */
 	size_t bytes;           /* key + value */
+	int64_t at_wall_us;     /* now_wall_us() when it was served (read
+	                         * once per pub_poll() for all its reports) */
 };
 
 /* Called once per produced message from pub_poll(). */

@@ -64,6 +64,49 @@ static int hexval(char c)
 	return -1;
 }
 
+static size_t hex32(char *o, uint32_t v)
+{
+	char t[8];
+	size_t n = 0, i = 0;
+
+	do {
+		t[n++] = "0123456789ABCDEF"[v & 15];
+		v >>= 4;
+	} while (v != 0);
+	while (n > 0)
+		o[i++] = t[--n];
+	return i;
+}
+
+size_t lsn_format(char *buf, uint64_t lsn)
+{
+	size_t n = hex32(buf, (uint32_t)(lsn >> 32));
+
+	buf[n++] = '/';
+	n += hex32(buf + n, (uint32_t)lsn);
+	buf[n] = '\0';
+	return n;
+}
+
+size_t i64_format(char *buf, int64_t v)
+{
+	char t[20];
+	size_t n = 0, i = 0;
+	/* The magnitude in unsigned arithmetic: -INT64_MIN overflows. */
+	uint64_t m = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+
+	do {
+		t[n++] = (char)('0' + m % 10);
+		m /= 10;
+	} while (m != 0);
+	if (v < 0)
+		buf[i++] = '-';
+	while (n > 0)
+		buf[i++] = t[--n];
+	buf[i] = '\0';
+	return i;
+}
+
 int lsn_parse(const char *s, size_t len, uint64_t *out)
 {
 	uint64_t hi = 0, lo = 0;
@@ -95,6 +138,13 @@ int64_t now_mono_us(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+int64_t now_mono_coarse_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
 	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 

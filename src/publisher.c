@@ -59,8 +59,12 @@ struct publisher {
 	/* pub_nudge(): the producer's linger, and whether the oldest record
 	 * it may still be lingering on followed a quiet period. */
 	int64_t linger_us;
-	int64_t last_send_us;   /* now_mono_us() of the latest pub_send() */
+	int64_t last_send_us;   /* now_mono_coarse_us() of the latest pub_send() */
 	bool quiet_start;
+
+	/* dr_clock(): the clocks read once per pub_poll(0) (0: not yet). */
+	bool in_poll;
+	int64_t dr_mono_us, dr_wall_us;
 };
 
 /* The probe: when no broker answered for PROBE_IDLE_US, a metadata
@@ -197,6 +201,20 @@ const char *pub_err_str(int err)
 	return rd_kafka_err2str((rd_kafka_resp_err_t)err);
 }
 
+/* The clock for a delivery report: inside pub_poll(), read once for all
+ * the reports one rd_kafka_poll() serves (they were all waiting when it
+ * began, and a drain serves thousands a turn); elsewhere (pub_nudge()'s
+ * flush waits in between) read each time. */
+static int64_t dr_clock(struct publisher *p, int64_t *cache,
+                        int64_t (*clock)(void))
+{
+	if (!p->in_poll)
+		return clock();
+	if (*cache == 0)
+		*cache = clock();
+	return *cache;
+}
+
 /* Runs on the thread that calls rd_kafka_poll(): the relay's loop. */
 static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m,
                         void *opaque)
@@ -232,8 +250,9 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m,
 		rep.errstr = why;
 	} else {
 		p->brokers_down = 0;
-		atomic_store(&p->last_contact_us, now_mono_us());
+		atomic_store(&p->last_contact_us, dr_clock(p, &p->dr_mono_us, now_mono_us));
 	}
+	rep.at_wall_us = dr_clock(p, &p->dr_wall_us, now_wall_us);
 	p->dr(p->opaque, &rep);
 }
 
@@ -453,7 +472,8 @@ enum pub_send_result pub_send(struct publisher *p, const char *topic,
 	                      RD_KAFKA_V_OPAQUE((void *)(uintptr_t)token),
 	                      RD_KAFKA_V_END);
 	if (e == RD_KAFKA_RESP_ERR_NO_ERROR) {
-		int64_t now = now_mono_us();
+		/* Coarse: the rule is about gaps of linger.ms (20). */
+		int64_t now = now_mono_coarse_us();
 		if (now - p->last_send_us >= p->linger_us)
 			p->quiet_start = true;
 		p->last_send_us = now;
@@ -490,7 +510,10 @@ void pub_nudge(struct publisher *p, bool force)
 
 void pub_poll(struct publisher *p, int timeout_ms)
 {
+	p->in_poll = timeout_ms == 0;
+	p->dr_mono_us = p->dr_wall_us = 0;
 	rd_kafka_poll(p->rk, timeout_ms);
+	p->in_poll = false;
 }
 
 int pub_event_fd(const struct publisher *p)

@@ -186,6 +186,8 @@ struct relay {
 	int64_t last_status_us;         /* when the last status update went out */
 	uint64_t server_wal_end;        /* highest WAL end the server reported
 	                                 * this session: never confirm past it */
+	int64_t rx_turn_us;             /* now_mono_us() when read_stream()
+	                                 * began: the frames' arrival time */
 	int64_t last_rx_us;             /* last frame from the server (while
 	                                 * reading; reset while paused) */
 	bool pinged;                    /* a reply was requested since then */
@@ -494,7 +496,7 @@ static void on_dr(void *opaque, const struct pub_report *rep)
 	if (rep->ok) {
 		r->n_acked++;
 		r->bytes_acked += rep->bytes;
-		r->last_ack_wall_us = now_wall_us();
+		r->last_ack_wall_us = rep->at_wall_us;
 		if (ts > 0)
 			hist_record(&r->lat, r->last_ack_wall_us - ts);
 		count_topic(r, rep->topic);
@@ -1039,7 +1041,7 @@ static enum handled handle_msg(struct relay *r, const struct repl_msg *m)
 
 	if (m->wal_end > r->server_wal_end)
 		r->server_wal_end = m->wal_end;
-	r->last_rx_us = now_mono_us();
+	r->last_rx_us = r->rx_turn_us;
 	r->pinged = false;
 	if (m->type == 'k') {
 		if (m->reply_requested)
@@ -1125,6 +1127,9 @@ static void read_stream(struct relay *r)
 	char err[1024];
 
 	r->more_input = false;
+	/* Every frame this turn reads was waiting when it began: one clock
+	 * read for all of them (a drain reads READ_BUDGET a turn). */
+	r->rx_turn_us = now_mono_us();
 	for (int i = 0; i < READ_BUDGET && reading_allowed(r); i++) {
 		if (r->have_pending) {
 			m = r->pending;

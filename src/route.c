@@ -138,14 +138,14 @@ void route_headers(struct route_headers *h, const struct w2j_record *rec,
 
 	/* The commit end, as pg_replication_slots prints it, so a consumer
 	 * can tell which transaction (and slot position) a record came from. */
-	n = snprintf(h->lsn_buf, sizeof(h->lsn_buf), LSN_FMT,
-	             LSN_ARGS(commit_lsn));
+	_Static_assert(sizeof(h->lsn_buf) >= LSN_STR_MAX, "lsn_buf");
+	n = (int)lsn_format(h->lsn_buf, commit_lsn);
 	h->value[ROUTE_H_PG_LSN] = h->lsn_buf;
 	h->len[ROUTE_H_PG_LSN] = (size_t)n;
 
 	if (rec->xid >= 0) {
-		n = snprintf(h->xid_buf, sizeof(h->xid_buf), "%lld",
-		             (long long)rec->xid);
+		_Static_assert(sizeof(h->xid_buf) >= I64_STR_MAX, "xid_buf");
+		n = (int)i64_format(h->xid_buf, rec->xid);
 		h->value[ROUTE_H_PG_XID] = h->xid_buf;
 		h->len[ROUTE_H_PG_XID] = (size_t)n;
 	}

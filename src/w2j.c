@@ -534,6 +534,19 @@ static const unsigned char w2j_plain[256] = {
 	/* 80-ff: 0, UTF-8 is checked apart */
 };
 
+/* Whether any of the eight bytes in w is not w2j_plain[]: exact, since
+ * each test below only flags a byte that has the property (the borrow
+ * of a lower byte cannot set a high bit that ~w has cleared). */
+#define W2J_ONES UINT64_C(0x0101010101010101)
+#define W2J_HIGH UINT64_C(0x8080808080808080)
+static inline bool w2j_special8(uint64_t w)
+{
+	uint64_t q = w ^ (W2J_ONES * '"'), b = w ^ (W2J_ONES * '\\');
+
+	return ((w | ((w - W2J_ONES * 0x20) & ~w) | ((q - W2J_ONES) & ~q) |
+	         ((b - W2J_ONES) & ~b)) & W2J_HIGH) != 0;
+}
+
 static bool w2j_lit(const char **p, const char *end, const char *lit,
                     size_t n)
 {
@@ -606,6 +619,18 @@ static bool w2j_scan_str(const char **p, const char *end, struct w2j_span *v)
 	size_t n;
 
 	for (;;) {
+		/* Eight bytes a step while none is special (a quote, a
+		 * backslash, a control character or a high bit): payloads are
+		 * long runs of plain ASCII, and this loop was the relay's
+		 * hottest in a wal2json drain (perf: 10 % of its samples). */
+		while (e - s >= 8) {
+			uint64_t w;
+
+			memcpy(&w, s, sizeof(w));
+			if (w2j_special8(w))
+				break;
+			s += 8;
+		}
 		while (s < e && w2j_plain[*s])
 			s++;
 		if (s >= e)

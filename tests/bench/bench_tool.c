@@ -27,7 +27,8 @@
  *       the producer ceiling: COUNT records of BYTES (650) of JSON value,
  *       keys over KEYS (1000) aggregates and the relay's five headers,
  *       with the relay's producer defaults (idempotence, acks=all,
- *       murmur2_random, gapless, no message timeout), then waits for
+ *       murmur2_random, gapless, no message timeout, linger 20 ms, one
+ *       request in flight), then waits for
  *       every delivery report. Stdout: "count=N secs=S rate=R failed=F".
  *       With -P MS, paced: MS milliseconds of idle before each record,
  *       which is then flushed (sent at once and acknowledged): Kafka's
@@ -416,6 +417,8 @@ static int cmd_produce(struct opts *o)
 		"enable.idempotence=true", "acks=all", "partitioner=murmur2_random",
 		"message.timeout.ms=0", "enable.gapless.guarantee=true",
 		"client.id=bench-tool", "queue.buffering.max.messages=101024",
+		/* the relay's own defaults besides (src/kafka_conf.c) */
+		"linger.ms=20", "max.in.flight.requests.per.connection=1",
 	};
 	const char *props[MAX_PROPS + 8];
 	int np = 0;

@@ -105,7 +105,9 @@ relay_start() {
 	for kv in "$@"; do
 		printf '%s = %s\n' "${kv%%=*}" "${kv#*=}" >>"$conf"
 	done
-	"$RELAY_BIN" --config "$conf" 2>"$BENCH_DIR/relay-$tag.log" &
+	# BENCH_KEEP_RAW keeps the relay's log with the records.
+	"$RELAY_BIN" --config "$conf" \
+		2>"$([[ -n ${BENCH_KEEP_RAW:-} ]] && echo "$OUT/raw" || echo "$BENCH_DIR")/relay-$tag.log" &
 	SYS_PID=$!
 	env_on_cleanup "kill -9 $SYS_PID 2>/dev/null || true"
 }

@@ -28,7 +28,12 @@ if ! pg_start "$own" "$port" "$db" 2>"$IT_TEST_DIR/pg.err"; then
 fi
 sql() { psql_q "$port" "$db" "$1"; }
 psql_f "$port" "$db" "$IT_ROOT/sql/outbox.sql" >/dev/null
-sql "SELECT pg_create_logical_replication_slot('$db', 'wal2json')" >/dev/null
+# The suite's plugin (make integration-pgoutput): the publication first.
+if [[ $RELAY_PLUGIN == pgoutput ]]; then
+	sql "CREATE PUBLICATION $IT_PUBLICATION FOR TABLE public.outbox
+		WITH (publish = 'insert')" >/dev/null
+fi
+sql "SELECT pg_create_logical_replication_slot('$db', '$RELAY_PLUGIN')" >/dev/null
 sql "CREATE ROLE t225_pw LOGIN REPLICATION PASSWORD 'right';
 	CREATE ROLE t225_rej LOGIN REPLICATION;
 	CREATE ROLE t225_norep LOGIN;
@@ -56,6 +61,7 @@ conf_for() { # FILE CONNINFO [KEY=VALUE...]
 		echo "pg.conninfo = $ci"
 		echo "kafka.bootstrap.servers = $KAFKA_BROKERS"
 		echo "slot.name = $db"
+		[[ $RELAY_PLUGIN == wal2json ]] || echo "slot.plugin = $RELAY_PLUGIN"
 		echo "http.listen ="
 		echo "reconnect.backoff.ms = 100"
 		echo "reconnect.backoff.max.ms = 300"

@@ -69,7 +69,12 @@ chown postgres:postgres "$certs"/server*.key "$certs"/server*.crt 2>/dev/null ||
 } >>"$own/pg/data/postgresql.conf"
 sql "CREATE ROLE $role LOGIN REPLICATION PASSWORD '$pw'" >/dev/null
 psql_f "$port" "$db" "$IT_ROOT/sql/outbox.sql" >/dev/null
-sql "SELECT pg_create_logical_replication_slot('$db', 'wal2json')" >/dev/null
+# The suite's plugin (make integration-pgoutput): the publication first.
+if [[ $RELAY_PLUGIN == pgoutput ]]; then
+	sql "CREATE PUBLICATION $IT_PUBLICATION FOR TABLE public.outbox
+		WITH (publish = 'insert')" >/dev/null
+fi
+sql "SELECT pg_create_logical_replication_slot('$db', '$RELAY_PLUGIN')" >/dev/null
 hba=$own/pg/data/pg_hba.conf
 {
 	echo "hostssl all $role 127.0.0.1/32 scram-sha-256"
@@ -98,6 +103,7 @@ conf_for() { # FILE CONNINFO [KEY=VALUE...]
 		echo "pg.conninfo = $ci"
 		echo "kafka.bootstrap.servers = $KAFKA_BROKERS"
 		echo "slot.name = $db"
+		[[ $RELAY_PLUGIN == wal2json ]] || echo "slot.plugin = $RELAY_PLUGIN"
 		echo "http.listen ="
 		echo "log.level = debug"
 		echo "reconnect.backoff.ms = 100"

@@ -1,9 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* check_route.c -- topic templates and the Kafka headers of an event. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <check.h>
 
+#include "common.h"
 #include "route.h"
 #include "w2j.h"
 
@@ -235,6 +239,45 @@ START_TEST(test_headers_from_decoded)
 }
 END_TEST
 
+/* The headers' own formatters print what snprintf() would. */
+START_TEST(test_formatters_match_snprintf)
+{
+	static const uint64_t lsns[] = {
+		0, 1, 0xF, 0x10, 0x16B374D28ull, 0xFFFFFFFFull, 0x100000000ull,
+		0xFFFFFFFFFFFFFFFFull, 0xA00000000ull,
+	};
+	static const int64_t ints[] = {
+		0, 1, -1, 9, 10, -10, 7311, INT64_MAX, INT64_MIN, INT64_MIN + 1,
+	};
+	char got[64], want[64];
+	uint64_t x = 0x9E3779B97F4A7C15ull;
+
+	for (size_t i = 0; i < sizeof(lsns) / sizeof(lsns[0]); i++) {
+		size_t n = lsn_format(got, lsns[i]);
+		snprintf(want, sizeof(want), LSN_FMT, LSN_ARGS(lsns[i]));
+		ck_assert_str_eq(got, want);
+		ck_assert_uint_eq(n, strlen(want));
+		ck_assert_uint_lt(n, LSN_STR_MAX);
+	}
+	for (size_t i = 0; i < sizeof(ints) / sizeof(ints[0]); i++) {
+		size_t n = i64_format(got, ints[i]);
+		snprintf(want, sizeof(want), "%" PRId64, ints[i]);
+		ck_assert_str_eq(got, want);
+		ck_assert_uint_eq(n, strlen(want));
+		ck_assert_uint_lt(n, I64_STR_MAX);
+	}
+	for (int i = 0; i < 100000; i++) {
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17; /* xorshift64 */
+		(void)lsn_format(got, x >> (i % 64));
+		snprintf(want, sizeof(want), LSN_FMT, LSN_ARGS(x >> (i % 64)));
+		ck_assert_str_eq(got, want);
+		(void)i64_format(got, (int64_t)x >> (i % 64));
+		snprintf(want, sizeof(want), "%" PRId64, (int64_t)x >> (i % 64));
+		ck_assert_str_eq(got, want);
+	}
+}
+END_TEST
+
 Suite *route_suite(void)
 {
 	Suite *s = suite_create("route");
@@ -250,6 +293,7 @@ Suite *route_suite(void)
 
 	tcase_add_test(tc_headers, test_headers);
 	tcase_add_test(tc_headers, test_headers_lsn_format);
+	tcase_add_test(tc_headers, test_formatters_match_snprintf);
 	tcase_add_test(tc_headers, test_headers_omitted);
 	tcase_add_test(tc_headers, test_headers_from_decoded);
 	suite_add_tcase(s, tc_headers);

@@ -199,6 +199,11 @@ struct health_snapshot {
 	size_t ntopics;
 };
 
+/* Names the slot's plugin in s ("" unknown); the publication is kept only
+ * for pgoutput, the one plugin that reads one. */
+void health_set_plugin(struct health_snapshot *s, const char *plugin,
+                       const char *publication);
+
 /* /slot body. Returns a malloc'd NUL-terminated string (caller frees). */
 char *health_render_slot_json(const struct health_snapshot *s, bool pretty);
 

@@ -650,6 +650,14 @@ static char *dump_copy(const json_t *root, size_t flags)
 	return out;
 }
 
+void health_set_plugin(struct health_snapshot *s, const char *plugin,
+                       const char *publication)
+{
+	snprintf(s->plugin, sizeof(s->plugin), "%s", plugin);
+	snprintf(s->publication, sizeof(s->publication), "%s",
+	         strcmp(plugin, "pgoutput") == 0 ? publication : "");
+}
+
 char *health_render_slot_json(const struct health_snapshot *s, bool pretty)
 {
 	const struct health_eval *ev = &s->eval;

@@ -50,9 +50,8 @@ static const struct {
 	 * batch delivered although it never was. Seen in 2 of 17 make bench
 	 * drains into a new broker (4 and 1 events of a fresh auto-created
 	 * topic acked and missing; the mechanism of confluentinc/confluent-
-	 * kafka-go issue 921). A new
-	 * producer (every session start) is exposed until each partition has
-	 * taken a batch. The drain is bound by the walsender, not by this:
+	 * kafka-go issue 921). A new producer (every session start) is
+	 * exposed until each partition has taken a batch. The drain is bound by the walsender, not by this:
 	 * 45,268 against 43,861 events/s with 5 (docs/benchmarks.md). */
 	{ "max.in.flight.requests.per.connection", "1",
 	  C(KC_RELAY) | C(KC_RUNBOOK) | C(KC_LEDGER_PRODUCER), false },

@@ -46,10 +46,7 @@ struct monitor *mon_start(const struct relay_config *cfg, char *err,
 	m->cfg = cfg;
 	health_window_init(&m->window, cfg->watchdog_window_ms * 1000);
 	snprintf(m->snap.slot_name, sizeof(m->snap.slot_name), "%s", cfg->slot_name);
-	snprintf(m->snap.plugin, sizeof(m->snap.plugin), "%s", cfg->slot_plugin);
-	if (strcmp(cfg->slot_plugin, "pgoutput") == 0)
-		snprintf(m->snap.publication, sizeof(m->snap.publication), "%s",
-		         cfg->slot_publication);
+	health_set_plugin(&m->snap, cfg->slot_plugin, cfg->slot_publication);
 	health_thresholds_init(&m->snap.thresholds, cfg);
 	if (cfg->http_listen[0] != '\0') {
 		m->http = http_start(cfg->http_listen, cfg->http_livez_timeout_ms,

@@ -98,18 +98,13 @@ int act_slot_status(const struct relay_config *cfg, const struct cli_args *a)
 	if (slot_read(conn, cfg->slot_name, cli_deadline(), &row, &st, err,
 	              sizeof(err)) < 0 || !row.exists)
 		row.plugin[0] = '\0';
-	snprintf(s->plugin, sizeof(s->plugin), "%s", row.plugin);
-	if (strcmp(row.plugin, "pgoutput") == 0)
-		snprintf(s->publication, sizeof(s->publication), "%s",
-		         cfg->slot_publication);
+	health_set_plugin(s, row.plugin, cfg->slot_publication);
 	if (a->json) {
 		char *body = health_render_slot_json(s, false);
 		fputs(body, stdout);
 		free(body);
 	} else {
-		print_text(s, row.plugin,
-		           strcmp(row.plugin, "pgoutput") == 0
-		               ? cfg->slot_publication : NULL);
+		print_text(s, s->plugin, s->publication[0] ? s->publication : NULL);
 	}
 	rc = codes[s->eval.state];
 out:

@@ -221,6 +221,7 @@ uint64_t lsn_inflight(const struct lsn_tracker *lt);       /* this session */
 uint64_t lsn_held_events(const struct lsn_tracker *lt);    /* in the ring */
 bool lsn_skipping(const struct lsn_tracker *lt);  /* current txn was acked
                                                    * in an earlier session */
+bool lsn_in_txn(const struct lsn_tracker *lt);    /* between a B and its C */
 /* The commit verification looks for (end_lsn 0: none pending). */
 const struct lsn_commit_id *lsn_verifying(const struct lsn_tracker *lt);
 /* Why LSN_*REWOUND was returned ("" otherwise). */

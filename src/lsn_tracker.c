@@ -465,6 +465,11 @@ bool lsn_skipping(const struct lsn_tracker *lt)
 	return lt->cur_skip;
 }
 
+bool lsn_in_txn(const struct lsn_tracker *lt)
+{
+	return lt->in_txn;
+}
+
 const struct lsn_commit_id *lsn_verifying(const struct lsn_tracker *lt)
 {
 	return &lt->verify;

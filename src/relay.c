@@ -1471,11 +1471,17 @@ int relay_run(const struct relay_config *cfg, int sigfd)
 		if (!session_ending(r) && ledger_due(r) &&
 		    now - r->ledger_sent_us >= r->cfg->status_min_interval_ms * 1000)
 			ledger_record(r, now);
-		/* The input has run dry: what librdkafka lingers on goes out now
-		 * if it began after a quiet period (a lone commit: nothing to
-		 * batch it with), or if the one-at-a-time replay waits for its
-		 * ack. Under load the linger keeps batching (pub_nudge()). */
-		if (r->pub != NULL && !session_ending(r) && !r->more_input)
+		/* The input has run dry between transactions: what librdkafka
+		 * lingers on goes out now if it began after a quiet period (a
+		 * lone commit: nothing to batch it with), or if the one-at-a-time
+		 * replay waits for its ack. Not in the middle of a transaction:
+		 * the walsender writes one frame by frame, so a pause there only
+		 * means the rest is on its way, and a nudge would send the first
+		 * events alone and leave the rest to the linger (the producer is
+		 * no longer quiet then; t268). Under load the linger keeps
+		 * batching (pub_nudge()). */
+		if (r->pub != NULL && !session_ending(r) && !r->more_input &&
+		    (r->iso_wait || !lsn_in_txn(&r->lt)))
 			pub_nudge(r->pub, r->iso_wait);
 		/* Status updates go out as soon as the watermark moves (at most
 		 * one per status.min.interval.ms), and on the keepalive timer

@@ -3,10 +3,13 @@
 # relay (exit 65) instead of a replay loop with health ok, and a batch
 # refused only because of its neighbours is replayed record by record.
 # On the real broker:
-#  (a) topic with max.message.bytes=10000, three 4 KB events in three
-#      transactions, batched together (kafka.linger.ms=200): the 12 KB
+#  (a) topic with max.message.bytes=10000, three 4 KB events in one
+#      transaction, batched together (kafka.linger.ms=200; the nudge
+#      waits for the commit, so they go out as one batch): the 12 KB
 #      batch is refused; the relay replays them one at a time, all three
-#      arrive, the relay keeps running and confirms past them;
+#      arrive, the relay keeps running and confirms past them. (Three
+#      transactions were not batched reliably: a nudge after the first
+#      one's commit sends it alone, the other two make 8 KB.)
 #  (b) same topic: E1 (small), then a transaction with E2 (small) and E3
 #      (50 KB), then E4: E1 arrives, the relay exits 65 naming E3's id,
 #      the topic, the partition, the LSN, the xid, the broker's error and
@@ -36,7 +39,7 @@ run=$(date +%s)
 db=t250_refusals
 it_setup_db "$db"
 
-ins() { # TYPE AGG PAD_BYTES: one outbox row (its own transaction)
+ins() { # TYPE AGG PAD_BYTES: one outbox row (a transaction of its own unless wrapped)
 	echo "INSERT INTO outbox (id, aggregate_type, aggregate_id, event_type, payload)
 		VALUES (gen_random_uuid(), '$1', '$2', 'E',
 		        jsonb_build_object('pad', repeat('x', $3)));"
@@ -73,7 +76,8 @@ log=$IT_TEST_DIR/relay.a.log
 it_write_config "$conf" "$db" kafka.linger.ms=200 reconnect.backoff.ms=100
 it_start_relay "$conf" "$log"
 it_wait_slot_active "$db" "$db" 30 || true
-{ ins "$ta" k 4000; ins "$ta" k 4000; ins "$ta" k 4000; } | it_sql_file "$db" - >/dev/null
+{ echo 'BEGIN;'; ins "$ta" k 4000; ins "$ta" k 4000; ins "$ta" k 4000; echo 'COMMIT;'; } |
+	it_sql_file "$db" - >/dev/null
 last=$(it_current_lsn "$db")
 out=$IT_TEST_DIR/a.json
 if it_consume_wait "outbox.event.$ta" "$out" 3 40; then

@@ -288,14 +288,15 @@ check-asan: deps
 # Unit tests in one process under memcheck: any error or definite or
 # indirect leak fails (one process: CK_FORK=no, so no per-test timeout).
 # The property and mutation tests run a tenth of their rounds
-# (UNIT_PROPERTY_SCALE; the default run keeps them all).
+# (UNIT_PROPERTY_SCALE; the default run keeps them all), and the producer
+# suite allows for valgrind's pace where it times a nudge (UNIT_SLOW).
 VALGRIND_FLAGS := --error-exitcode=99 --leak-check=full \
                   --show-leak-kinds=definite,indirect \
                   --errors-for-leak-kinds=definite,indirect \
                   --suppressions=tests/sanitize/valgrind.supp --num-callers=30
 check-valgrind: deps
 	$(MAKE) $(BUILD)/unit-tests
-	CK_FORK=no UNIT_PROPERTY_SCALE=10 \
+	CK_FORK=no UNIT_PROPERTY_SCALE=10 UNIT_SLOW=1 \
 		valgrind $(VALGRIND_FLAGS) $(BUILD)/unit-tests
 
 # cppcheck over src/: clean but for tests/lint/cppcheck.supp, where each

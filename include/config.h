@@ -46,6 +46,7 @@ struct relay_config {
 	int64_t inflight_max_bytes;
 	int64_t pg_permanent_error_retries;
 	int64_t pg_receive_timeout_ms;
+	int64_t pg_read_coalesce_us;
 	int64_t kafka_contact_timeout_ms;
 	int64_t reconnect_backoff_ms;
 	int64_t reconnect_backoff_max_ms;

@@ -85,6 +85,10 @@ static const struct cfg_key cfg_keys[] = {
 	  "3", 1, 1000, 0, "a wrong password, pg_hba refusal, unknown database "
 	  "or bad option at connect stops the relay at once before it first "
 	  "streamed, after this many attempts in a row once it has" },
+	{ "pg.read.coalesce.us", CFG_INT, OFF(pg_read_coalesce_us), "500", 0,
+	  10000, 0, "after a read that emptied the stream between transactions, "
+	  "the next read waits until this many microseconds have passed "
+	  "(fewer wake-ups under load); 0: read at once" },
 	{ "pg.receive.timeout.ms", CFG_INT, OFF(pg_receive_timeout_ms), "20000",
 	  2000, 3600000, 0, "no message from the server while reading: a status "
 	  "update asks for one at a quarter of this, /readyz fails at half, the "

@@ -186,6 +186,9 @@ struct relay {
 	int64_t last_status_us;         /* when the last status update went out */
 	uint64_t server_wal_end;        /* highest WAL end the server reported
 	                                 * this session: never confirm past it */
+	int64_t rx_hold_us;             /* no read before this (mono us):
+	                                 * pg.read.coalesce.us after a turn
+	                                 * that emptied the stream */
 	int64_t rx_turn_us;             /* now_mono_us() when read_stream()
 	                                 * began: the frames' arrival time */
 	int64_t last_rx_us;             /* last frame from the server (while
@@ -1136,8 +1139,17 @@ static void read_stream(struct relay *r)
 			r->have_pending = false;
 		} else {
 			int rc = repl_read(&r->rs, &m, err, sizeof(err));
-			if (rc == 0)
+			if (rc == 0) {
+				/* Read everything there was, between transactions:
+				 * under load the next commits come within the
+				 * hold and one wake-up takes them all; a lone
+				 * commit after a quiet spell is read at once. Not
+				 * inside a transaction, whose rest is on its way. */
+				if (i > 0 && !lsn_in_txn(&r->lt))
+					r->rx_hold_us = r->rx_turn_us +
+					                r->cfg->pg_read_coalesce_us;
 				return;
+			}
 			if (rc < 0) {
 				if (repl_stream_err(&r->rs) == REPL_ERR_FATAL ||
 				    repl_stream_err(&r->rs) == REPL_ERR_CONFIG) {
@@ -1193,6 +1205,9 @@ static int compute_timeout(const struct relay *r, int64_t now)
 		if (due < t)
 			t = due;
 	}
+	if (r->have_rs && reading_allowed(r) && r->rx_hold_us > now &&
+	    r->rx_hold_us - now < t)
+		t = r->rx_hold_us - now;
 	if (r->reply_now || session_ending(r) || r->state == ST_CONNECTING ||
 	    r->more_input)
 		t = 0;
@@ -1388,6 +1403,7 @@ int relay_run(const struct relay_config *cfg, int sigfd)
 	for (;;) {
 		struct pollfd fds[3];
 		int nfds = 0, isig, ipub = -1, ipg = -1;
+		bool held;
 		int64_t now = now_mono_us();
 
 		monitor_turn(r, now);
@@ -1405,10 +1421,11 @@ int relay_run(const struct relay_config *cfg, int sigfd)
 			fds[nfds++] = (struct pollfd){ .fd = pub_event_fd(r->pub),
 				                           .events = POLLIN };
 		}
+		held = r->have_rs && reading_allowed(r) && now < r->rx_hold_us;
 		if (r->have_rs) {
 			ipg = nfds;
 			fds[nfds] = (struct pollfd){ .fd = repl_socket(&r->rs) };
-			if (reading_allowed(r))
+			if (reading_allowed(r) && !held)
 				fds[nfds].events |= POLLIN;
 			if (repl_wants_write(&r->rs))
 				fds[nfds].events |= POLLOUT;
@@ -1458,7 +1475,15 @@ int relay_run(const struct relay_config *cfg, int sigfd)
 				session_end(r, false, "stream send failed");
 			}
 		}
-		if (r->have_rs && !session_ending(r))
+		/* The hold is over: what came meanwhile is on the socket,
+		 * which poll() was not asked about. */
+		if (held && now >= r->rx_hold_us && r->have_rs && !session_ending(r) &&
+		    !(fds[ipg].revents & (POLLIN | POLLERR | POLLHUP)) &&
+		    repl_consume(&r->rs, r->err, sizeof(r->err)) < 0) {
+			log_warn("%s", r->err);
+			session_end(r, false, "stream receive failed");
+		}
+		if (r->have_rs && !session_ending(r) && now >= r->rx_hold_us)
 			read_stream(r);
 
 		/* A ledger that could not be read at the session's start. */

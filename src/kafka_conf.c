@@ -51,8 +51,9 @@ static const struct {
 	 * drains into a new broker (4 and 1 events of a fresh auto-created
 	 * topic acked and missing; the mechanism of confluentinc/confluent-
 	 * kafka-go issue 921). A new producer (every session start) is
-	 * exposed until each partition has taken a batch. The drain is bound by the walsender, not by this:
-	 * 45,268 against 43,861 events/s with 5 (docs/benchmarks.md). */
+	 * exposed until each partition has taken a batch. The drain is
+	 * bound by the walsender, not by this: 45,268 against 43,861
+	 * events/s with 5 (docs/benchmarks.md). */
 	{ "max.in.flight.requests.per.connection", "1",
 	  C(KC_RELAY) | C(KC_RUNBOOK) | C(KC_LEDGER_PRODUCER), false },
 	{ "client.id", "outbox-relay", C(KC_RELAY), false },

@@ -1463,7 +1463,10 @@ int relay_run(const struct relay_config *cfg, int sigfd)
 		}
 
 		if (r->have_rs && ipg >= 0) {
-			if (fds[ipg].revents & (POLLIN | POLLERR | POLLHUP)) {
+			/* Also when a hold is over: what came meanwhile is on
+			 * the socket, which poll() was not asked about. */
+			if ((fds[ipg].revents & (POLLIN | POLLERR | POLLHUP)) ||
+			    (held && now >= r->rx_hold_us)) {
 				if (repl_consume(&r->rs, r->err, sizeof(r->err)) < 0) {
 					log_warn("%s", r->err);
 					session_end(r, false, "stream receive failed");
@@ -1474,14 +1477,6 @@ int relay_run(const struct relay_config *cfg, int sigfd)
 				log_warn("%s", r->err);
 				session_end(r, false, "stream send failed");
 			}
-		}
-		/* The hold is over: what came meanwhile is on the socket,
-		 * which poll() was not asked about. */
-		if (held && now >= r->rx_hold_us && r->have_rs && !session_ending(r) &&
-		    !(fds[ipg].revents & (POLLIN | POLLERR | POLLHUP)) &&
-		    repl_consume(&r->rs, r->err, sizeof(r->err)) < 0) {
-			log_warn("%s", r->err);
-			session_end(r, false, "stream receive failed");
 		}
 		if (r->have_rs && !session_ending(r) && now >= r->rx_hold_us)
 			read_stream(r);

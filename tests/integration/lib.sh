@@ -379,10 +379,30 @@ it_start_relay() {
 		echo "relay binary missing: $RELAY_BIN (run make)" >&2
 		return 1
 	fi
+	# The file exists before the child opens it: a test that reads the log
+	# right after this returns must not race the fork.
+	: >>"$log"
 	"$RELAY_BIN" --config "$cfg" "$@" </dev/null >>"$log" 2>&1 &
 	IT_RELAY_PID=$!
 	_IT_RELAY_PIDS+=("$IT_RELAY_PID")
 	echo "$IT_RELAY_PID" >"$log.pid"
+}
+
+# it_health_port LOG [SECS]: the health endpoint's port, from the relay's
+# latest "health endpoint on http://... (port N)" line in LOG; waits up
+# to SECS (15) for it, tries once when SECS is 0.
+it_health_port() {
+	local log=$1 secs=${2:-15} i p
+	for ((i = 0; i == 0 || i < secs * 5; i++)); do
+		((i == 0)) || sleep 0.2
+		p=$(sed -n 's/.*health endpoint on http:[^ ]* (port \([0-9][0-9]*\)).*/\1/p' \
+			"$log" 2>/dev/null | tail -n1) || p=
+		if [[ -n $p ]]; then
+			echo "$p"
+			return 0
+		fi
+	done
+	return 1
 }
 
 it_relay_alive() { _env_pid_alive "${1:-$IT_RELAY_PID}"; }

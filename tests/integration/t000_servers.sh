@@ -81,4 +81,20 @@ if [[ $got != "$want" ]]; then
 	it_diag "want: $want"
 fi
 
+# -- the harness: a relay's log exists once it_start_relay returns, so a
+# test may read it at once (a missing file under `set -e -o pipefail`
+# ended t620 with status 2 before its first check, in CI). The race is
+# between the shell's fork and the child's redirection: 50 starts of a
+# relay that exits at once make it show (it missed 7 in 100 before).
+rlog=$IT_TEST_DIR/start.log missing=0 pids=("${_IT_RELAY_PIDS[@]}")
+for ((i = 0; i < 50; i++)); do
+	rm -f "$rlog"
+	RELAY_BIN=/bin/true it_start_relay /dev/null "$rlog"
+	[[ -e $rlog ]] || missing=$((missing + 1))
+	wait "$IT_RELAY_PID" || true
+done
+IT_RELAY_PID= _IT_RELAY_PIDS=("${pids[@]}") # the cleanup must not signal reused pids
+it_check "it_start_relay: the relay's log exists when it returns (missing $missing of 50)" \
+	test "$missing" -eq 0
+
 it_summary

@@ -94,16 +94,6 @@ wait_log() { # FILE REGEX SECS
 	done
 	return 1
 }
-relay_port() { # LOG: the health endpoint's port
-	local i p
-	for ((i = 0; i < 75; i++)); do
-		p=$(sed -n 's/.*health endpoint on http:[^ ]* (port \([0-9][0-9]*\)).*/\1/p' \
-			"$1" 2>/dev/null | tail -n1)
-		[[ -n $p ]] && echo "$p" && return 0
-		sleep 0.2
-	done
-	return 1
-}
 readyz() { curl -s -m 5 -o /dev/null -w '%{http_code}' "http://127.0.0.1:$1/readyz" || true; }
 wait_readyz() { # PORT CODE SECS
 	local i
@@ -123,7 +113,7 @@ type=t244a_$tag
 conf_for "$IT_TEST_DIR/a.conf" log.level=debug kafka.debug=security,broker
 log=$IT_TEST_DIR/a.log
 OUTBOX_RELAY_KAFKA_SASL_PASSWORD=$relay_pw it_start_relay "$IT_TEST_DIR/a.conf" "$log"
-hport=$(relay_port "$log" || true)
+hport=$(it_health_port "$log" || true)
 if wait_log "$log" 'streaming from slot' 30; then
 	ok "(a) relay with SASL_SSL to Kafka streams"
 else
@@ -163,7 +153,7 @@ log=$IT_TEST_DIR/b.log
 t0=$SECONDS
 OUTBOX_RELAY_KAFKA_SASL_PASSWORD=$bad_pw it_start_relay "$IT_TEST_DIR/b.conf" "$log"
 pid=$IT_RELAY_PID
-hport=$(relay_port "$log" || true)
+hport=$(it_health_port "$log" || true)
 wait_log "$log" 'streaming from slot' 30 || true
 insert "$type"
 if wait_log "$log" 'ERROR .*SASL authentication error.*invalid credentials' 20; then

@@ -74,16 +74,6 @@ wait_log() { # FILE REGEX SECS
 	done
 	return 1
 }
-relay_port() { # LOG: the health endpoint's port
-	local i p
-	for ((i = 0; i < 75; i++)); do
-		p=$(sed -n 's/.*health endpoint on http:[^ ]* (port \([0-9][0-9]*\)).*/\1/p' \
-			"$1" 2>/dev/null | tail -n1)
-		[[ -n $p ]] && echo "$p" && return 0
-		sleep 0.2
-	done
-	return 1
-}
 hook_url() { # PORT
 	echo "http://$hook_user:$hook_tok1@127.0.0.1:$1/hook/$hook_tok2?token=$hook_tok3"
 }
@@ -116,7 +106,7 @@ it_check "(a) the file holds the PostgreSQL and SASL passwords" \
 log=$IT_TEST_DIR/a.log
 OUTBOX_RELAY_ALERT_WEBHOOK_URL=$(hook_url "$hook_port") it_start_relay "$cfg" "$log"
 pid=$IT_RELAY_PID
-hport=$(relay_port "$log" || true)
+hport=$(it_health_port "$log" || true)
 if wait_log "$log" 'streaming from slot' 30; then
 	ok "(a) relay with the three secrets streams"
 else

@@ -47,22 +47,6 @@ hdir=$IT_TEST_DIR/http
 mkdir -p "$hdir"
 nreq=0
 
-# relay_port LOG [SECS]: the port of the health endpoint, from the
-# relay's "health endpoint on http://127.0.0.1:0 (port NNNNN)" line.
-relay_port() {
-	local f=$1 secs=${2:-15} i p
-	for ((i = 0; i < secs * 5; i++)); do
-		p=$(sed -n 's/.*health endpoint on http:[^ ]* (port \([0-9][0-9]*\)).*/\1/p' \
-			"$f" 2>/dev/null | tail -n1)
-		if [[ -n $p ]]; then
-			echo "$p"
-			return 0
-		fi
-		sleep 0.2
-	done
-	return 1
-}
-
 # req NAME URL [CURL_ARGS...]: one request; body in $hdir/N_NAME.body,
 # headers in .hdr (every response is kept for the secret scan); sets
 # CODE (000 when curl got no response) and BODY.
@@ -194,7 +178,7 @@ it_write_config "$conf" "$db" \
 	kafka.reconnect.backoff.max.ms=1000 shutdown.timeout.ms=5000
 it_start_relay "$conf" "$log"
 it_check "relay holds the slot" it_wait_slot_active "$db" "$db" 30
-if port=$(relay_port "$log"); then
+if port=$(it_health_port "$log"); then
 	ok "health endpoint port from the log: $port"
 else
 	not_ok "health endpoint port from the log" "$(it_show_log "$log")"
@@ -414,7 +398,7 @@ it_write_config "$conf2" "$db" http.listen=127.0.0.1:0 http.livez.timeout.ms=200
 RELAY_TEST_STALL_MS=6000 it_start_relay "$conf2" "$log2"
 stall_pid=$IT_RELAY_PID
 it_check "stall relay holds the slot" it_wait_slot_active "$db" "$db" 30
-if port2=$(relay_port "$log2"); then
+if port2=$(it_health_port "$log2"); then
 	base2=http://127.0.0.1:$port2
 	req livez_pre "$base2/livez"
 	it_check "stall relay: /livez 200 before the stall (got $CODE)" test "$CODE" = 200

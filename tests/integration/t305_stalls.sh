@@ -34,15 +34,6 @@ resume_all() {
 }
 env_on_cleanup resume_all
 
-port_of() {
-	local i p
-	for ((i = 0; i < 75; i++)); do
-		p=$(sed -n 's/.*health endpoint on http:[^ ]* (port \([0-9][0-9]*\)).*/\1/p' "$log" | tail -n1)
-		[[ -n $p ]] && { echo "$p"; return 0; }
-		sleep 0.2
-	done
-	return 1
-}
 readyz() { curl -s -m 3 -o "$IT_TEST_DIR/readyz.body" -w '%{http_code}' "http://127.0.0.1:$port/readyz" || true; }
 metric() {
 	curl -s -m 3 "http://127.0.0.1:$port/metrics" | awk -v s="outbox_relay_$1" '$1 == s {print $2; exit}'
@@ -65,7 +56,7 @@ event() { it_sql "$db" "INSERT INTO outbox (id, aggregate_type, aggregate_id, ev
 
 it_start_relay "$conf" "$log"
 pid=$IT_RELAY_PID
-port=$(port_of) || { not_ok "health port"; it_summary; }
+port=$(it_health_port "$log") || { not_ok "health port"; it_summary; }
 it_check "relay streams" it_wait_slot_active "$db" "$db" 30
 t=$(until_ready 200 15) || t=
 it_check "/readyz 200 while streaming" test -n "$t"

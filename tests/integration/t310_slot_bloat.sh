@@ -40,19 +40,6 @@ hooks=$IT_TEST_DIR/hooks.jsonl
 samples=$IT_TEST_DIR/samples
 RECEIVER=$IT_ROOT/tests/integration/webhook_receiver.py
 
-relay_port() {
-	local f=$1 secs=${2:-15} i p
-	for ((i = 0; i < secs * 5; i++)); do
-		p=$(sed -n 's/.*health endpoint on http:[^ ]* (port \([0-9][0-9]*\)).*/\1/p' \
-			"$f" 2>/dev/null | tail -n1)
-		if [[ -n $p ]]; then
-			echo "$p"
-			return 0
-		fi
-		sleep 0.2
-	done
-	return 1
-}
 
 # get NAME PATH: sets CODE and F (the body file).
 get() {
@@ -97,7 +84,7 @@ it_write_config "$conf" "$db" http.listen=127.0.0.1:0 watchdog.interval.ms=500 \
 	"alert.webhook.url=http://127.0.0.1:$hook_port/hook"
 it_start_relay "$conf" "$log"
 it_check "relay holds the slot" it_wait_slot_active "$db" "$db" 30
-if port=$(relay_port "$log"); then
+if port=$(it_health_port "$log"); then
 	base=http://127.0.0.1:$port
 else
 	not_ok "health endpoint port from the log" "$(it_show_log "$log")"

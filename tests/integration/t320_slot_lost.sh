@@ -42,19 +42,6 @@ trace=$IT_TEST_DIR/wal_status.trace
 
 lsql() { psql_q "$lport" "$ldb" "$1"; }
 
-relay_port() {
-	local f=$1 secs=${2:-15} i p
-	for ((i = 0; i < secs * 5; i++)); do
-		p=$(sed -n 's/.*health endpoint on http:[^ ]* (port \([0-9][0-9]*\)).*/\1/p' \
-			"$f" 2>/dev/null | tail -n1)
-		if [[ -n $p ]]; then
-			echo "$p"
-			return 0
-		fi
-		sleep 0.2
-	done
-	return 1
-}
 
 restore_kafka() {
 	if ! _env_pid_alive "$(cat "$IT_DIR/kafka/kafka.pid" 2>/dev/null || true)"; then
@@ -121,7 +108,7 @@ for ((i = 0; i < 150; i++)); do
 	sleep 0.2
 done
 it_check "relay holds the slot" test -n "$active"
-port=$(relay_port "$log") || port=
+port=$(it_health_port "$log") || port=
 base=http://127.0.0.1:${port:-0}
 
 insert_event() {

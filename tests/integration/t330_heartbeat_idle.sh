@@ -60,19 +60,6 @@ WINDOW_SECS=${WINDOW_SECS:-45}
 PGBENCH_RATE=${PGBENCH_RATE:-800}
 MIB=1048576
 
-relay_port() {
-	local f=$1 secs=${2:-15} i p
-	for ((i = 0; i < secs * 5; i++)); do
-		p=$(sed -n 's/.*health endpoint on http:[^ ]* (port \([0-9][0-9]*\)).*/\1/p' \
-			"$f" 2>/dev/null | tail -n1)
-		if [[ -n $p ]]; then
-			echo "$p"
-			return 0
-		fi
-		sleep 0.2
-	done
-	return 1
-}
 
 topics() {
 	kcat -b "$KAFKA_BROKERS" -L -J -m 10 2>/dev/null |
@@ -150,7 +137,7 @@ phase() {
 		watchdog.interval.ms=1000 status.interval.ms=1000
 	it_start_relay "$conf" "$log"
 	it_check "($name) relay holds the slot" it_wait_slot_active "$db" "$db" 30
-	port=$(relay_port "$log") || port=0
+	port=$(it_health_port "$log") || port=0
 	# Start from a caught-up slot: a checkpoint logs the running
 	# transactions at once, the relay confirms past them.
 	it_sql postgres "CHECKPOINT"

@@ -101,17 +101,6 @@ $out"
 	fi
 }
 
-# relay_port LOG: the health endpoint's port from the relay's log.
-relay_port() {
-	local f=$1 i p
-	for ((i = 0; i < 75; i++)); do
-		p=$(sed -n 's/.*health endpoint on http:[^ ]* (port \([0-9][0-9]*\)).*/\1/p' \
-			"$f" 2>/dev/null | tail -n1)
-		[[ -n $p ]] && { echo "$p"; return 0; }
-		sleep 0.2
-	done
-	return 1
-}
 
 roles_drop() {
 	local r
@@ -478,7 +467,7 @@ if [[ -s $f ]]; then
 fi
 
 # Heartbeats went through the revoke (roles.sql grants the relay role).
-port=$(relay_port "$logA" || true)
+port=$(it_health_port "$logA" || true)
 hb=
 for ((i = 0; i < 50; i++)); do
 	[[ -n $port ]] || break

@@ -177,16 +177,6 @@ txn() {
 		echo "COMMIT;"
 	} | it_sql_file "$db" -
 }
-relay_port() {
-	local log=$1 i p
-	for ((i = 0; i < 100; i++)); do
-		p=$(sed -n 's/.*health endpoint on http:[^ ]* (port \([0-9][0-9]*\)).*/\1/p' \
-			"$log" 2>/dev/null | tail -n 1)
-		[[ -n $p ]] && { echo "$p"; return 0; }
-		sleep 0.1
-	done
-	return 1
-}
 wait_log() { # FILE PATTERN SECS
 	local i
 	for ((i = 0; i < $3 * 10; i++)); do
@@ -364,7 +354,7 @@ logA=$IT_TEST_DIR/relayA.log
 it_start_relay "$cfg" "$logA"
 pidA=$IT_RELAY_PID
 it_check "relay A streams from the slot" it_wait_slot_active "$db" "$db" 30
-if port=$(relay_port "$logA"); then
+if port=$(it_health_port "$logA"); then
 	ok "relay A health port from its log ($port)"
 else
 	not_ok "relay A health port from its log" "$(it_show_log "$logA")"

@@ -54,7 +54,7 @@ event() { it_sql "$db" "INSERT INTO outbox (id, aggregate_type, aggregate_id, ev
 # Seconds since the watchdog's latest successful sample, from /metrics.
 sample_age() {
 	local port ts
-	port=$(sed -n 's/.*health endpoint on http:[^ ]* (port \([0-9][0-9]*\)).*/\1/p' "$log" | tail -n1)
+	port=$(it_health_port "$log" 0) || port=1
 	ts=$(curl -s -m 3 "http://127.0.0.1:$port/metrics" |
 		awk '$1 == "outbox_relay_slot_sample_timestamp_seconds" {print $2; exit}')
 	[[ -n $ts ]] || { echo 999999; return; }

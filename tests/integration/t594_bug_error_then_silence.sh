@@ -53,7 +53,7 @@ event() { it_sql "$db" "INSERT INTO outbox (id, aggregate_type, aggregate_id, ev
 	VALUES (gen_random_uuid(), '$type', '$1', 'E', '{}')" >/dev/null; }
 livez() {
 	local port
-	port=$(sed -n 's/.*health endpoint on http:[^ ]* (port \([0-9][0-9]*\)).*/\1/p' "$log" | tail -n1)
+	port=$(it_health_port "$log" 0) || port=1
 	curl -s -m 3 -o "$IT_TEST_DIR/livez.body" -w '%{http_code}' "http://127.0.0.1:$port/livez" || true
 }
 stacks() {

@@ -30,16 +30,6 @@ it_write_config "$IT_TEST_DIR/c.conf" "$db" "${common[@]}" \
 kpid=$(cat "$IT_DIR/kafka/kafka.pid")
 env_on_cleanup 'kill -CONT "$kpid" 2>/dev/null || true'
 
-# port_of LOG: the health endpoint's port from the relay's log.
-port_of() {
-	local i p
-	for ((i = 0; i < 75; i++)); do
-		p=$(sed -n 's/.*health endpoint on http:[^ ]* (port \([0-9][0-9]*\)).*/\1/p' "$1" | tail -n1)
-		[[ -n $p ]] && { echo "$p"; return 0; }
-		sleep 0.2
-	done
-	return 1
-}
 # get PORT PATH: sets CODE and BODY.
 get() {
 	CODE=$(curl -s -m 3 -o "$IT_TEST_DIR/body" -w '%{http_code}' "http://127.0.0.1:$1$2" || true)
@@ -67,7 +57,7 @@ metric() { # PORT SERIES
 # ------------------------------------------------------------------ (a)
 it_start_relay "$IT_TEST_DIR/a.conf" "$IT_TEST_DIR/a.log"
 pid_a=$IT_RELAY_PID
-port_a=$(port_of "$IT_TEST_DIR/a.log") || { not_ok "relay A health port"; it_summary; }
+port_a=$(it_health_port "$IT_TEST_DIR/a.log") || { not_ok "relay A health port"; it_summary; }
 it_check "(a) relay A streams" it_wait_slot_active "$db" "$db" 30
 T=
 until_ready "$port_a" 200 ready 20 || true
@@ -76,7 +66,7 @@ walsender=$(it_sql "$db" "SELECT active_pid FROM pg_replication_slots WHERE slot
 
 it_start_relay "$IT_TEST_DIR/a.conf" "$IT_TEST_DIR/b.log"
 pid_b=$IT_RELAY_PID
-port_b=$(port_of "$IT_TEST_DIR/b.log") || { not_ok "relay B health port"; it_summary; }
+port_b=$(it_health_port "$IT_TEST_DIR/b.log") || { not_ok "relay B health port"; it_summary; }
 want="standby: slot held by another process (PID $walsender); takes over when it is released"
 if until_ready "$port_b" 200 "$want" 20; then
 	ok "(a) standby B: /readyz 200 after ${T}s: $BODY"
@@ -103,7 +93,7 @@ it_sql "$db" "INSERT INTO outbox (aggregate_type, aggregate_id, event_type, payl
 	VALUES ('$type', 'a1', 'E', '{}')" >/dev/null
 it_start_relay "$IT_TEST_DIR/c.conf" "$IT_TEST_DIR/c.log"
 pid_c=$IT_RELAY_PID
-port_c=$(port_of "$IT_TEST_DIR/c.log") || { not_ok "relay C health port"; it_summary; }
+port_c=$(it_health_port "$IT_TEST_DIR/c.log") || { not_ok "relay C health port"; it_summary; }
 if until_ready "$port_c" 503 "slot critical: " 20; then
 	ok "(b) standby C with the slot critical: /readyz 503 after ${T}s: $BODY"
 else

@@ -17,12 +17,7 @@ conf=$IT_TEST_DIR/relay.conf
 it_write_config "$conf" "$db" watchdog.interval.ms=1000
 log=$IT_TEST_DIR/relay.log
 it_start_relay "$conf" "$log"
-port=
-for ((i = 0; i < 75; i++)); do
-	port=$(sed -n 's/.*health endpoint on http:[^ ]* (port \([0-9][0-9]*\)).*/\1/p' "$log" | tail -n1)
-	[[ -n $port ]] && break
-	sleep 0.2
-done
+port=$(it_health_port "$log") || port=
 it_check "relay streams" it_wait_slot_active "$db" "$db" 30
 it_sql "$db" "INSERT INTO outbox (aggregate_type, aggregate_id, event_type, payload)
 	VALUES ('$type', 'a1', 'E', '{}')" >/dev/null

@@ -39,16 +39,6 @@ it_sql "$db" "CREATE TABLE busy (n int, pad text)" >/dev/null
 it_check "the slot is a pgoutput slot" test "$(it_sql "$db" "SELECT plugin
 	FROM pg_replication_slots WHERE slot_name = '$db'")" = pgoutput
 
-relay_port() {
-	local i p
-	for ((i = 0; i < 75; i++)); do
-		p=$(sed -n 's/.*health endpoint on http:[^ ]* (port \([0-9][0-9]*\)).*/\1/p' \
-			"$1" 2>/dev/null | tail -n1)
-		[[ -n $p ]] && echo "$p" && return 0
-		sleep 0.2
-	done
-	return 1
-}
 metric() { # PORT NAME
 	curl -s --max-time 5 "http://127.0.0.1:$1/metrics" |
 		awk -v n="$2" '$1 == n {print $2}' | head -n1
@@ -76,7 +66,7 @@ it_write_config "$conf" "$db" outbox.emit.prefix=outbox heartbeat.interval.ms=50
 it_start_relay "$conf" "$log"
 relay=$IT_RELAY_PID
 it_check "(a) relay streams from the pgoutput slot" it_wait_slot_active "$db" "$db" 30
-port=$(relay_port "$log") || port=0
+port=$(it_health_port "$log") || port=0
 
 # One transaction whose xid and LSNs are known: pg_lsn must lie between
 # the row's own WAL and the WAL after the commit.

@@ -522,8 +522,11 @@ def cmd_report(args):
     # ---- W5
     w5 = [r for r in runs if r["workload"] == "w5"]
     if w5:
-        out.append("### W5: latency floor (idle, then one single-row commit; "
-                   "receive − commit)")
+        client = next((r.get("client") for r in w5 if r.get("client")), None)
+        out.append("### W5: latency floor (idle, then one single-row commit%s; "
+                   "receive − commit)" % {
+                       "session": ", all from one session",
+                       "psql": ", each from a new psql"}.get(client, ""))
         out.append("")
         out.append("| system | commits | idle before each s | p50 ms | p90 ms | p99 ms | max ms | CreateTime − commit p50 ms | correct |")
         out.append("|---|---|---|---|---|---|---|---|---|")

@@ -25,7 +25,10 @@
 #   w2  steady load at BENCH_W2_RATES events/s (pgbench -R, 10 rows a
 #       transaction), BENCH_W2_SECS each, a consumer timing every record
 #   w3  one 1M-row transaction beside 1k events/s of background load
-#   w5  BENCH_W5_COUNT times: BENCH_W5_IDLE s idle, one single-row commit
+#   w5  BENCH_W5_COUNT times: BENCH_W5_IDLE s idle, one single-row commit,
+#       from one session (BENCH_W5_CLIENT=session, pgbench) or from a new
+#       psql each (BENCH_W5_CLIENT=psql: connection start and exit on the
+#       machine's two cores beside the commit)
 #   w6  the outbox as 5 % of a busy database's transactions
 #   knobs  w2 at 5k events/s for the relay with producer settings varied
 #       (the broker-CPU investigation), BENCH_KNOBS
@@ -64,6 +67,14 @@ full)
 	;;
 *)
 	echo "bench: BENCH_PROFILE must be quick or full" >&2
+	exit 2
+	;;
+esac
+: "${BENCH_W5_CLIENT:=session}"
+case $BENCH_W5_CLIENT in
+session | psql) ;;
+*)
+	echo "bench: BENCH_W5_CLIENT must be session or psql" >&2
 	exit 2
 	;;
 esac
@@ -164,6 +175,10 @@ ev_select() { # ROWS [CLIENT_EXPR]
 ev_select 100 >"$BENCH_DIR/w1.sql"
 ev_select 10 >"$BENCH_DIR/w2.sql"
 ev_select 1 >"$BENCH_DIR/w5.sql"
+{
+	echo "\\sleep $("$PY" -c "print(int($BENCH_W5_IDLE * 1000))") ms"
+	ev_select 1 7
+} >"$BENCH_DIR/w5session.sql"
 ev_select 1 50 >"$BENCH_DIR/w3bg.sql"
 ev_select 1 >"$BENCH_DIR/w6_outbox.sql"
 chmod 644 "$BENCH_DIR"/*.sql
@@ -354,6 +369,10 @@ w2_window() { # WORKLOAD SYSTEM TAG ROUND RATE SECS [VARIANT]
 		events="$(($(wc -l <"$SERIES_CONS") - before))" jmx0="$j0" jmx1="$j1"
 }
 
+seq_of() { # C: events written so far by writer C
+	q "SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM bench_seq_$1"
+}
+
 seq_total() { # events written so far by every writer
 	local c s=0
 	for c in 0 1 2 3 4 5 6 7 50 99; do
@@ -418,13 +437,20 @@ w5() {
 		bench_log "w5: $sys, $BENCH_W5_COUNT single-row commits after ${BENCH_W5_IDLE}s idle each"
 		series_start "$sys" "$tag"
 		t0=$(date +%s.%N)
-		for ((i = 1; i <= BENCH_W5_COUNT; i++)); do
-			sleep "$BENCH_W5_IDLE"
-			q "$(ev_select 1 7)" >/dev/null
-		done
+		if [[ $BENCH_W5_CLIENT == psql ]]; then
+			for ((i = 1; i <= BENCH_W5_COUNT; i++)); do
+				sleep "$BENCH_W5_IDLE"
+				q "$(ev_select 1 7)" >/dev/null
+			done
+		else
+			# An application's pooled connection: one session sleeps,
+			# then commits, BENCH_W5_COUNT times.
+			pgbench -f "$BENCH_DIR/w5session.sql" -c 1 -t "$BENCH_W5_COUNT" >/dev/null 2>&1 ||
+				bench_log "w5: $sys: pgbench failed"
+		fi
 		wait_records $((100 + BENCH_W5_COUNT)) 30 || true
 		emit workload=w5 system="$sys" t0="$t0" t1="$(date +%s.%N)" records="$SERIES_CONS" \
-			count="$BENCH_W5_COUNT" idle="$BENCH_W5_IDLE"
+			count="$BENCH_W5_COUNT" idle="$BENCH_W5_IDLE" client="$BENCH_W5_CLIENT"
 		series_stop "$sys"
 		series_check w5 "$sys" "$tag"
 	done
@@ -457,27 +483,36 @@ w5_kafka_floor() { # TAG
 # ------------------------------------------------------------------ W3
 
 w3() {
-	local sys tag bg t0 tc samp
+	local sys tag bg t0 tc samp total0 bg0 expect
 	for sys in $BENCH_W3_SYSTEMS; do
 		tag=w3-$sys
 		bench_log "w3: $sys, one $BENCH_W3_ROWS-row transaction beside 1k events/s"
+		total0=$(seq_total)
 		series_start "$sys" "$tag"
 		samp=$OUT/raw/$tag.samples
 		"$BENCH_TOOL" sample -b "$BROKERS" -p "$SYS_PID,$SERIES_WPID,$(broker_pid)" \
 			-T 1200 -o "$samp" &
 		local spid=$!
-		pgbench -f "$BENCH_DIR/w3bg.sql" -c 1 -R 1000 -T 600 >/dev/null 2>&1 &
+		bg0=$(seq_of 50)
+		pgbench -f "$BENCH_DIR/w3bg.sql" -c 1 -R 1000 -T 900 >/dev/null 2>&1 &
 		bg=$!
 		sleep 5
 		t0=$(date +%s.%N)
 		q "$(ev_select "$BENCH_W3_ROWS" 6)" >/dev/null
 		tc=$(date +%s.%N)
-		local expect
-		expect=$((BENCH_W3_ROWS + 100))
+		# The background load goes on until the big transaction is out:
+		# everything committed before it, the warm-up and it (the WAL's
+		# commit order is the relay's publishing order).
+		expect=$((100 + BENCH_W3_ROWS + $(seq_of 50) - bg0))
 		wait_records "$expect" 600 || bench_log "w3: $sys did not deliver the big transaction in 600 s"
 		sleep 5
-		kill -INT "$bg" 2>/dev/null || true
+		# pgbench runs under runuser in a subshell: the signal must reach
+		# pgbench itself (the subshell would wait out its -T), and be
+		# TERM: a job started with & ignores SIGINT.
+		pkill -TERM -f -- "$BENCH_DIR/w3bg.sql" 2>/dev/null || true
 		wait "$bg" 2>/dev/null || true
+		expect=$(($(seq_total) - total0))
+		wait_records "$expect" 120 || bench_log "w3: $sys: $expect events written, not all seen"
 		sleep 3
 		kill -TERM "$spid" 2>/dev/null || true
 		wait "$spid" || true

@@ -18,7 +18,7 @@
 #
 # Events are ~700 bytes of jsonb in transactions of ROWS_PER_TXN rows, as in
 # make bench-smoke. Knobs: BENCH_EVENTS (200000), BENCH_ROWS_PER_TXN (100),
-# BENCH_RUNS (3), BENCH_DECODE_EVENTS (10000), BENCH_PGPORT (55900),
+# BENCH_RUNS (3), BENCH_DECODE_EVENTS (10000), BENCH_PGPORT (25900),
 # BENCH_KEEP=DIR (copy the recorded inputs there).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -28,7 +28,7 @@ EVENTS=${BENCH_EVENTS:-200000}
 ROWS_PER_TXN=${BENCH_ROWS_PER_TXN:-100}
 RUNS=${BENCH_RUNS:-3}
 DECODE_EVENTS=${BENCH_DECODE_EVENTS:-10000}
-PORT=${BENCH_PGPORT:-55900}
+PORT=${BENCH_PGPORT:-25900}
 DB=bench
 BENCH=build/decode-bench
 

@@ -18,11 +18,11 @@
 #   recvlogical PLUGIN SLOT ENDPOS OUT  pg_recvlogical with the relay's
 #                                    wal2json options, or pgoutput proto 1
 #
-# Ports: PostgreSQL $BENCH_PGPORT (55800), Kafka $BENCH_KPORT (19500,
+# Ports: PostgreSQL $BENCH_PGPORT (25800), Kafka $BENCH_KPORT (19500,
 # controller +1), Connect REST $BENCH_REST_PORT (18383), the relay's
 # health endpoint $BENCH_HTTP_PORT (18384).
 
-BENCH_PGPORT=${BENCH_PGPORT:-55800}
+BENCH_PGPORT=${BENCH_PGPORT:-25800}
 BENCH_KPORT=${BENCH_KPORT:-19500}
 BENCH_REST_PORT=${BENCH_REST_PORT:-18383}
 BENCH_HTTP_PORT=${BENCH_HTTP_PORT:-18384}

@@ -22,7 +22,7 @@ source tests/env/lib.sh
 
 EVENTS=${BENCH_EVENTS:-100000}
 ROWS_PER_TXN=${BENCH_ROWS_PER_TXN:-10}
-PGPORT_B=${BENCH_PGPORT:-55460}
+PGPORT_B=${BENCH_PGPORT:-25460}
 KPORT_B=${BENCH_KAFKA_PORT:-19160}
 RELAY=build/outbox-relay
 PG_BIN=${PG_BIN:-/usr/lib/postgresql/15/bin}

@@ -2,7 +2,7 @@
 # tests/env/demo.sh -- `make demo`: outbox-relay end to end on throwaway
 # servers, the way an application would use it.
 #
-#   1. PostgreSQL 15 (port 55440) and a Kafka broker (port 19140) in a temp
+#   1. PostgreSQL 15 (port 25440) and a Kafka broker (port 19140) in a temp
 #      dir under ${TMPDIR:-/tmp}; sql/outbox.sql + tests/env/demo.sql.
 #   2. The replication slot is created here, explicitly: the relay never
 #      creates one.
@@ -25,7 +25,7 @@ cd "$(dirname "$0")/../.."
 # shellcheck source=lib.sh
 source tests/env/lib.sh
 
-pgport=${DEMO_PGPORT:-55440}
+pgport=${DEMO_PGPORT:-25440}
 kport=${DEMO_KAFKA_PORT:-19140}
 httpport=${DEMO_HTTP_PORT:-18140}
 wait_secs=${DEMO_WAIT:-30}

@@ -83,7 +83,7 @@
 #
 # Knobs: RELAY_PLUGIN (wal2json or pgoutput: the plugin of the slots
 # it_setup_db creates and the slot.plugin it_write_config writes),
-# IT_PGPORT (55450), IT_KAFKA_PORT (19150, controller +1), RELAY_BIN
+# IT_PGPORT (25450), IT_KAFKA_PORT (19150, controller +1), RELAY_BIN
 # (build/outbox-relay), IT_CONSUME_TIMEOUT (30 s per kcat run),
 # IT_RELAY_STOP_TIMEOUT (30 s), ENV_KEEP_TMP=1 (keep the temp dir). Also
 # exported for tests: PGHOST=127.0.0.1 PGUSER=postgres.
@@ -181,7 +181,7 @@ it_summary() {
 # ---------------------------------------------------------------- servers
 
 it_servers_start() {
-	local pgport=${IT_PGPORT:-55450} kport=${IT_KAFKA_PORT:-19150}
+	local pgport=${IT_PGPORT:-25450} kport=${IT_KAFKA_PORT:-19150}
 	IT_DIR=$(env_mktemp outbox-relay-it)
 	env_register_tmpdir "$IT_DIR"
 	pg_start "$IT_DIR" "$pgport" || return 1

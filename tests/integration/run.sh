@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # tests/integration/run.sh -- `make integration`: starts one PostgreSQL and
-# one Kafka for the whole run (ports IT_PGPORT, default 55450, and
+# one Kafka for the whole run (ports IT_PGPORT, default 25450, and
 # IT_KAFKA_PORT, default 19150), runs every tests/integration/t[0-9]*.sh in
 # order as its own bash process, and ends with the line
 # "N passed, N failed, N skipped". Exits non-zero if anything failed.

@@ -97,4 +97,16 @@ IT_RELAY_PID= _IT_RELAY_PIDS=("${pids[@]}") # the cleanup must not signal reused
 it_check "it_start_relay: the relay's log exists when it returns (missing $missing of 50)" \
 	test "$missing" -eq 0
 
+# -- the harness's ports are outside the kernel's ephemeral range: a
+# client connection's local port taken from it made t225's own cluster
+# fail to bind PGPORT + 12 in a CI run. Tests use PGPORT to PGPORT + 43
+# and the broker's port to + 7.
+read -r eph_lo eph_hi </proc/sys/net/ipv4/ip_local_port_range
+kport=${KAFKA_BROKERS##*:}
+outside() { (($2 < eph_lo || $1 > eph_hi)); }
+it_check "PostgreSQL ports $PGPORT-$((PGPORT + 43)) outside the ephemeral range $eph_lo-$eph_hi (set IT_PGPORT)" \
+	outside "$PGPORT" $((PGPORT + 43))
+it_check "Kafka ports $kport-$((kport + 7)) outside the ephemeral range $eph_lo-$eph_hi (set IT_KAFKA_PORT)" \
+	outside "$kport" $((kport + 7))
+
 it_summary

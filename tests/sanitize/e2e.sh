@@ -35,17 +35,6 @@ events() { # FIRST LAST: one transaction per five events
 	return 0
 }
 
-port_from_log() {
-	local i p
-	for ((i = 0; i < 75; i++)); do
-		p=$(sed -n 's/.*health endpoint on http:[^ ]* (port \([0-9][0-9]*\)).*/\1/p' \
-			"$log" 2>/dev/null | tail -n1)
-		[[ -n $p ]] && { echo "$p"; return 0; }
-		sleep 0.2
-	done
-	return 1
-}
-
 it_diag "relay: $RELAY_BIN"
 it_setup_db "$db"
 it_write_config "$conf" "$db" status.interval.ms=500 stats.interval.ms=1000
@@ -59,7 +48,7 @@ else
 	not_ok "first 50 events in Kafka" "got $(it_count "$out"); $(it_show_log "$log")"
 fi
 
-if port=$(port_from_log); then
+if port=$(it_health_port "$log"); then
 	for path in livez healthz readyz slot 'slot?pretty=1' metrics nope; do
 		code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 \
 			"http://127.0.0.1:$port/$path" || true)

@@ -17,6 +17,15 @@
 #define LSN_ARGS(lsn) ((unsigned)((uint64_t)(lsn) >> 32)), ((unsigned)(lsn))
 #define LSN_INVALID ((uint64_t)0)
 
+/* One line of a timeline history file (TIMELINE_HISTORY): timeline tli
+ * ended at switch_lsn, where its child branched off. A server on
+ * timeline N lists every ancestor of N this way, oldest first; the WAL
+ * of N below an ancestor's switch point is that ancestor's WAL. */
+struct tli_switch {
+	int tli;
+	uint64_t switch_lsn;
+};
+
 /* Exit codes (sysexits.h values, so supervisors can tell them apart). */
 #define RELAY_EXIT_OK 0
 #define RELAY_EXIT_FAILURE 1   /* second signal, unexpected failure */

@@ -60,6 +60,11 @@ struct lsn_server {
 	int timeline;          /* IDENTIFY_SYSTEM timeline */
 	uint64_t wal_end;      /* IDENTIFY_SYSTEM xlogpos: the server's WAL end */
 	uint64_t slot_lsn;     /* the slot's confirmed_flush_lsn */
+	/* The ancestors of timeline (TIMELINE_HISTORY), oldest first; NULL
+	 * when they could not be read. Only read when the timeline is not
+	 * the one this process streamed from before. */
+	const struct tli_switch *history;
+	int history_len;
 };
 
 enum lsn_resume {
@@ -87,6 +92,8 @@ struct lsn_tracker {
 	bool in_txn;           /* between B and C */
 	bool cur_has_events;   /* current transaction has a ring entry */
 	bool cur_skip;         /* current transaction is being skipped */
+	bool cur_final;        /* cur.end_lsn holds the commit LSN (a B of
+	                        * lsn_begin_final()), not the end */
 	bool cur_check;        /* its B had no end LSN and it may be the
 	                        * commit verification looks for: decided at
 	                        * its C (lsn_begin_final()) */
@@ -106,6 +113,16 @@ struct lsn_tracker {
 	bool have_server;      /* a session has streamed: identity known */
 	char system_id[32];
 	int timeline;
+	uint64_t must_have;    /* WAL a server must hold for every event this
+	                        * process produced (acked or not, so possibly
+	                        * in Kafka): the newest such commit's end, or
+	                        * its commit LSN + 1 before the end is read */
+	uint64_t replay_upto;  /* must_have when this session started: what
+	                        * it publishes at or below was produced
+	                        * before, without an ack */
+	uint64_t replayed;     /* events produced again that way (all
+	                        * sessions) */
+	int promotions;        /* timeline changes accepted (failovers) */
 	struct lsn_commit_id verify; /* end_lsn != 0: verification pending */
 	uint64_t verify_from;  /* the slot position the check replays from */
 	uint64_t verify_acked; /* the watermark carried into the session */
@@ -127,10 +144,21 @@ void lsn_end_session(struct lsn_tracker *lt);
  *    commit acked before are skipped (lsn_begin() says LSN_SKIP) once it
  *    has been seen again unchanged; nothing is confirmable past the slot
  *    until then;
- *  - LSN_RESUME_REWOUND: another system, another timeline, or a WAL end
- *    behind what was acked: lt->rewound says which, with the LSN range
- *    Kafka may hold that the database no longer has. The watermark is
- *    then the slot's position and failed is set: nothing more moves. */
+ *  - LSN_RESUME_REWOUND: another system, a WAL end behind what was
+ *    acked, or a timeline other than before that does not descend from
+ *    it past everything produced: lt->rewound says which, with the LSN
+ *    range Kafka may hold that the database no longer has. The
+ *    watermark is then the slot's position and failed is set: nothing
+ *    more moves.
+ *
+ * A new timeline is a promotion (or a recovery to a point in time). Its
+ * WAL below the point where it branched off the timeline streamed before
+ * is that timeline's WAL, so when everything this process produced lies
+ * below that switch point (lt->must_have), the new server holds every
+ * event that may be in Kafka: the session goes on (SLOT or VERIFY, as on
+ * the same timeline) and lt->promotions counts it. A failover slot whose
+ * primary waited for its standby (synchronized_standby_slots) is such a
+ * case; a standby that lacked WAL the relay had read is not. */
 enum lsn_resume lsn_resume(struct lsn_tracker *lt, const struct lsn_server *srv);
 
 /* B record: the transaction's xid, commit time and commit end (wal2json
@@ -218,6 +246,12 @@ const struct lsn_txn *lsn_find(const struct lsn_tracker *lt, uint64_t token);
 uint64_t lsn_confirmed(const struct lsn_tracker *lt);      /* last sent */
 uint64_t lsn_received_max(const struct lsn_tracker *lt);   /* highest read */
 uint64_t lsn_inflight(const struct lsn_tracker *lt);       /* this session */
+uint64_t lsn_replayed(const struct lsn_tracker *lt);  /* events produced
+                                          * again after a reconnect: they
+                                          * were produced before without an
+                                          * ack (duplicates, at most) */
+uint64_t lsn_replay_upto(const struct lsn_tracker *lt); /* up to where */
+int lsn_promotions(const struct lsn_tracker *lt);     /* failovers followed */
 uint64_t lsn_held_events(const struct lsn_tracker *lt);    /* in the ring */
 bool lsn_skipping(const struct lsn_tracker *lt);  /* current txn was acked
                                                    * in an earlier session */

@@ -95,6 +95,24 @@ struct pgu_system {
 int pgu_identify(PGconn *conn, int64_t deadline_us, struct pgu_system *sys,
                  struct pgu_status *st, char *err, size_t errlen) RELAY_MUSTCHECK;
 
+/* The ancestors of timeline tli (TIMELINE_HISTORY tli, a replication
+ * connection; tli > 1, timeline 1 has no history): up to max switches
+ * into out, oldest first, their number into *n. Returns 0, or -1 with st
+ * and err filled (a missing or malformed file too). */
+int pgu_timeline_history(PGconn *conn, int tli, int64_t deadline_us,
+                         struct tli_switch *out, int max, int *n,
+                         struct pgu_status *st, char *err,
+                         size_t errlen) RELAY_MUSTCHECK;
+
+/* Parses a history file's text: one "parentTLI<TAB>X/X<TAB>reason" line
+ * per ancestor (blank lines and '#' comments skipped), ascending. Keeps
+ * the last max lines when there are more (the newest ancestors matter:
+ * this process only ever knew a recent timeline). Returns 0, or -1 with
+ * err filled. Pure; exposed for tests. */
+int pgu_parse_timeline_history(const char *text, size_t len,
+                               struct tli_switch *out, int max, int *n,
+                               char *err, size_t errlen) RELAY_MUSTCHECK;
+
 /* Column helpers for row r, column c of res: an LSN (LSN_INVALID when
  * empty or not one), a 64-bit integer (0 when not one), a boolean
  * ("t"). */

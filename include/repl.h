@@ -30,17 +30,25 @@ enum repl_err {
 	REPL_ERR_AUTH,        /* password, pg_hba or the role's rights */
 };
 
+/* Ancestors of the server's timeline kept (pgu_timeline_history()). */
+#define REPL_HISTORY_MAX 16
+
 struct repl_stream {
 	struct pg_conn *conn;   /* owned */
 	char *copybuf;          /* owned by libpq until the next read */
 	uint64_t system_lsn;    /* IDENTIFY_SYSTEM xlogpos */
 	char system_id[32];
 	int timeline;
+	/* The server's timeline history, read when timeline > 1; unknown
+	 * (history_len -1) when it could not be read. */
+	struct tli_switch history[REPL_HISTORY_MAX];
+	int history_len;
 	struct slot_row slot;    /* as read at the start */
 	enum repl_err stream_err; /* class of the last repl_read() failure */
 	bool connect_failed;      /* repl_start() failed before connecting */
 	int64_t timeout_ms;       /* bound of each statement at the start */
 	bool in_copy;             /* START_REPLICATION succeeded */
+	bool slot_missing;        /* the start failed: no such slot */
 };
 
 /* Frame read from the stream. Valid until the next repl_read(). */
@@ -54,7 +62,8 @@ struct repl_msg {
 };
 
 /* Connects (pgutil.h: bounded by connect_timeout), identifies the
- * system, checks the slot and table, and starts streaming from the slot
+ * system (and reads its timeline history past timeline 1: a failure
+ * there leaves the history unknown, not the start failed), checks the slot and table, and starts streaming from the slot
  * (LOGICAL 0/0), each statement bounded by timeout_ms (a server that
  * stops answering is a transient error, not a hang). On failure returns
  * the class and a message in err; rs is left closed. */
@@ -98,10 +107,15 @@ int repl_flush(struct repl_stream *rs, char *err, size_t errlen) RELAY_MUSTCHECK
  * stream through these, never its fields (make boundaries). */
 const char *repl_system_id(const struct repl_stream *rs); /* IDENTIFY_SYSTEM */
 int repl_timeline(const struct repl_stream *rs);
+/* The ancestors of that timeline, oldest first, their number in *n (0
+ * on timeline 1); NULL when the history could not be read. */
+const struct tli_switch *repl_history(const struct repl_stream *rs, int *n);
 uint64_t repl_wal_end(const struct repl_stream *rs);   /* its xlogpos */
 const struct slot_row *repl_slot(const struct repl_stream *rs); /* as read
                                                          * at the start */
 bool repl_in_copy(const struct repl_stream *rs);       /* streaming */
+bool repl_slot_missing(const struct repl_stream *rs);  /* refused: the slot
+                                                 * does not exist */
 bool repl_connect_failed(const struct repl_stream *rs); /* never connected */
 enum repl_err repl_stream_err(const struct repl_stream *rs); /* class of the
                                                   * last repl_read() failure */

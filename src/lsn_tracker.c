@@ -113,10 +113,59 @@ static void rewound(struct lsn_tracker *lt, uint64_t from, uint64_t to,
 	lt->failed = true;
 }
 
+/* Where timeline tli ended in history (its child's switch point), or 0
+ * when history does not pass through it. */
+static uint64_t switch_of(const struct tli_switch *history, int n, int tli)
+{
+	for (int i = 0; i < n; i++)
+		if (history[i].tli == tli)
+			return history[i].switch_lsn;
+	return LSN_INVALID;
+}
+
+/* The server is on another timeline than before: fills what (and *from,
+ * the start of the range Kafka may hold that it lacks) when it is not a
+ * descendant that holds everything produced; returns the switch point
+ * otherwise. */
+static uint64_t judge_timeline(const struct lsn_tracker *lt,
+                               const struct lsn_server *srv, char *what,
+                               size_t whatlen, uint64_t *from)
+{
+	uint64_t sw;
+
+	if (srv->history == NULL) {
+		snprintf(what, whatlen, "the server is on timeline %d, not %d as "
+		         "before, and its timeline history could not be read",
+		         srv->timeline, lt->timeline);
+		return LSN_INVALID;
+	}
+	sw = srv->timeline > lt->timeline
+	         ? switch_of(srv->history, srv->history_len, lt->timeline)
+	         : LSN_INVALID;
+	if (sw == LSN_INVALID) {
+		snprintf(what, whatlen, "the server is on timeline %d, which does "
+		         "not descend from timeline %d streamed before (another "
+		         "branch, or a recovery to a point in time)",
+		         srv->timeline, lt->timeline);
+		return LSN_INVALID;
+	}
+	if (lt->must_have > sw) {
+		snprintf(what, whatlen, "the server is on timeline %d, which left "
+		         "timeline %d at " LSN_FMT ", before WAL this process had "
+		         "already published from (up to " LSN_FMT "): the promoted "
+		         "standby never received it", srv->timeline, lt->timeline,
+		         LSN_ARGS(sw), LSN_ARGS(lt->must_have));
+		*from = sw;
+		return LSN_INVALID;
+	}
+	return sw;
+}
+
 enum lsn_resume lsn_resume(struct lsn_tracker *lt, const struct lsn_server *srv)
 {
-	uint64_t acked = lt->confirmable;
-	char what[256];
+	uint64_t acked = lt->confirmable, from = srv->slot_lsn;
+	uint64_t upto = max_u64(acked, lt->must_have), sw = LSN_INVALID;
+	char what[384];
 
 	lt->rewound[0] = '\0';
 	memset(&lt->verify, 0, sizeof(lt->verify));
@@ -127,30 +176,43 @@ enum lsn_resume lsn_resume(struct lsn_tracker *lt, const struct lsn_server *srv)
 			         "is %s, not %s as before: another cluster answers",
 			         srv->system_id, lt->system_id);
 		else if (lt->timeline != srv->timeline)
-			snprintf(what, sizeof(what), "the server is on timeline %d, not "
-			         "%d as before (promotion or point-in-time recovery)",
-			         srv->timeline, lt->timeline);
-		else if (srv->wal_end < acked)
+			sw = judge_timeline(lt, srv, what, sizeof(what), &from);
+		/* After a promotion, positions past the switch point name WAL
+		 * of the old timeline: the new one's end says nothing of them. */
+		else if (srv->wal_end < acked) {
 			snprintf(what, sizeof(what), "the server's WAL ends at " LSN_FMT
 			         ", before " LSN_FMT " which this process already "
 			         "published and confirmed", LSN_ARGS(srv->wal_end),
 			         LSN_ARGS(acked));
+			from = srv->wal_end;
+			upto = acked;
+		}
 	}
 	/* What the server already has is never sent back lower. */
 	lt->confirmable = srv->slot_lsn;
 	lt->confirmed = srv->slot_lsn;
 	lt->received_lsn = srv->slot_lsn;
+	lt->replay_upto = lt->must_have;
 	if (what[0] != '\0') {
-		rewound(lt, srv->wal_end < acked ? srv->wal_end : srv->slot_lsn,
-		        acked, what);
+		rewound(lt, from, upto, what);
 		return LSN_RESUME_REWOUND;
 	}
 	lt->have_server = true;
 	snprintf(lt->system_id, sizeof(lt->system_id), "%s", srv->system_id);
+	if (sw != LSN_INVALID) {
+		lt->promotions++;
+		/* A commit the watermark passed above the switch point (one
+		 * without events: every produced one is below it) is not on
+		 * this timeline and cannot be looked for: replay from the slot
+		 * without skipping. Duplicates, never a false alarm. */
+		if (lt->last_commit.end_lsn > sw)
+			memset(&lt->last_commit, 0, sizeof(lt->last_commit));
+	}
 	lt->timeline = srv->timeline;
 	/* The slot is behind the newest commit acked before (its last update
 	 * was lost with the connection, or a crash restored it from the last
-	 * checkpoint, or the whole database was restored): replay from the
+	 * checkpoint, or the whole database was restored, or a failover slot
+	 * was synced to the standby before its last update): replay from the
 	 * slot, and skip what was acked only once that commit shows up again
 	 * unchanged. Until then nothing past the slot is confirmable. */
 	if (lt->last_commit.end_lsn > srv->slot_lsn) {
@@ -165,9 +227,10 @@ enum lsn_resume lsn_resume(struct lsn_tracker *lt, const struct lsn_server *srv)
 /* A transaction opens; cur names it by key (its end, or its commit LSN
  * for lsn_begin_final()). */
 static void open_txn(struct lsn_tracker *lt, int64_t xid, int64_t commit_ts_us,
-                     uint64_t key)
+                     uint64_t key, bool final)
 {
 	lt->in_txn = true;
+	lt->cur_final = final;
 	lt->cur_has_events = false;
 	lt->cur_skip = false;
 	lt->cur_check = false;
@@ -196,7 +259,7 @@ enum lsn_verdict lsn_begin(struct lsn_tracker *lt, int64_t xid,
 {
 	const struct lsn_commit_id *v = &lt->verify;
 
-	open_txn(lt, xid, commit_ts_us, end_lsn);
+	open_txn(lt, xid, commit_ts_us, end_lsn, false);
 	if (v->end_lsn == 0)
 		return LSN_PUBLISH;
 	if (end_lsn < v->end_lsn) {
@@ -218,7 +281,7 @@ enum lsn_verdict lsn_begin(struct lsn_tracker *lt, int64_t xid,
 enum lsn_verdict lsn_begin_final(struct lsn_tracker *lt, int64_t xid,
                                  int64_t commit_ts_us, uint64_t final_lsn)
 {
-	open_txn(lt, xid, commit_ts_us, final_lsn);
+	open_txn(lt, xid, commit_ts_us, final_lsn, true);
 	if (lt->verify.end_lsn == 0)
 		return LSN_PUBLISH;
 	if (final_lsn < lt->verify.end_lsn) {
@@ -251,12 +314,22 @@ static bool check_at_commit(struct lsn_tracker *lt, uint64_t end_lsn)
 	return false;
 }
 
+/* The WAL a server must hold to have the current transaction. */
+static uint64_t cur_need(const struct lsn_tracker *lt)
+{
+	return lt->cur_final ? lt->cur.end_lsn + 1 : lt->cur.end_lsn;
+}
+
 uint64_t lsn_event(struct lsn_tracker *lt, size_t bytes)
 {
 	struct lsn_txn *t;
 
 	assert(lt->in_txn && !lt->cur_skip);
 	if (!lt->cur_has_events) {
+		/* From here the transaction may reach Kafka: a server must hold
+		 * its commit (a commit record has no other record boundary
+		 * inside it, so past its start is as good as its end). */
+		lt->must_have = max_u64(lt->must_have, cur_need(lt));
 		if (lt->len == lt->cap)
 			grow(lt);
 		lt->len++;
@@ -269,6 +342,8 @@ uint64_t lsn_event(struct lsn_tracker *lt, size_t bytes)
 		lt->cur_has_events = true;
 	}
 	t = tail(lt);
+	if (cur_need(lt) <= lt->replay_upto)
+		lt->replayed++; /* produced before, never acked */
 	t->pending++;
 	t->events++;
 	t->bytes += bytes;
@@ -297,6 +372,8 @@ void lsn_event_undo(struct lsn_tracker *lt, uint64_t token, size_t bytes)
 	assert(t != NULL && t->pending > 0);
 	if (t == NULL || t->pending == 0)
 		return;
+	if (cur_need(lt) <= lt->replay_upto && lt->replayed > 0)
+		lt->replayed--;
 	t->pending--;
 	t->events--;
 	t->bytes -= bytes;
@@ -453,6 +530,21 @@ uint64_t lsn_received_max(const struct lsn_tracker *lt)
 uint64_t lsn_inflight(const struct lsn_tracker *lt)
 {
 	return lt->inflight;
+}
+
+uint64_t lsn_replayed(const struct lsn_tracker *lt)
+{
+	return lt->replayed;
+}
+
+uint64_t lsn_replay_upto(const struct lsn_tracker *lt)
+{
+	return lt->replay_upto;
+}
+
+int lsn_promotions(const struct lsn_tracker *lt)
+{
+	return lt->promotions;
 }
 
 uint64_t lsn_held_events(const struct lsn_tracker *lt)

@@ -425,3 +425,112 @@ int pgu_identify(PGconn *conn, int64_t deadline_us, struct pgu_system *sys,
 	PQclear(res);
 	return 0;
 }
+
+static void reverse_tli(struct tli_switch *a, int from, int to)
+{
+	for (to--; from < to; from++, to--) {
+		struct tli_switch t = a[from];
+		a[from] = a[to];
+		a[to] = t;
+	}
+}
+
+int pgu_parse_timeline_history(const char *text, size_t len,
+                               struct tli_switch *out, int max, int *n,
+                               char *err, size_t errlen)
+{
+	const char *p = text, *end = text + len;
+	int kept = 0, lineno = 0, prev_tli = 0;
+
+	*n = 0;
+	if (max <= 0) {
+		errbuf_set(err, errlen, "timeline history: no room");
+		return -1;
+	}
+	while (p < end) {
+		const char *eol = memchr(p, '\n', (size_t)(end - p));
+		const char *q, *le = eol != NULL ? eol : end;
+		char *stop;
+		long tli;
+		uint64_t lsn;
+
+		lineno++;
+		q = p;
+		while (q < le && (*q == ' ' || *q == '\t' || *q == '\r'))
+			q++;
+		if (q == le || *q == '#')
+			goto next;
+		/* strtol stops at the tab; le bounds what the LSN may read. */
+		errno = 0;
+		tli = strtol(q, &stop, 10);
+		if (stop == q || errno != 0 || tli < 1 || tli > INT32_MAX ||
+		    tli <= prev_tli || stop >= le || (*stop != '\t' && *stop != ' '))
+			goto bad;
+		q = stop;
+		while (q < le && (*q == '\t' || *q == ' '))
+			q++;
+		stop = (char *)q;
+		while (stop < le && *stop != '\t' && *stop != ' ' && *stop != '\r')
+			stop++;
+		if (lsn_parse(q, (size_t)(stop - q), &lsn) < 0 || lsn == LSN_INVALID)
+			goto bad;
+		if (kept > 0 && lsn < out[(kept - 1) % max].switch_lsn)
+			goto bad;
+		/* A ring over out: the newest max lines win. */
+		out[kept % max] = (struct tli_switch){ .tli = (int)tli,
+		                                       .switch_lsn = lsn };
+		kept++;
+		prev_tli = (int)tli;
+next:
+		p = eol != NULL ? eol + 1 : end;
+	}
+	if (kept > max) {
+		/* The oldest kept line is at kept % max: rotate it to the front
+		 * (three reversals, in place). */
+		reverse_tli(out, 0, kept % max);
+		reverse_tli(out, kept % max, max);
+		reverse_tli(out, 0, max);
+		kept = max;
+	}
+	*n = kept;
+	return 0;
+bad:
+	errbuf_set(err, errlen, "timeline history: line %d is not "
+	           "\"timeline<TAB>X/X<TAB>reason\"", lineno);
+	*n = 0;
+	return -1;
+}
+
+int pgu_timeline_history(PGconn *conn, int tli, int64_t deadline_us,
+                         struct tli_switch *out, int max, int *n,
+                         struct pgu_status *st, char *err, size_t errlen)
+{
+	char cmd[48];
+	PGresult *res;
+	const char *content;
+	int rc;
+
+	*n = 0;
+	snprintf(cmd, sizeof(cmd), "TIMELINE_HISTORY %d", tli);
+	res = pgu_query(conn, cmd, 0, NULL, deadline_us, PGRES_TUPLES_OK,
+	                "TIMELINE_HISTORY", st, err, errlen);
+	if (res == NULL)
+		return -1;
+	if (PQntuples(res) != 1 || PQnfields(res) < 2) {
+		st->outcome = PGU_Q_NO_ANSWER;
+		errbuf_set(err, errlen, "TIMELINE_HISTORY %d returned %d rows of "
+		           "%d columns", tli, PQntuples(res), PQnfields(res));
+		PQclear(res);
+		return -1;
+	}
+	/* The content column is text on the servers this runs against; a
+	 * bytea in text form would start with \x and fail the parse below
+	 * rather than be misread. */
+	content = PQgetvalue(res, 0, 1);
+	rc = pgu_parse_timeline_history(content, (size_t)PQgetlength(res, 0, 1),
+	                                out, max, n, err, errlen);
+	PQclear(res);
+	if (rc < 0)
+		st->outcome = PGU_Q_NO_ANSWER;
+	return rc;
+}

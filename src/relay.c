@@ -644,7 +644,7 @@ static void send_status_req(struct relay *r, bool force_log, bool ping)
 static void log_stats(struct relay *r, const char *prefix)
 {
 	log_info("%s: state=%s received=%llu acked=%llu failed=%llu stale=%llu "
-	         "skipped=%llu txns=%llu reconnects=%llu inflight=%llu "
+	         "skipped=%llu republished=%llu txns=%llu reconnects=%llu inflight=%llu "
 	         "inflight_bytes=%llu held=%llu status_updates=%llu "
 	         "received_lsn=" LSN_FMT " confirmed_lsn=" LSN_FMT
 	         " latency_p50_ms=%.1f latency_p99_ms=%.1f latency_max_ms=%.1f",
@@ -652,6 +652,7 @@ static void log_stats(struct relay *r, const char *prefix)
 	         (unsigned long long)r->n_received,
 	         (unsigned long long)r->n_acked, (unsigned long long)r->n_failed,
 	         (unsigned long long)r->n_stale, (unsigned long long)r->n_skipped,
+	         (unsigned long long)lsn_replayed(&r->lt),
 	         (unsigned long long)r->n_txns,
 	         (unsigned long long)r->n_reconnects,
 	         (unsigned long long)r->win_events, (unsigned long long)r->win_bytes,
@@ -884,8 +885,27 @@ static bool ledger_session_start(struct relay *r)
 	return ledger_verify(r, now_mono_us());
 }
 
+/* A slot missing on a server that was promoted at some point (timeline
+ * past 1): after a failover the first place to look, so say so. */
+static void failover_hint(const struct relay *r, char *err, size_t errlen)
+{
+	size_t n = strlen(err);
+
+	if (!repl_slot_missing(&r->rs) || repl_timeline(&r->rs) <= 1)
+		return;
+	snprintf(err + n, errlen - n, ". This server is on timeline %d: it was "
+	         "promoted (or recovered to a point in time) since its cluster "
+	         "began. If the primary failed over, the slot was not carried to "
+	         "this standby (PostgreSQL 16 and older have no failover slots; "
+	         "on 17 and later the slot lacked failover or was not synced "
+	         "yet), and Kafka may hold events this server never committed. "
+	         "Runbook: failover", repl_timeline(&r->rs));
+}
+
 static void try_connect(struct relay *r)
 {
+	const struct tli_switch *history;
+	int history_len, promotions;
 	enum lsn_resume resume;
 	enum repl_err rc;
 	char err[1024];
@@ -914,12 +934,26 @@ static void try_connect(struct relay *r)
 		r->last_rx_us = r->session_start_us;
 		r->pinged = false;
 		r->server_wal_end = repl_wal_end(&r->rs);
+		promotions = lsn_promotions(&r->lt);
+		history = repl_history(&r->rs, &history_len);
 		resume = lsn_resume(&r->lt, &(struct lsn_server){
 			.system_id = repl_system_id(&r->rs),
 			.timeline = repl_timeline(&r->rs),
 			.wal_end = repl_wal_end(&r->rs),
 			.slot_lsn = repl_slot(&r->rs)->confirmed_lsn,
+			.history = history,
+			.history_len = history_len,
 		});
+		if (lsn_promotions(&r->lt) != promotions)
+			log_warn("the server is on timeline %d now: a promoted standby "
+			         "(failover) whose WAL holds everything this process "
+			         "published. Streaming on from its copy of slot \"%s\" "
+			         "at " LSN_FMT "; events up to " LSN_FMT " that were "
+			         "produced without an ack may be published again "
+			         "(duplicates for consumers to drop)",
+			         repl_timeline(&r->rs), r->cfg->slot_name,
+			         LSN_ARGS(repl_slot(&r->rs)->confirmed_lsn),
+			         LSN_ARGS(lsn_replay_upto(&r->lt)));
 		log_info("streaming from slot \"%s\" (system %s, timeline %d): "
 		         "confirmed_flush_lsn " LSN_FMT ", restart_lsn " LSN_FMT
 		         ", server WAL at " LSN_FMT "%s", r->cfg->slot_name,
@@ -966,6 +1000,9 @@ static void try_connect(struct relay *r)
 		return;
 	}
 	case REPL_ERR_FATAL:
+		failover_hint(r, err, sizeof(err));
+		permanent_error(r, rc, err);
+		return;
 	case REPL_ERR_CONFIG:
 	case REPL_ERR_AUTH:
 		permanent_error(r, rc, err);

@@ -88,6 +88,7 @@ static enum repl_err check_slot(struct repl_stream *rs, const char *slot,
 	why = slot_judge(&rs->slot, plugin, 0);
 	if (why == SLOT_USABLE)
 		return REPL_OK;
+	rs->slot_missing = why == SLOT_MISSING;
 	slot_refusal_text(why, &rs->slot, slot, why != SLOT_ACTIVE, err, errlen);
 	return why == SLOT_ACTIVE ? REPL_ERR_SLOT_BUSY : REPL_ERR_FATAL;
 }
@@ -139,6 +140,20 @@ enum repl_err repl_start(struct repl_stream *rs, const char *conninfo,
 	snprintf(rs->system_id, sizeof(rs->system_id), "%s", sys.system_id);
 	rs->timeline = sys.timeline;
 	rs->system_lsn = sys.xlogpos;
+	if (sys.timeline > 1 &&
+	    pgu_timeline_history(PGC(rs), sys.timeline, deadline(rs), rs->history,
+	                         REPL_HISTORY_MAX, &rs->history_len, &st, m,
+	                         sizeof(m)) < 0) {
+		/* Only needed to judge a change of timeline, where unknown
+		 * means refused: the relay stops then, with this logged. */
+		log_warn("%s", m);
+		rs->history_len = -1;
+		if (PQstatus(PGC(rs)) != CONNECTION_OK) {
+			errbuf_set(err, errlen, "TIMELINE_HISTORY: %s", m);
+			rc = REPL_ERR_TRANSIENT;
+			goto fail;
+		}
+	}
 	if ((rc = check_slot(rs, slot, ss_plugin_name(ss), err, errlen)) != REPL_OK)
 		goto fail;
 	if ((rc = check_table(rs, &ss->w2j, err, errlen)) != REPL_OK)
@@ -359,6 +374,12 @@ int repl_timeline(const struct repl_stream *rs)
 	return rs->timeline;
 }
 
+const struct tli_switch *repl_history(const struct repl_stream *rs, int *n)
+{
+	*n = rs->history_len < 0 ? 0 : rs->history_len;
+	return rs->history_len < 0 ? NULL : rs->history;
+}
+
 uint64_t repl_wal_end(const struct repl_stream *rs)
 {
 	return rs->system_lsn;
@@ -367,6 +388,11 @@ uint64_t repl_wal_end(const struct repl_stream *rs)
 const struct slot_row *repl_slot(const struct repl_stream *rs)
 {
 	return &rs->slot;
+}
+
+bool repl_slot_missing(const struct repl_stream *rs)
+{
+	return rs->slot_missing;
 }
 
 bool repl_in_copy(const struct repl_stream *rs)

@@ -396,6 +396,153 @@ START_TEST(test_resume_other_system)
 }
 END_TEST
 
+/* ---- a new timeline: a promotion that holds everything, or not ---- */
+
+/* A session on timeline tli of the same system, its history given. */
+static enum lsn_resume resume_tli(int tli, const struct tli_switch *h, int n,
+                                  uint64_t slot_lsn, uint64_t wal_end)
+{
+	struct lsn_server srv = { .system_id = "7311", .timeline = tli,
+		                      .wal_end = wal_end, .slot_lsn = slot_lsn,
+		                      .history = h, .history_len = n };
+	lsn_end_session(&lt);
+	return lsn_resume(&lt, &srv);
+}
+
+/* The standby had everything (synchronized_standby_slots): the session
+ * goes on from its slot, acked transactions are skipped once the newest
+ * is verified, the one produced without an ack is published again and
+ * counted. */
+START_TEST(test_promotion_holds_everything)
+{
+	static const struct tli_switch h[] = { { 1, 0x400 } };
+	uint64_t t[3];
+
+	reset(0x100);
+	txn_id(t, 1, 10, 1, 0x200);
+	txn_id(t + 1, 1, 11, 2, 0x300);
+	txn_id(t + 2, 1, 12, 3, 0x380);
+	ack_ok(t[0]);
+	ack_ok(t[1]);
+	lsn_mark_confirmed(&lt, 0x300);
+	ck_assert_uint_eq(lt.must_have, 0x380);
+	/* The synced copy of the slot lags the primary's. */
+	ck_assert_int_eq(resume_tli(2, h, 1, 0x200, 0x500), LSN_RESUME_VERIFY);
+	ck_assert_int_eq(lsn_promotions(&lt), 1);
+	ck_assert(!lt.failed);
+	ck_assert_uint_eq(lsn_verifying(&lt)->end_lsn, 0x300);
+	ck_assert_uint_eq(lsn_replay_upto(&lt), 0x380);
+	ck_assert_int_eq(lsn_begin(&lt, 11, 2, 0x300), LSN_SKIP);
+	ck_assert(lsn_commit(&lt, 0x300));
+	ck_assert_uint_eq(lsn_confirmable(&lt), 0x300);
+	/* Produced before without an ack: published again, counted. */
+	txn_id(t, 1, 12, 3, 0x380);
+	ck_assert_uint_eq(lsn_replayed(&lt), 1);
+	txn_id(t + 1, 1, 13, 4, 0x480);
+	ck_assert_uint_eq(lsn_replayed(&lt), 1);
+	ack_ok(t[0]);
+	ack_ok(t[1]);
+	ck_assert_uint_eq(lsn_confirmable(&lt), 0x480);
+	/* The next reconnect on timeline 2 is an ordinary one. */
+	ck_assert_int_eq(resume_tli(2, h, 1, 0x480, 0x500), LSN_RESUME_SLOT);
+	ck_assert_int_eq(lsn_promotions(&lt), 1);
+}
+END_TEST
+
+/* The standby lacked WAL the relay had published from: stop, naming the
+ * range between the switch point and the newest produced commit, acked
+ * or not. */
+START_TEST(test_promotion_lacks_wal)
+{
+	static const struct tli_switch h[] = { { 1, 0x250 } };
+	uint64_t t[2];
+
+	reset(0x100);
+	txn_id(t, 1, 10, 1, 0x200);
+	txn_id(t + 1, 1, 11, 2, 0x300);
+	ack_ok(t[0]); /* 0x300 produced, never acked: it may be in Kafka */
+	ck_assert_int_eq(resume_tli(2, h, 1, 0x200, 0x900), LSN_RESUME_REWOUND);
+	ck_assert(lt.failed);
+	ck_assert_int_eq(lsn_promotions(&lt), 0);
+	ck_assert_ptr_nonnull(strstr(lt.rewound, "left timeline 1 at 0/250"));
+	ck_assert_ptr_nonnull(strstr(lt.rewound, "above 0/250 and up to 0/300"));
+	ck_assert_uint_eq(lsn_confirmable(&lt), 0x200);
+	ck_assert(lsn_idle(&lt, 0x900));
+	ck_assert_uint_eq(lsn_confirmable(&lt), 0x200);
+}
+END_TEST
+
+/* A history that does not pass through the old timeline, a timeline
+ * going down, an unread history: all refused. */
+START_TEST(test_promotion_not_descendant)
+{
+	static const struct tli_switch other[] = { { 3, 0x900 } };
+	static const struct tli_switch two[] = { { 1, 0x900 }, { 2, 0x950 } };
+
+	reset(0x100);
+	ck_assert_int_eq(resume_tli(4, other, 1, 0x100, 0x990), LSN_RESUME_REWOUND);
+	ck_assert_ptr_nonnull(strstr(lt.rewound, "does not descend"));
+	lsn_free(&lt);
+	lsn_init(&lt);
+	reset(0x100);
+	ck_assert_int_eq(resume_tli(3, two, 2, 0x100, 0x990), LSN_RESUME_SLOT);
+	ck_assert_int_eq(lsn_promotions(&lt), 1);
+	/* Back to 2 from 3: not a descendant. */
+	ck_assert_int_eq(resume_tli(2, two, 1, 0x100, 0x990), LSN_RESUME_REWOUND);
+	lsn_free(&lt);
+	lsn_init(&lt);
+	reset(0x100);
+	ck_assert_int_eq(resume_tli(2, NULL, 0, 0x100, 0x990), LSN_RESUME_REWOUND);
+	ck_assert_ptr_nonnull(strstr(lt.rewound, "could not be read"));
+}
+END_TEST
+
+/* pgoutput names a transaction by its commit LSN until the Commit: the
+ * switch point must be past the start of the commit record. */
+START_TEST(test_promotion_final_lsn)
+{
+	static const struct tli_switch at_start[] = { { 1, 0x3e0 } };
+	static const struct tli_switch past[] = { { 1, 0x400 } };
+
+	for (int v = 0; v < 2; v++) {
+		lsn_free(&lt);
+		lsn_init(&lt);
+		reset(0x100);
+		/* Produced, its Commit never read (the connection broke). */
+		ck_assert_int_eq(lsn_begin_final(&lt, 30, 9, 0x3e0), LSN_PUBLISH);
+		(void)lsn_event(&lt, 10);
+		ck_assert_uint_eq(lt.must_have, 0x3e1);
+		if (v == 0)
+			ck_assert_int_eq(resume_tli(2, at_start, 1, 0x100, 0x900),
+			                 LSN_RESUME_REWOUND);
+		else
+			ck_assert_int_eq(resume_tli(2, past, 1, 0x100, 0x900),
+			                 LSN_RESUME_SLOT);
+	}
+}
+END_TEST
+
+/* The watermark passed a commit without events above the switch point
+ * (the standby lacked it, nothing was published from it): accepted, but
+ * that commit cannot be looked for, so nothing is skipped. */
+START_TEST(test_promotion_idle_commit_above_switch)
+{
+	static const struct tli_switch h[] = { { 1, 0x400 } };
+	uint64_t t[1];
+
+	reset(0x100);
+	txn_id(t, 1, 10, 1, 0x300);
+	ack_ok(t[0]);
+	txn_id(NULL, 0, 11, 2, 0x450);
+	ck_assert_uint_eq(lsn_confirmable(&lt), 0x450);
+	ck_assert_int_eq(resume_tli(2, h, 1, 0x200, 0x900), LSN_RESUME_SLOT);
+	ck_assert(!lt.failed);
+	ck_assert_uint_eq(lsn_verifying(&lt)->end_lsn, 0);
+	/* So the acked 0x300 is published again (a duplicate, no loss). */
+	ck_assert_int_eq(lsn_begin(&lt, 10, 1, 0x300), LSN_PUBLISH);
+}
+END_TEST
+
 /* Restored, then written to past the old watermark before the relay came
  * back: the WAL end alone cannot tell, the commit looked for can. */
 START_TEST(test_resume_rewound_other_txn)
@@ -890,7 +1037,7 @@ static void resume_run(unsigned seed)
 	}
 	lsn_init(&lt);
 	{
-		struct lsn_server srv = { "7311", 1, UINT64_MAX, 0x1000 };
+		struct lsn_server srv = { "7311", 1, UINT64_MAX, 0x1000, NULL, 0 };
 		prop_check(lsn_resume(&lt, &srv) == LSN_RESUME_SLOT, "seed %u", seed);
 	}
 	while (pos < NTX && sessions < 50) {
@@ -950,7 +1097,7 @@ static void resume_run(unsigned seed)
 			}
 			rewritten = true;
 			lsn_end_session(&lt);
-			srv = (struct lsn_server){ "7311", 1, UINT64_MAX, slot };
+			srv = (struct lsn_server){ "7311", 1, UINT64_MAX, slot, NULL, 0 };
 			rs = lsn_resume(&lt, &srv);
 			if (!reaches) {
 				prop_check(rs == LSN_RESUME_SLOT, "seed %u: rewrite after "
@@ -976,7 +1123,7 @@ static void resume_run(unsigned seed)
 			return;
 		}
 		lsn_end_session(&lt);
-		srv = (struct lsn_server){ "7311", 1, UINT64_MAX, slot };
+		srv = (struct lsn_server){ "7311", 1, UINT64_MAX, slot, NULL, 0 };
 		rs = lsn_resume(&lt, &srv);
 		prop_check(rs != LSN_RESUME_REWOUND, "seed %u: %s", seed, lt.rewound);
 		prop_check(lsn_confirmable(&lt) == slot, "seed %u: watermark", seed);
@@ -1025,6 +1172,11 @@ Suite *lsn_tracker_suite(void)
 	tcase_add_test(ex, test_resume_wal_behind);
 	tcase_add_test(ex, test_resume_other_system);
 	tcase_add_test(ex, test_resume_rewound_other_txn);
+	tcase_add_test(ex, test_promotion_holds_everything);
+	tcase_add_test(ex, test_promotion_lacks_wal);
+	tcase_add_test(ex, test_promotion_not_descendant);
+	tcase_add_test(ex, test_promotion_final_lsn);
+	tcase_add_test(ex, test_promotion_idle_commit_above_switch);
 	tcase_add_test(ex, test_final_confirms_commit_ends);
 	tcase_add_test(ex, test_final_resume_skips_acked);
 	tcase_add_test(ex, test_final_keepalive_inside_verified_txn);

@@ -181,6 +181,66 @@ START_TEST(test_parse_frame)
 }
 END_TEST
 
+/* The timeline history file as TIMELINE_HISTORY returns it (pgutil.c):
+ * what the relay judges a promotion by. */
+START_TEST(test_timeline_history)
+{
+	struct tli_switch h[3];
+	char err[128];
+	int n = -1;
+	static const char two[] = "1\t0/14D8B30\tno recovery target specified\n";
+	static const char four[] =
+		"1\t0/3000000\tno recovery target specified\n"
+		"\n"
+		"2\t0/5000108\tat restore point \"x\"\n"
+		"3\t1/A0\tno recovery target specified\n";
+
+	ck_assert_int_eq(pgu_parse_timeline_history(two, sizeof(two) - 1, h, 3,
+	                                            &n, err, sizeof(err)), 0);
+	ck_assert_int_eq(n, 1);
+	ck_assert_int_eq(h[0].tli, 1);
+	ck_assert_uint_eq(h[0].switch_lsn, 0x14D8B30);
+	ck_assert_int_eq(pgu_parse_timeline_history(four, sizeof(four) - 1, h, 3,
+	                                            &n, err, sizeof(err)), 0);
+	ck_assert_int_eq(n, 3);
+	ck_assert_uint_eq(h[2].switch_lsn, UINT64_C(0x1000000A0));
+	/* More lines than room: the newest are kept, oldest first. */
+	ck_assert_int_eq(pgu_parse_timeline_history(four, sizeof(four) - 1, h, 2,
+	                                            &n, err, sizeof(err)), 0);
+	ck_assert_int_eq(n, 2);
+	ck_assert_int_eq(h[0].tli, 2);
+	ck_assert_int_eq(h[1].tli, 3);
+	ck_assert_int_eq(pgu_parse_timeline_history(four, sizeof(four) - 1, h, 1,
+	                                            &n, err, sizeof(err)), 0);
+	ck_assert_int_eq(n, 1);
+	ck_assert_int_eq(h[0].tli, 3);
+	/* No newline at the end, an empty file. */
+	ck_assert_int_eq(pgu_parse_timeline_history("1\t0/10\tx", 8, h, 3, &n,
+	                                            err, sizeof(err)), 0);
+	ck_assert_int_eq(n, 1);
+	ck_assert_int_eq(pgu_parse_timeline_history("", 0, h, 3, &n, err,
+	                                            sizeof(err)), 0);
+	ck_assert_int_eq(n, 0);
+	/* Refused: not a number, no LSN, timelines not ascending, LSNs going
+	 * back, a bytea in text form. */
+	ck_assert_int_eq(pgu_parse_timeline_history("x\t0/10\n", 7, h, 3, &n,
+	                                            err, sizeof(err)), -1);
+	ck_assert_str_eq(err, "timeline history: line 1 is not "
+	                      "\"timeline<TAB>X/X<TAB>reason\"");
+	ck_assert_int_eq(pgu_parse_timeline_history("1\n", 2, h, 3, &n, err,
+	                                            sizeof(err)), -1);
+	ck_assert_int_eq(pgu_parse_timeline_history("2\t0/10\n1\t0/20\n", 14, h,
+	                                            3, &n, err, sizeof(err)), -1);
+	ck_assert_str_eq(err, "timeline history: line 2 is not "
+	                      "\"timeline<TAB>X/X<TAB>reason\"");
+	ck_assert_int_eq(pgu_parse_timeline_history("1\t0/20\n2\t0/10\n", 14, h,
+	                                            3, &n, err, sizeof(err)), -1);
+	ck_assert_int_eq(pgu_parse_timeline_history("\\x3109", 6, h, 3, &n, err,
+	                                            sizeof(err)), -1);
+	ck_assert_int_eq(n, 0);
+}
+END_TEST
+
 Suite *repl_suite(void)
 {
 	Suite *s = suite_create("repl");
@@ -191,6 +251,7 @@ Suite *repl_suite(void)
 	tcase_add_test(tc, test_command_too_small);
 	tcase_add_test(tc, test_classify_connect);
 	tcase_add_test(tc, test_parse_frame);
+	tcase_add_test(tc, test_timeline_history);
 	suite_add_tcase(s, tc);
 	return s;
 }

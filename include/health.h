@@ -104,6 +104,10 @@ struct relay_figures {
 	int64_t oldest_pending_commit_us; /* commit time of the oldest event
 	                             * received and not acked; 0 when none */
 	uint64_t reconnects;
+	uint64_t events_republished; /* produced again after a reconnect: an
+	                             * earlier session produced them without an
+	                             * ack (duplicates, at most) */
+	uint64_t failovers;         /* promotions followed (new timelines) */
 	uint64_t producer_errors;
 	int64_t heartbeat_rtt_us;   /* last heartbeat round trip; -1 none */
 	uint64_t heartbeats_seen;

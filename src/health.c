@@ -615,6 +615,9 @@ static json_t *relay_json(const struct relay_figures *rf)
 	                            : json_real((double)rf->heartbeat_rtt_us / 1e6));
 	json_object_set_new(o, "heartbeats_seen", j_u64(rf->heartbeats_seen));
 	json_object_set_new(o, "reconnects", j_u64(rf->reconnects));
+	json_object_set_new(o, "events_republished",
+	                    j_u64(rf->events_republished));
+	json_object_set_new(o, "failovers", j_u64(rf->failovers));
 	json_object_set_new(o, "producer_errors", j_u64(rf->producer_errors));
 	json_object_set_new(o, "kafka_broker_rtt_seconds",
 	                    rf->broker_rtt_us < 0
@@ -966,6 +969,12 @@ static const struct {
 	   "Own heartbeats recognised in the stream (never published)."),
 	RU(reconnects, "reconnects_total", "counter",
 	   "Reconnections of the replication stream."),
+	RU(events_republished, "events_republished_total", "counter",
+	   "Events produced again after a reconnect that an earlier session "
+	   "had produced without an ack (duplicates at most)."),
+	RU(failovers, "failovers_total", "counter",
+	   "Promotions of a standby followed: new timelines that hold "
+	   "everything published."),
 	RU(producer_errors, "producer_errors_total", "counter",
 	   "Errors reported by the Kafka producer."),
 #undef RU

@@ -1376,6 +1376,8 @@ static void fill_figures(struct relay *r, struct relay_figures *f)
 	f->last_confirm_us = r->last_confirm_wall_us;
 	f->oldest_pending_commit_us = lsn_oldest_pending_ts(&r->lt);
 	f->reconnects = r->n_reconnects;
+	f->events_republished = lsn_replayed(&r->lt);
+	f->failovers = (uint64_t)lsn_promotions(&r->lt);
 	f->producer_errors = r->kafka_restarts + pub_error_count(r->pub);
 	f->heartbeat_rtt_us = r->hb_seen > 0 ? r->hb_rtt_us : -1;
 	f->heartbeats_seen = r->hb_seen;

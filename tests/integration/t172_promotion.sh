@@ -43,7 +43,7 @@ conf=$IT_TEST_DIR/relay.conf
 	echo "kafka.bootstrap.servers = $KAFKA_BROKERS"
 	echo "slot.name = $db"
 	echo "slot.plugin = $RELAY_PLUGIN"
-	echo "http.listen ="
+	echo "http.listen = 127.0.0.1:0"
 	echo "reconnect.backoff.ms = 100"
 	echo "reconnect.backoff.max.ms = 300"
 } >"$conf"
@@ -142,6 +142,12 @@ fi
 it_consume "$topic" "$records" 2>/dev/null || true
 n=$(it_count "$records")
 it_check "(a) Kafka holds the 40 events once each ($n records)" test "$n" -eq 40
+hport=$(it_health_port "$log")
+metrics=$(curl -s -m 10 "http://127.0.0.1:$hport/metrics" || true)
+it_check "(a) /metrics: outbox_relay_failovers_total 1" \
+	grep -qx 'outbox_relay_failovers_total 1' <<<"$metrics"
+it_check "(a) /metrics: outbox_relay_events_republished_total 0" \
+	grep -qx 'outbox_relay_events_republished_total 0' <<<"$metrics"
 
 # ------------------------------------------------------------------ (b)
 lsn=$(sql "SELECT pg_current_wal_lsn()")
@@ -177,6 +183,7 @@ it_check "(b) the slot ($slot) is not past the server's WAL ($wal)" lsn_ge "$wal
 
 # ------------------------------------------------------------------ (c)
 sql "SELECT pg_drop_replication_slot('$db')" >/dev/null
+sed -i 's/^http.listen = .*/http.listen =/' "$conf"
 log=$IT_TEST_DIR/relay.c.log
 it_start_relay "$conf" "$log"
 pid=$IT_RELAY_PID

@@ -449,8 +449,7 @@ int pgu_parse_timeline_history(const char *text, size_t len,
 	}
 	while (p < end) {
 		const char *eol = memchr(p, '\n', (size_t)(end - p));
-		const char *q, *le = eol != NULL ? eol : end;
-		char *stop;
+		const char *q, *stop, *le = eol != NULL ? eol : end;
 		long tli;
 		uint64_t lsn;
 
@@ -460,16 +459,19 @@ int pgu_parse_timeline_history(const char *text, size_t len,
 			q++;
 		if (q == le || *q == '#')
 			goto next;
-		/* strtol stops at the tab; le bounds what the LSN may read. */
-		errno = 0;
-		tli = strtol(q, &stop, 10);
-		if (stop == q || errno != 0 || tli < 1 || tli > INT32_MAX ||
-		    tli <= prev_tli || stop >= le || (*stop != '\t' && *stop != ' '))
+		/* The timeline, digits up to a blank, read within the line: the
+		 * text need not end in a NUL. */
+		tli = 0;
+		stop = q;
+		while (stop < le && *stop >= '0' && *stop <= '9' && tli <= INT32_MAX)
+			tli = tli * 10 + (*stop++ - '0');
+		if (stop == q || tli < 1 || tli > INT32_MAX || tli <= prev_tli ||
+		    stop >= le || (*stop != '\t' && *stop != ' '))
 			goto bad;
 		q = stop;
 		while (q < le && (*q == '\t' || *q == ' '))
 			q++;
-		stop = (char *)q;
+		stop = q;
 		while (stop < le && *stop != '\t' && *stop != ' ' && *stop != '\r')
 			stop++;
 		if (lsn_parse(q, (size_t)(stop - q), &lsn) < 0 || lsn == LSN_INVALID)

@@ -544,7 +544,7 @@ static void op_reconnect(struct fuzz *f, enum reconnect how)
 	lsn_end_session(&f->lt);
 	f->session++;
 	snprintf(sysid, sizeof(sysid), "73%d", f->system);
-	srv = (struct lsn_server){ sysid, f->timeline, f->wal_pos, slot };
+	srv = (struct lsn_server){ sysid, f->timeline, f->wal_pos, slot, NULL, 0 };
 	r = lsn_resume(&f->lt, &srv);
 
 	if (f->known_system >= 0 && (f->system != f->known_system ||

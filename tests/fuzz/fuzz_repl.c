@@ -17,6 +17,9 @@
  * input, as it lasts for a session, so a Relation in one frame describes
  * the Inserts of later ones.
  *
+ * The whole input is also read as a timeline history file
+ * (check_history()).
+ *
  * The frame is copied into a buffer of exactly its size first, so that
  * AddressSanitizer catches a read one byte past a short frame. */
 #include <stdint.h>
@@ -25,6 +28,7 @@
 #include <string.h>
 
 #include "pgo.h"
+#include "pgutil.h"
 #include "repl.h"
 #include "w2j.h"
 
@@ -118,11 +122,39 @@ static void decode_payload(struct pgo_state *pgo, const char *frame,
 		fuzz_fail("pgo_decode refused a payload without a message", len);
 }
 
+/* The whole input as a timeline history file (TIMELINE_HISTORY's text,
+ * pgutil.c), in a buffer of exactly its size: what it keeps must be at
+ * most max lines, timelines ascending, switch points never going back. */
+static void check_history(const uint8_t *data, size_t size)
+{
+	struct tli_switch h[4];
+	char err[256], *copy = malloc(size ? size : 1);
+	int n = -1;
+
+	if (copy == NULL)
+		return;
+	memcpy(copy, data, size);
+	if (pgu_parse_timeline_history(copy, size, h, 4, &n, err,
+	                               sizeof(err)) < 0) {
+		if (n != 0 || err[0] == '\0')
+			fuzz_fail("history refused without n = 0 and a message", size);
+	} else {
+		if (n < 0 || n > 4)
+			fuzz_fail("history kept more lines than room", size);
+		for (int i = 1; i < n; i++)
+			if (h[i].tli <= h[i - 1].tli ||
+			    h[i].switch_lsn < h[i - 1].switch_lsn)
+				fuzz_fail("history not ascending", size);
+	}
+	free(copy);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct pgo_state pgo;
 	size_t at = 0;
 
+	check_history(data, size);
 	pgo_init(&pgo, &fuzz_spec);
 	while (at + 2 <= size) {
 		size_t len = (size_t)data[at] << 8 | data[at + 1];

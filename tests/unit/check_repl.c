@@ -238,6 +238,17 @@ START_TEST(test_timeline_history)
 	ck_assert_int_eq(pgu_parse_timeline_history("\\x3109", 6, h, 3, &n, err,
 	                                            sizeof(err)), -1);
 	ck_assert_int_eq(n, 0);
+	/* The text need not end in a NUL: nothing is read past len (a
+	 * digit at the very end made strtol read on; valgrind and ASan see
+	 * it in this exact-size block, found by fuzz_repl). */
+	{
+		char *one = malloc(1);
+		ck_assert_ptr_nonnull(one);
+		one[0] = '1';
+		ck_assert_int_eq(pgu_parse_timeline_history(one, 1, h, 3, &n, err,
+		                                            sizeof(err)), -1);
+		free(one);
+	}
 }
 END_TEST
 

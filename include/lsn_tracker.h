@@ -125,7 +125,10 @@ struct lsn_tracker {
 	int promotions;        /* timeline changes accepted (failovers) */
 	struct lsn_commit_id verify; /* end_lsn != 0: verification pending */
 	uint64_t verify_from;  /* the slot position the check replays from */
-	uint64_t verify_acked; /* the watermark carried into the session */
+	uint64_t verify_acked; /* the end of the range Kafka may hold if the
+	                        * check fails: the watermark carried into the
+	                        * session, or the newest commit produced when
+	                        * that is later (sent, never acked) */
 	char rewound[512];     /* why LSN_*REWOUND was returned */
 };
 

@@ -179,13 +179,12 @@ enum lsn_resume lsn_resume(struct lsn_tracker *lt, const struct lsn_server *srv)
 			sw = judge_timeline(lt, srv, what, sizeof(what), &from);
 		/* After a promotion, positions past the switch point name WAL
 		 * of the old timeline: the new one's end says nothing of them. */
-		else if (srv->wal_end < acked) {
+		else if (srv->wal_end < upto) {
 			snprintf(what, sizeof(what), "the server's WAL ends at " LSN_FMT
 			         ", before " LSN_FMT " which this process already "
-			         "published and confirmed", LSN_ARGS(srv->wal_end),
-			         LSN_ARGS(acked));
+			         "published%s", LSN_ARGS(srv->wal_end), LSN_ARGS(upto),
+			         upto == acked ? " and confirmed" : "");
 			from = srv->wal_end;
-			upto = acked;
 		}
 	}
 	/* What the server already has is never sent back lower. */
@@ -218,7 +217,7 @@ enum lsn_resume lsn_resume(struct lsn_tracker *lt, const struct lsn_server *srv)
 	if (lt->last_commit.end_lsn > srv->slot_lsn) {
 		lt->verify = lt->last_commit;
 		lt->verify_from = srv->slot_lsn;
-		lt->verify_acked = acked;
+		lt->verify_acked = upto;
 		return LSN_RESUME_VERIFY;
 	}
 	return LSN_RESUME_SLOT;

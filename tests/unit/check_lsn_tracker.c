@@ -543,6 +543,34 @@ START_TEST(test_promotion_idle_commit_above_switch)
 }
 END_TEST
 
+/* A commit produced and never acked may be in Kafka all the same (its
+ * ack came after the connection dropped): the range of a rewind ends at
+ * it, not at the watermark, and a server whose WAL ends before it has
+ * lost it. Found by t527 (b): a ghost at a pg_lsn past the range. */
+START_TEST(test_rewound_range_covers_inflight)
+{
+	uint64_t t[2];
+
+	reset(0x100);
+	txn_id(t, 1, 10, 1, 0x200);
+	txn_id(t + 1, 1, 11, 2, 0x300);
+	ack_ok(t[0]);
+	/* The WAL ends between the acked 0x200 and the produced 0x300. */
+	ck_assert_int_eq(resume(0x200, 0x280), LSN_RESUME_REWOUND);
+	ck_assert_ptr_nonnull(strstr(lt.rewound, "above 0/280 and up to 0/300"));
+	/* Verification that fails: the range ends at 0x300 too. */
+	lsn_free(&lt);
+	lsn_init(&lt);
+	reset(0x100);
+	txn_id(t, 1, 10, 1, 0x200);
+	txn_id(t + 1, 1, 11, 2, 0x300);
+	ack_ok(t[0]);
+	ck_assert_int_eq(resume(0x100, 0x900), LSN_RESUME_VERIFY);
+	ck_assert_int_eq(lsn_begin(&lt, 99, 1, 0x200), LSN_REWOUND);
+	ck_assert_ptr_nonnull(strstr(lt.rewound, "above 0/100 and up to 0/300"));
+}
+END_TEST
+
 /* Restored, then written to past the old watermark before the relay came
  * back: the WAL end alone cannot tell, the commit looked for can. */
 START_TEST(test_resume_rewound_other_txn)
@@ -1177,6 +1205,7 @@ Suite *lsn_tracker_suite(void)
 	tcase_add_test(ex, test_promotion_not_descendant);
 	tcase_add_test(ex, test_promotion_final_lsn);
 	tcase_add_test(ex, test_promotion_idle_commit_above_switch);
+	tcase_add_test(ex, test_rewound_range_covers_inflight);
 	tcase_add_test(ex, test_final_confirms_commit_ends);
 	tcase_add_test(ex, test_final_resume_skips_acked);
 	tcase_add_test(ex, test_final_keepalive_inside_verified_txn);

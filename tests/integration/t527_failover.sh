@@ -27,6 +27,7 @@
 #      caught up before the kill: 16 cannot keep a slot from running
 #      ahead of it).
 # Ports PGPORT + 33 .. + 38. Prints each case's figures and wall time.
+# T527_CASES="a c" runs only those cases.
 set -euo pipefail
 # shellcheck source=lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -42,6 +43,8 @@ AGGS=20
 # Seconds the relay may take to drain and to stop.
 DRAIN_SECS=${T527_DRAIN_SECS:-90}
 EXIT_SECS=${T527_EXIT_SECS:-60}
+# The cases to run, in order (all by default).
+CASES=${T527_CASES:-a b c}
 
 # ------------------------------------------------------------------ helpers
 
@@ -285,279 +288,298 @@ relay_lines() {
 }
 
 # -------------------------------------------------------------- (a) 17, synced
-pgdist BIN17 17
-pgdist BIN16 16
-t_case=$SECONDS
-pa=$IT_TEST_DIR/a.primary sa=$IT_TEST_DIR/a.standby
-PA=$((PGPORT + 33)) SA=$((PGPORT + 34))
-db=t527_a slot=t527_a_$RUN type=t527a_$RUN
-topic=outbox.event.$type
-da=$IT_TEST_DIR/a
-mkdir -p "$da"
-if ! err=$(ports_free "$PA" "$SA"); then
-	not_ok "(a) ports $PA and $SA free" "$err"
-	it_summary
-fi
-pair_bin "$BIN17"
-if ! pair_primary_start "$pa" "$PA" "$db" --synchronized-standby-slots 2>"$da/pair.err" ||
-	! pair_standby_start "$sa" "$pa" "$SA" "$db" --sync-slots 2>>"$da/pair.err"; then
-	not_ok "(a) PostgreSQL 17 primary and standby" "$(cat "$da/pair.err")"
-	it_summary
-fi
-# Cleanup hooks run last-registered first: the writer and the relays go
-# before the pairs (pair_cleanup is registered by the first start).
-env_on_cleanup "writer_stop; _it_kill_relays"
-it_check "(a) schema, publication and failover slot on the primary" \
-	setup_schema "$pa" "$db" "$type" "$slot" true
-python3 "$CHECKER" pgbench-script --aggs "$AGGS" --rollback-pct 10 --multi-pct 25 \
-	>"$da/writer.pgbench"
-ci=$(conninfo "$db" "$PA" "$SA")
-write_conf "$da/relay.conf" "$ci" "$slot"
-"$RELAY_BIN" --config "$da/relay.conf" --check >"$da/check.out" 2>&1 || true
-log=$da/relay.log
-it_start_relay "$da/relay.conf" "$log"
-pid=$IT_RELAY_PID
-writer_start "$ci" "$da/writer.pgbench" 60 "$da"
-sleep 2
-lsn=$(pair_sql "$pa" "$db" "SELECT pg_current_wal_lsn()")
-it_check "(a) the relay confirms on the primary ($lsn)" \
-	wait_slot_confirmed "$pa" "$db" "$slot" "$lsn" 30
-it_check "(a) the failover slot is synced on the standby, at $lsn or later" \
-	pair_wait_synced "$sa" "$db" "$slot" 60 "$lsn"
-sleep 3
-synced_before=$(pair_sql "$sa" "$db" "SELECT confirmed_flush_lsn FROM pg_replication_slots
-	WHERE slot_name = '$slot'")
-primary_slot=$(pair_sql "$pa" "$db" "SELECT confirmed_flush_lsn FROM pg_replication_slots
-	WHERE slot_name = '$slot'")
-kill_ms=$(pair_kill "$pa")
-it_diag "(a) kill -9 of the primary under load: its slot at $primary_slot, the standby's synced copy at $synced_before"
-synced_at=$(pair_sql "$sa" "$db" "SELECT confirmed_flush_lsn FROM pg_replication_slots
-	WHERE slot_name = '$slot'")
-it_check "(a) the standby is promoted" pair_promote "$sa" 60
-promote_ms=$(($(date +%s%N) / 1000000))
-tl=$(pair_timeline "$sa" || echo '?')
-branch=$(pair_history "$sa" "$tl" 2>/dev/null | awk 'NF >= 2 { b = $2 } END { print b }' || true)
-it_diag "(a) promoted in $((promote_ms - kill_ms)) ms: timeline $tl branches at ${branch:-?}; the synced slot was at $synced_at"
-# Writes go on against the new primary, then stop.
-sleep 6
-writer_stop
-it_diag "(a) writer: $(cat "$da/writer.done" 2>/dev/null) (bursts, failed bursts)"
-ledger "$sa" "$db" "$type" "$da"
-committed=$(pair_sql "$sa" "$db" "SELECT coalesce(sum(n), 0) FROM agg_seq")
-check_until "$topic" "$da" "$DRAIN_SECS" "$pid" --faults 1
-f=$(figures "$da" "$kill_ms" "$synced_at" "$log" "$tl")
-alive=
-it_relay_alive "$pid" && alive=1
-it_diag "(a) checker: $CK_SUMMARY"
-it_diag "(a) $f"
-if [[ -n $alive ]]; then
-	ok "(a) the relay did not exit over the failover"
-else
-	rc=0
-	wait "$pid" 2>/dev/null || rc=$?
-	not_ok "(a) the relay did not exit over the failover (exit $rc)" \
-		"$(relay_lines "$log")"
-fi
-it_check "(a) the relay streamed from the new primary (timeline $tl)" \
-	grep -q "streaming from slot \"$slot\" (system [0-9]*, timeline $tl)" "$log"
-if ((CK_RC == 0)); then
-	ok "(a) $committed events committed on the promoted database: none missing, none unknown, per-key order (a re-delivery repeats a suffix, once)"
-else
-	not_ok "(a) $committed events committed on the promoted database: none missing, none unknown, per-key order" \
-		"checker exit $CK_RC: $(head -n 20 "$da/records.check")"
-fi
-it_check "(a) no ghost: every published event is in the promoted database" \
-	test "$(fig ghosts "$f")" = 0
-old_max=$(fig old_max_lsn "$f")
-it_check "(a) timeline $tl branches at ${branch:-?}, at or after the newest commit published from the old primary ($old_max)" \
-	lsn_ge "${branch:-0/0}" "$old_max"
-it_check "(a) events committed on the new primary were published ($(fig new_published "$f") of $(fig new_rows "$f"))" \
-	test "$(fig new_rows "$f")" -gt 0 -a "$(fig new_published "$f")" = "$(fig new_rows "$f")"
-it_check "(a) duplicates ($(fig dup_events "$f") events) only from the synced slot's position $synced_at on" \
-	test "$(fig dup_below_slot "$f")" = 0
-secs() { awk -v m="$1" 'BEGIN { if (m ~ /^-?[0-9]+$/) printf "%.1f s", m / 1000; else print "none" }'; }
-it_diag "(a) from the kill: the relay streams from the new primary after $(secs "$(fig new_session_ms "$f")"), the first event committed there is in Kafka after $(secs "$(fig first_new_ms "$f")")"
-it_diag "(a) relay log: $(relay_lines "$log" 8)"
-if [[ -n $alive ]]; then
-	rc=0
-	it_stop_relay "$pid" || rc=$?
-	it_check "(a) the relay exits 0 on SIGTERM" test "$rc" -eq 0
-fi
-pair_cleanup
-it_diag "row: scenario=F18a pg=17 committed=$committed $(sed 's/^checker: [A-Z]* //' <<<"$CK_SUMMARY") $f wall=$((SECONDS - t_case))s"
+case_a() {
+	t_case=$SECONDS
+	pa=$IT_TEST_DIR/a.primary sa=$IT_TEST_DIR/a.standby
+	PA=$((PGPORT + 33)) SA=$((PGPORT + 34))
+	db=t527_a slot=t527_a_$RUN type=t527a_$RUN
+	topic=outbox.event.$type
+	da=$IT_TEST_DIR/a
+	mkdir -p "$da"
+	if ! err=$(ports_free "$PA" "$SA"); then
+		not_ok "(a) ports $PA and $SA free" "$err"
+		it_summary
+	fi
+	pair_bin "$BIN17"
+	if ! pair_primary_start "$pa" "$PA" "$db" --synchronized-standby-slots 2>"$da/pair.err" ||
+		! pair_standby_start "$sa" "$pa" "$SA" "$db" --sync-slots 2>>"$da/pair.err"; then
+		not_ok "(a) PostgreSQL 17 primary and standby" "$(cat "$da/pair.err")"
+		it_summary
+	fi
+	# Cleanup hooks run last-registered first: the writer and the relays go
+	# before the pairs (pair_cleanup is registered by the first start).
+	env_on_cleanup "writer_stop; _it_kill_relays"
+	it_check "(a) schema, publication and failover slot on the primary" \
+		setup_schema "$pa" "$db" "$type" "$slot" true
+	python3 "$CHECKER" pgbench-script --aggs "$AGGS" --rollback-pct 10 --multi-pct 25 \
+		>"$da/writer.pgbench"
+	ci=$(conninfo "$db" "$PA" "$SA")
+	write_conf "$da/relay.conf" "$ci" "$slot"
+	"$RELAY_BIN" --config "$da/relay.conf" --check >"$da/check.out" 2>&1 || true
+	log=$da/relay.log
+	it_start_relay "$da/relay.conf" "$log"
+	pid=$IT_RELAY_PID
+	writer_start "$ci" "$da/writer.pgbench" 60 "$da"
+	sleep 2
+	lsn=$(pair_sql "$pa" "$db" "SELECT pg_current_wal_lsn()")
+	it_check "(a) the relay confirms on the primary ($lsn)" \
+		wait_slot_confirmed "$pa" "$db" "$slot" "$lsn" 30
+	it_check "(a) the failover slot is synced on the standby, at $lsn or later" \
+		pair_wait_synced "$sa" "$db" "$slot" 60 "$lsn"
+	sleep 3
+	synced_before=$(pair_sql "$sa" "$db" "SELECT confirmed_flush_lsn FROM pg_replication_slots
+		WHERE slot_name = '$slot'")
+	primary_slot=$(pair_sql "$pa" "$db" "SELECT confirmed_flush_lsn FROM pg_replication_slots
+		WHERE slot_name = '$slot'")
+	kill_ms=$(pair_kill "$pa")
+	it_diag "(a) kill -9 of the primary under load: its slot at $primary_slot, the standby's synced copy at $synced_before"
+	synced_at=$(pair_sql "$sa" "$db" "SELECT confirmed_flush_lsn FROM pg_replication_slots
+		WHERE slot_name = '$slot'")
+	it_check "(a) the standby is promoted" pair_promote "$sa" 60
+	promote_ms=$(($(date +%s%N) / 1000000))
+	tl=$(pair_timeline "$sa" || echo '?')
+	branch=$(pair_history "$sa" "$tl" 2>/dev/null | awk 'NF >= 2 { b = $2 } END { print b }' || true)
+	it_diag "(a) promoted in $((promote_ms - kill_ms)) ms: timeline $tl branches at ${branch:-?}; the synced slot was at $synced_at"
+	# Writes go on against the new primary, then stop.
+	sleep 6
+	writer_stop
+	it_diag "(a) writer: $(cat "$da/writer.done" 2>/dev/null) (bursts, failed bursts)"
+	ledger "$sa" "$db" "$type" "$da"
+	committed=$(pair_sql "$sa" "$db" "SELECT coalesce(sum(n), 0) FROM agg_seq")
+	check_until "$topic" "$da" "$DRAIN_SECS" "$pid" --faults 1
+	f=$(figures "$da" "$kill_ms" "$synced_at" "$log" "$tl")
+	alive=
+	it_relay_alive "$pid" && alive=1
+	it_diag "(a) checker: $CK_SUMMARY"
+	it_diag "(a) $f"
+	if [[ -n $alive ]]; then
+		ok "(a) the relay did not exit over the failover"
+	else
+		rc=0
+		wait "$pid" 2>/dev/null || rc=$?
+		not_ok "(a) the relay did not exit over the failover (exit $rc)" \
+			"$(relay_lines "$log")"
+	fi
+	it_check "(a) the relay streamed from the new primary (timeline $tl)" \
+		grep -q "streaming from slot \"$slot\" (system [0-9]*, timeline $tl)" "$log"
+	if ((CK_RC == 0)); then
+		ok "(a) $committed events committed on the promoted database: none missing, none unknown, per-key order (a re-delivery repeats a suffix, once)"
+	else
+		not_ok "(a) $committed events committed on the promoted database: none missing, none unknown, per-key order" \
+			"checker exit $CK_RC: $(head -n 20 "$da/records.check")"
+	fi
+	it_check "(a) no ghost: every published event is in the promoted database" \
+		test "$(fig ghosts "$f")" = 0
+	old_max=$(fig old_max_lsn "$f")
+	it_check "(a) timeline $tl branches at ${branch:-?}, at or after the newest commit published from the old primary ($old_max)" \
+		lsn_ge "${branch:-0/0}" "$old_max"
+	it_check "(a) events committed on the new primary were published ($(fig new_published "$f") of $(fig new_rows "$f"))" \
+		test "$(fig new_rows "$f")" -gt 0 -a "$(fig new_published "$f")" = "$(fig new_rows "$f")"
+	it_check "(a) duplicates ($(fig dup_events "$f") events) only from the synced slot's position $synced_at on" \
+		test "$(fig dup_below_slot "$f")" = 0
+	secs() { awk -v m="$1" 'BEGIN { if (m ~ /^-?[0-9]+$/) printf "%.1f s", m / 1000; else print "none" }'; }
+	it_diag "(a) from the kill: the relay streams from the new primary after $(secs "$(fig new_session_ms "$f")"), the first event committed there is in Kafka after $(secs "$(fig first_new_ms "$f")")"
+	it_diag "(a) relay log: $(relay_lines "$log" 8)"
+	if [[ -n $alive ]]; then
+		rc=0
+		it_stop_relay "$pid" || rc=$?
+		it_check "(a) the relay exits 0 on SIGTERM" test "$rc" -eq 0
+	fi
+	pair_cleanup
+	it_diag "row: scenario=F18a pg=17 committed=$committed $(sed 's/^checker: [A-Z]* //' <<<"$CK_SUMMARY") $f wall=$((SECONDS - t_case))s"
+
+}
 
 # -------------------------------------------- (b) 17, standby held back
-t_case=$SECONDS
-pb=$IT_TEST_DIR/b.primary sb=$IT_TEST_DIR/b.standby
-PB=$((PGPORT + 35)) SB=$((PGPORT + 36))
-db=t527_b slot=t527_b_$RUN type=t527b_$RUN
-topic=outbox.event.$type
-dbb=$IT_TEST_DIR/b
-mkdir -p "$dbb"
-if ! err=$(ports_free "$PB" "$SB"); then
-	not_ok "(b) ports $PB and $SB free" "$err"
-	it_summary
-fi
-pair_bin "$BIN17"
-if ! pair_primary_start "$pb" "$PB" "$db" 2>"$dbb/pair.err" ||
-	! proxy_start "127.0.0.1:$PB" 2>>"$dbb/pair.err" ||
-	! pair_standby_start "$sb" "$pb" "$SB" "$db" --sync-slots --upstream "$PROXY_PORT" \
-		2>>"$dbb/pair.err" ||
-	! pair_wait_streaming "$pb" 30; then
-	not_ok "(b) PostgreSQL 17 primary and standby (through tcp-proxy)" "$(cat "$dbb/pair.err")"
-	it_summary
-fi
-it_check "(b) schema, publication and failover slot on the primary" \
-	setup_schema "$pb" "$db" "$type" "$slot" true
-python3 "$CHECKER" pgbench-script --aggs "$AGGS" --rollback-pct 10 --multi-pct 25 \
-	>"$dbb/writer.pgbench"
-ci=$(conninfo "$db" "$PB" "$SB")
-write_conf "$dbb/relay.conf" "$ci" "$slot"
-ck_rc=0
-"$RELAY_BIN" --config "$dbb/relay.conf" --check >"$dbb/check.out" 2>&1 || ck_rc=$?
-if grep -qi 'synchronized_standby_slots\|failover' "$dbb/check.out"; then
-	it_diag "(b) --check (exit $ck_rc) before the failover said: $(grep -i 'synchronized_standby_slots\|failover' "$dbb/check.out")"
-	check_warned=1
-else
-	it_diag "(b) --check (exit $ck_rc) before the failover said nothing of synchronized_standby_slots or failover"
-	check_warned=
-fi
-log=$dbb/relay.log
-it_start_relay "$dbb/relay.conf" "$log"
-pid=$IT_RELAY_PID
-writer_start "$ci" "$dbb/writer.pgbench" 60 "$dbb"
-sleep 2
-lsn=$(pair_sql "$pb" "$db" "SELECT pg_current_wal_lsn()")
-it_check "(b) the relay confirms on the primary ($lsn)" \
-	wait_slot_confirmed "$pb" "$db" "$slot" "$lsn" 30
-it_check "(b) the failover slot is synced on the standby, at $lsn or later" \
-	pair_wait_synced "$sb" "$db" "$slot" 60 "$lsn"
-# The standby is cut off: it receives nothing more, while the relay goes
-# on publishing from the primary.
-proxy_cmd blackhole >/dev/null
-held=$(pair_sql "$pb" "$db" "SELECT pg_current_wal_lsn()")
-sleep 4
-lsn=$(pair_sql "$pb" "$db" "SELECT pg_current_wal_lsn()")
-it_check "(b) the relay confirms on the primary past what the standby has ($lsn)" \
-	wait_slot_confirmed "$pb" "$db" "$slot" "$lsn" 30
-received=$(pair_sql "$sb" postgres "SELECT pg_last_wal_receive_lsn()")
-synced_at=$(pair_sql "$sb" "$db" "SELECT confirmed_flush_lsn FROM pg_replication_slots
-	WHERE slot_name = '$slot'")
-kill_ms=$(pair_kill "$pb")
-it_diag "(b) standby cut off at about $held; at the kill it had received $received, its synced slot at $synced_at; the primary's slot at $lsn or later"
-it_check "(b) the standby is promoted" pair_promote "$sb" 60
-tl=$(pair_timeline "$sb" || echo '?')
-branch=$(pair_history "$sb" "$tl" 2>/dev/null | awk 'NF >= 2 { b = $2 } END { print b }' || true)
-it_diag "(b) timeline $tl branches at ${branch:-?}"
-sleep 4
-writer_stop
-it_diag "(b) writer: $(cat "$dbb/writer.done" 2>/dev/null) (bursts, failed bursts)"
-exited=
-rc=
-if wait_exit "$pid" "$EXIT_SECS"; then
-	rc=0
-	wait "$pid" 2>/dev/null || rc=$?
-	exited=1
-fi
-ledger "$sb" "$db" "$type" "$dbb"
-committed=$(pair_sql "$sb" "$db" "SELECT coalesce(sum(n), 0) FROM agg_seq")
-# A relay still running gets the time to publish what it would.
-[[ -n $exited ]] || check_until "$topic" "$dbb" 20 "$pid" --faults 1
-it_consume "$topic" "$dbb/records.json" 2>/dev/null || true
-f=$(figures "$dbb" "$kill_ms" "$synced_at" "$log" "$tl")
-it_diag "(b) $f"
-ghosts=$(fig ghosts "$f")
-it_diag "(b) timeline $tl branches at ${branch:-?}, the newest commit published from the old primary is at $(fig old_max_lsn "$f")"
-if [[ -n $exited ]]; then
-	it_diag "(b) the relay exited $rc: $(relay_lines "$log" 6)"
-else
-	it_diag "(b) the relay is still running: $(relay_lines "$log" 6)"
-fi
-if [[ $rc == 69 ]] || [[ $ghosts == 0 ]]; then
-	ok "(b) no ghost published after the promotion goes unreported (exit ${rc:-none}, $ghosts ghosts${check_warned:+, --check warned})"
-else
-	not_ok "(b) no ghost published after the promotion goes unreported (exit ${rc:-none}, $ghosts ghosts)" \
-		"$(relay_lines "$log")"
-fi
-if [[ $rc == 69 ]]; then
-	range=$(grep -oE 'above [0-9A-F]+/[0-9A-F]+ and up to [0-9A-F]+/[0-9A-F]+' "$log" | tail -n1 || true)
-	it_check "(b) the log says the database went back in time, with an LSN range (${range:-none})" \
-		test -n "$range"
-	if [[ -n $range && $ghosts != 0 ]]; then
-		read -r _ lo _ _ _ hi <<<"$range"
-		glo=$(fig ghost_lsn "$f") ghi=
-		ghi=${glo#*..} glo=${glo%..*}
-		it_check "(b) the range $lo..$hi holds every ghost's pg_lsn ($glo..$ghi)" \
-			eval 'lsn_ge "$glo" "$lo" && lsn_ge "$hi" "$ghi"'
+case_b() {
+	t_case=$SECONDS
+	pb=$IT_TEST_DIR/b.primary sb=$IT_TEST_DIR/b.standby
+	PB=$((PGPORT + 35)) SB=$((PGPORT + 36))
+	db=t527_b slot=t527_b_$RUN type=t527b_$RUN
+	topic=outbox.event.$type
+	dbb=$IT_TEST_DIR/b
+	mkdir -p "$dbb"
+	if ! err=$(ports_free "$PB" "$SB"); then
+		not_ok "(b) ports $PB and $SB free" "$err"
+		it_summary
 	fi
-elif [[ -z $exited ]]; then
-	it_stop_relay "$pid" >/dev/null 2>&1 || true
-fi
-proxy_stop >/dev/null 2>&1 || true
-pair_cleanup
-it_diag "row: scenario=F18b pg=17 committed=$committed exit=${rc:-none} $f wall=$((SECONDS - t_case))s"
+	pair_bin "$BIN17"
+	if ! pair_primary_start "$pb" "$PB" "$db" 2>"$dbb/pair.err" ||
+		! proxy_start "127.0.0.1:$PB" 2>>"$dbb/pair.err" ||
+		! pair_standby_start "$sb" "$pb" "$SB" "$db" --sync-slots --upstream "$PROXY_PORT" \
+			2>>"$dbb/pair.err" ||
+		! pair_wait_streaming "$pb" 30; then
+		not_ok "(b) PostgreSQL 17 primary and standby (through tcp-proxy)" "$(cat "$dbb/pair.err")"
+		it_summary
+	fi
+	it_check "(b) schema, publication and failover slot on the primary" \
+		setup_schema "$pb" "$db" "$type" "$slot" true
+	python3 "$CHECKER" pgbench-script --aggs "$AGGS" --rollback-pct 10 --multi-pct 25 \
+		>"$dbb/writer.pgbench"
+	ci=$(conninfo "$db" "$PB" "$SB")
+	write_conf "$dbb/relay.conf" "$ci" "$slot"
+	ck_rc=0
+	"$RELAY_BIN" --config "$dbb/relay.conf" --check >"$dbb/check.out" 2>&1 || ck_rc=$?
+	if grep -qi 'synchronized_standby_slots\|failover' "$dbb/check.out"; then
+		it_diag "(b) --check (exit $ck_rc) before the failover said: $(grep -i 'synchronized_standby_slots\|failover' "$dbb/check.out")"
+		check_warned=1
+	else
+		it_diag "(b) --check (exit $ck_rc) before the failover said nothing of synchronized_standby_slots or failover"
+		check_warned=
+	fi
+	log=$dbb/relay.log
+	it_start_relay "$dbb/relay.conf" "$log"
+	pid=$IT_RELAY_PID
+	writer_start "$ci" "$dbb/writer.pgbench" 60 "$dbb"
+	sleep 2
+	lsn=$(pair_sql "$pb" "$db" "SELECT pg_current_wal_lsn()")
+	it_check "(b) the relay confirms on the primary ($lsn)" \
+		wait_slot_confirmed "$pb" "$db" "$slot" "$lsn" 30
+	it_check "(b) the failover slot is synced on the standby, at $lsn or later" \
+		pair_wait_synced "$sb" "$db" "$slot" 60 "$lsn"
+	# The standby is cut off: it receives nothing more, while the relay goes
+	# on publishing from the primary.
+	proxy_cmd blackhole >/dev/null
+	held=$(pair_sql "$pb" "$db" "SELECT pg_current_wal_lsn()")
+	sleep 4
+	lsn=$(pair_sql "$pb" "$db" "SELECT pg_current_wal_lsn()")
+	it_check "(b) the relay confirms on the primary past what the standby has ($lsn)" \
+		wait_slot_confirmed "$pb" "$db" "$slot" "$lsn" 30
+	received=$(pair_sql "$sb" postgres "SELECT pg_last_wal_receive_lsn()")
+	synced_at=$(pair_sql "$sb" "$db" "SELECT confirmed_flush_lsn FROM pg_replication_slots
+		WHERE slot_name = '$slot'")
+	kill_ms=$(pair_kill "$pb")
+	it_diag "(b) standby cut off at about $held; at the kill it had received $received, its synced slot at $synced_at; the primary's slot at $lsn or later"
+	it_check "(b) the standby is promoted" pair_promote "$sb" 60
+	tl=$(pair_timeline "$sb" || echo '?')
+	branch=$(pair_history "$sb" "$tl" 2>/dev/null | awk 'NF >= 2 { b = $2 } END { print b }' || true)
+	it_diag "(b) timeline $tl branches at ${branch:-?}"
+	sleep 4
+	writer_stop
+	it_diag "(b) writer: $(cat "$dbb/writer.done" 2>/dev/null) (bursts, failed bursts)"
+	exited=
+	rc=
+	if wait_exit "$pid" "$EXIT_SECS"; then
+		rc=0
+		wait "$pid" 2>/dev/null || rc=$?
+		exited=1
+	fi
+	ledger "$sb" "$db" "$type" "$dbb"
+	committed=$(pair_sql "$sb" "$db" "SELECT coalesce(sum(n), 0) FROM agg_seq")
+	# A relay still running gets the time to publish what it would.
+	[[ -n $exited ]] || check_until "$topic" "$dbb" 20 "$pid" --faults 1
+	it_consume "$topic" "$dbb/records.json" 2>/dev/null || true
+	f=$(figures "$dbb" "$kill_ms" "$synced_at" "$log" "$tl")
+	it_diag "(b) $f"
+	ghosts=$(fig ghosts "$f")
+	it_diag "(b) timeline $tl branches at ${branch:-?}, the newest commit published from the old primary is at $(fig old_max_lsn "$f")"
+	if [[ -n $exited ]]; then
+		it_diag "(b) the relay exited $rc: $(relay_lines "$log" 6)"
+	else
+		it_diag "(b) the relay is still running: $(relay_lines "$log" 6)"
+	fi
+	if [[ $rc == 69 ]] || [[ $ghosts == 0 ]]; then
+		ok "(b) no ghost published after the promotion goes unreported (exit ${rc:-none}, $ghosts ghosts${check_warned:+, --check warned})"
+	else
+		not_ok "(b) no ghost published after the promotion goes unreported (exit ${rc:-none}, $ghosts ghosts)" \
+			"$(relay_lines "$log")"
+	fi
+	if [[ $rc == 69 ]]; then
+		range=$(grep -oE 'above [0-9A-F]+/[0-9A-F]+ and up to [0-9A-F]+/[0-9A-F]+' "$log" | tail -n1 || true)
+		it_check "(b) the log says the database went back in time, with an LSN range (${range:-none})" \
+			test -n "$range"
+		if [[ -n $range && $ghosts != 0 ]]; then
+			read -r _ lo _ _ _ hi <<<"$range"
+			glo=$(fig ghost_lsn "$f") ghi=
+			ghi=${glo#*..} glo=${glo%..*}
+			it_check "(b) the range $lo..$hi holds every ghost's pg_lsn ($glo..$ghi)" \
+				eval 'lsn_ge "$glo" "$lo" && lsn_ge "$hi" "$ghi"'
+		fi
+	elif [[ -z $exited ]]; then
+		it_stop_relay "$pid" >/dev/null 2>&1 || true
+	fi
+	proxy_stop >/dev/null 2>&1 || true
+	pair_cleanup
+	it_diag "row: scenario=F18b pg=17 committed=$committed exit=${rc:-none} $f wall=$((SECONDS - t_case))s"
+
+}
 
 # ------------------------------------------------- (c) 16, no failover slot
-t_case=$SECONDS
-pc=$IT_TEST_DIR/c.primary sc=$IT_TEST_DIR/c.standby
-PC=$((PGPORT + 37)) SC=$((PGPORT + 38))
-db=t527_c slot=t527_c_$RUN type=t527c_$RUN
-topic=outbox.event.$type
-dc=$IT_TEST_DIR/c
-mkdir -p "$dc"
-if ! err=$(ports_free "$PC" "$SC"); then
-	not_ok "(c) ports $PC and $SC free" "$err"
-	it_summary
-fi
-pair_bin "$BIN16"
-if ! pair_primary_start "$pc" "$PC" "$db" 2>"$dc/pair.err" ||
-	! pair_standby_start "$sc" "$pc" "$SC" "$db" 2>>"$dc/pair.err"; then
-	not_ok "(c) PostgreSQL 16 primary and standby" "$(cat "$dc/pair.err")"
-	it_summary
-fi
-it_check "(c) schema, publication and slot on the primary" \
-	setup_schema "$pc" "$db" "$type" "$slot"
-python3 "$CHECKER" pgbench-script --aggs "$AGGS" --rollback-pct 10 --multi-pct 25 \
-	>"$dc/writer.pgbench"
-ci=$(conninfo "$db" "$PC" "$SC")
-write_conf "$dc/relay.conf" "$ci" "$slot"
-log=$dc/relay.log
-it_start_relay "$dc/relay.conf" "$log"
-pid=$IT_RELAY_PID
-writer_start "$ci" "$dc/writer.pgbench" 60 "$dc"
-sleep 4
-writer_stop
-lsn=$(pair_sql "$pc" "$db" "SELECT pg_current_wal_lsn()")
-it_check "(c) the relay confirms on the primary ($lsn)" \
-	wait_slot_confirmed "$pc" "$db" "$slot" "$lsn" 30
-it_check "(c) the standby has replayed all of it" pair_wait_caught_up "$pc" "$sc" 30
-kill_ms=$(pair_kill "$pc")
-it_check "(c) the standby is promoted" pair_promote "$sc" 60
-tl=$(pair_timeline "$sc" || echo '?')
-it_diag "(c) slots on the promoted standby (timeline $tl): $(pair_sql "$sc" postgres "SELECT coalesce(string_agg(slot_name, ' '), 'none') FROM pg_replication_slots")"
-for ((i = 1; i <= 5; i++)); do
-	pair_sql "$sc" "$db" "SELECT emit($i)" >/dev/null
+case_c() {
+	t_case=$SECONDS
+	pc=$IT_TEST_DIR/c.primary sc=$IT_TEST_DIR/c.standby
+	PC=$((PGPORT + 37)) SC=$((PGPORT + 38))
+	db=t527_c slot=t527_c_$RUN type=t527c_$RUN
+	topic=outbox.event.$type
+	dc=$IT_TEST_DIR/c
+	mkdir -p "$dc"
+	if ! err=$(ports_free "$PC" "$SC"); then
+		not_ok "(c) ports $PC and $SC free" "$err"
+		it_summary
+	fi
+	pair_bin "$BIN16"
+	if ! pair_primary_start "$pc" "$PC" "$db" 2>"$dc/pair.err" ||
+		! pair_standby_start "$sc" "$pc" "$SC" "$db" 2>>"$dc/pair.err"; then
+		not_ok "(c) PostgreSQL 16 primary and standby" "$(cat "$dc/pair.err")"
+		it_summary
+	fi
+	it_check "(c) schema, publication and slot on the primary" \
+		setup_schema "$pc" "$db" "$type" "$slot"
+	python3 "$CHECKER" pgbench-script --aggs "$AGGS" --rollback-pct 10 --multi-pct 25 \
+		>"$dc/writer.pgbench"
+	ci=$(conninfo "$db" "$PC" "$SC")
+	write_conf "$dc/relay.conf" "$ci" "$slot"
+	log=$dc/relay.log
+	it_start_relay "$dc/relay.conf" "$log"
+	pid=$IT_RELAY_PID
+	writer_start "$ci" "$dc/writer.pgbench" 60 "$dc"
+	sleep 4
+	writer_stop
+	lsn=$(pair_sql "$pc" "$db" "SELECT pg_current_wal_lsn()")
+	it_check "(c) the relay confirms on the primary ($lsn)" \
+		wait_slot_confirmed "$pc" "$db" "$slot" "$lsn" 30
+	it_check "(c) the standby has replayed all of it" pair_wait_caught_up "$pc" "$sc" 30
+	kill_ms=$(pair_kill "$pc")
+	it_check "(c) the standby is promoted" pair_promote "$sc" 60
+	tl=$(pair_timeline "$sc" || echo '?')
+	it_diag "(c) slots on the promoted standby (timeline $tl): $(pair_sql "$sc" postgres "SELECT coalesce(string_agg(slot_name, ' '), 'none') FROM pg_replication_slots")"
+	for ((i = 1; i <= 5; i++)); do
+		pair_sql "$sc" "$db" "SELECT emit($i)" >/dev/null
+	done
+	if wait_exit "$pid" "$EXIT_SECS"; then
+		rc=0
+		wait "$pid" 2>/dev/null || rc=$?
+		it_check "(c) the relay exits 69 after the promotion" test "$rc" -eq 69
+	else
+		not_ok "(c) the relay exits after the promotion" "$(relay_lines "$log")"
+		it_stop_relay "$pid" >/dev/null 2>&1 || true
+		rc=none
+	fi
+	it_diag "(c) the relay's last lines: $(relay_lines "$log" 6)"
+	it_check "(c) the log says the slot does not exist" \
+		grep -q "slot \"$slot\" does not exist" "$log"
+	ledger "$sc" "$db" "$type" "$dc"
+	committed=$(pair_sql "$sc" "$db" "SELECT coalesce(sum(n), 0) FROM agg_seq")
+	it_consume "$topic" "$dc/records.json" 2>/dev/null || true
+	f=$(figures "$dc" "$kill_ms" "")
+	it_diag "(c) $f"
+	it_check "(c) nothing published that the promoted database lacks" \
+		test "$(fig ghosts "$f")" = 0
+	pair_cleanup
+	it_diag "row: scenario=F18c pg=16 committed=$committed exit=$rc $f wall=$((SECONDS - t_case))s"
+
+}
+
+for c in $CASES; do
+	case $c in
+	a | b) [[ -n ${BIN17:-} ]] || pgdist BIN17 17 ;;
+	c) [[ -n ${BIN16:-} ]] || pgdist BIN16 16 ;;
+	*)
+		not_ok "T527_CASES: no case '$c' (a, b, c)"
+		continue
+		;;
+	esac
+	"case_$c"
 done
-if wait_exit "$pid" "$EXIT_SECS"; then
-	rc=0
-	wait "$pid" 2>/dev/null || rc=$?
-	it_check "(c) the relay exits 69 after the promotion" test "$rc" -eq 69
-else
-	not_ok "(c) the relay exits after the promotion" "$(relay_lines "$log")"
-	it_stop_relay "$pid" >/dev/null 2>&1 || true
-	rc=none
-fi
-it_diag "(c) the relay's last lines: $(relay_lines "$log" 6)"
-it_check "(c) the log says the slot does not exist" \
-	grep -q "slot \"$slot\" does not exist" "$log"
-ledger "$sc" "$db" "$type" "$dc"
-committed=$(pair_sql "$sc" "$db" "SELECT coalesce(sum(n), 0) FROM agg_seq")
-it_consume "$topic" "$dc/records.json" 2>/dev/null || true
-f=$(figures "$dc" "$kill_ms" "")
-it_diag "(c) $f"
-it_check "(c) nothing published that the promoted database lacks" \
-	test "$(fig ghosts "$f")" = 0
-pair_cleanup
-it_diag "row: scenario=F18c pg=16 committed=$committed exit=$rc $f wall=$((SECONDS - t_case))s"
 
 it_summary

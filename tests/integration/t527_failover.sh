@@ -386,7 +386,7 @@ case_a() {
 		it_check "(a) the relay exits 0 on SIGTERM" test "$rc" -eq 0
 	fi
 	pair_cleanup
-	it_diag "row: scenario=F18a pg=17 committed=$committed $(sed 's/^checker: [A-Z]* //' <<<"$CK_SUMMARY") $f wall=$((SECONDS - t_case))s"
+	it_diag "row: scenario=F18a pg=17 rounds=1 committed=$committed $(sed 's/^checker: [A-Z]* //' <<<"$CK_SUMMARY") $f wall=$((SECONDS - t_case))s"
 
 }
 
@@ -500,7 +500,7 @@ case_b() {
 	fi
 	proxy_stop >/dev/null 2>&1 || true
 	pair_cleanup
-	it_diag "row: scenario=F18b pg=17 committed=$committed exit=${rc:-none} $f wall=$((SECONDS - t_case))s"
+	it_diag "row: scenario=F18b pg=17 rounds=1 committed=$committed exit=${rc:-none} $f wall=$((SECONDS - t_case))s"
 
 }
 
@@ -566,7 +566,7 @@ case_c() {
 	it_check "(c) nothing published that the promoted database lacks" \
 		test "$(fig ghosts "$f")" = 0
 	pair_cleanup
-	it_diag "row: scenario=F18c pg=16 committed=$committed exit=$rc $f wall=$((SECONDS - t_case))s"
+	it_diag "row: scenario=F18c pg=16 rounds=1 committed=$committed exit=$rc $f wall=$((SECONDS - t_case))s"
 
 }
 

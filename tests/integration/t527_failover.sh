@@ -19,8 +19,10 @@
 #  (b) 17, synchronized_standby_slots unset and the standby held back (its
 #      link to the primary blackholed by build/tcp-proxy): the relay
 #      publishes what the standby never gets. After the promotion it must
-#      stop with exit 69 and the LSN range (the back-in-time guard), or
-#      have published no ghost. What --check said before is printed.
+#      stop with exit 69 (the back-in-time guard), or have published no
+#      ghost; on exit 69 the log's LSN range ("above X and up to Y") must
+#      hold the pg_lsn of every ghost (an event in flight at the kill and
+#      acked later is in Kafka too). What --check said before is printed.
 #  (c) 16, no failover slots: after the promotion the slot does not exist
 #      on the new primary: exit 69, the log says the slot does not exist,
 #      nothing published that the promoted database lacks (the standby had

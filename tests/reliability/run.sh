@@ -38,6 +38,7 @@ matrix=(
 	"F13|t330_heartbeat_idle|idle database next to a busy one: WAL released"
 	"F15|t230_big_txn_memory|1,000,000-row transaction: bounded RSS, nothing lost"
 	"F17|t540_hostile_values|hostile names and values: byte-exact"
+	"F18|t527_failover|primary killed, standby promoted (17 failover slot; 17 standby held back; 16): goes on with nothing lost and no ghost, or exit 69"
 	"F19|t520_standby_takeover|two relays, active killed: takeover, nothing lost"
 	"F20|t530_partitioner|key to partition equals the Java client's murmur2"
 	"F21|t140_sigterm_load|SIGTERM under load: exit 0, nothing lost"

@@ -24,7 +24,8 @@
 #      hold the pg_lsn of every ghost (an event in flight at the kill and
 #      acked later is in Kafka too). What --check said before is printed.
 #  (c) 16, no failover slots: after the promotion the slot does not exist
-#      on the new primary: exit 69, the log says the slot does not exist,
+#      on the new primary: exit 69, the log says the slot does not exist
+#      on a promoted server (runbook: failover),
 #      nothing published that the promoted database lacks (the standby had
 #      caught up before the kill: 16 cannot keep a slot from running
 #      ahead of it).
@@ -560,6 +561,8 @@ case_c() {
 	it_diag "(c) the relay's last lines: $(relay_lines "$log" 6)"
 	it_check "(c) the log says the slot does not exist" \
 		grep -q "slot \"$slot\" does not exist" "$log"
+	it_check "(c) ... on a promoted server, and names the failover runbook" \
+		grep -q "This server is on timeline 2: it was promoted.*Runbook: failover" "$log"
 	ledger "$sc" "$db" "$type" "$dc"
 	committed=$(pair_sql "$sc" "$db" "SELECT coalesce(sum(n), 0) FROM agg_seq")
 	it_consume "$topic" "$dc/records.json" 2>/dev/null || true

@@ -10,7 +10,8 @@
 #       and sql/publication.sql (the DBA's way) makes one it accepts;
 #       sql/emit.sql left no variant of pg_logical_emit_message to
 #       PUBLIC (the test's other role cannot call it);
-#   (b) --check: ok on that setup (no wal2json item); fail (69) for a
+#   (b) --check: ok on that setup (no wal2json item, the server version
+#       ok: 15 to 18 are tested with pgoutput); fail (69) for a
 #       missing publication, a row filter, a column list without a spec
 #       column, a publication of another table, a wal2json slot with
 #       slot.plugin = pgoutput and a pgoutput slot with wal2json;
@@ -264,6 +265,8 @@ expect_exit b_check 0 "(b) --check with pgoutput"
 expect_in b_check out "(b) the publication and slot items are ok" \
 	"ok    pgoutput: built into PostgreSQL" "ok    publication: \"$pub\"" \
 	"ok    slot: \"$db\": pgoutput" ", 0 fail"
+# 15, and 16 to 18 with pgoutput (make check-pg-matrix), are tested.
+expect_in b_check out "(b) the server version is a tested one" "ok    server_version: PostgreSQL"
 if grep -q "wal2json: loadable" "$IT_TEST_DIR/b_check.out"; then
 	not_ok "(b) no wal2json item with pgoutput" "$(cat "$IT_TEST_DIR/b_check.out")"
 else

@@ -6,6 +6,9 @@
 #   make unit        unit tests only (needs the -dev packages, no apt)
 #   make integration integration tests only (needs the servers, no apt)
 #   make integration-pgoutput  the same with slot.plugin = pgoutput
+#   make check-pg-matrix  the pgoutput tests that depend on the server on
+#                    PostgreSQL 16, 17 and 18 (tests/integration/matrix.sh;
+#                    binaries fetched by tests/env/pgdist.sh), ~7 min
 #   make boundaries  the module boundary rules (tests/lint/boundaries.sh)
 #   make demo        install what is missing, run the relay end to end
 #   make image       the container image (deploy/docker/), with buildah on a
@@ -72,7 +75,8 @@ MAIN_OBJ := $(BUILD)/obj/main.o
 UNIT_SRCS := $(wildcard tests/unit/*.c)
 UNIT_OBJS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/obj/unit/%.o)
 
-.PHONY: all deps check unit integration integration-pgoutput boundaries demo bench-smoke \
+.PHONY: all deps check unit integration integration-pgoutput check-pg-matrix \
+        boundaries demo bench-smoke \
         bench-decode bench bench-full bench-deps clean install \
         reliability soak image check-image check-deploy \
         fuzz fuzz-build fuzz-regress check-asan check-valgrind lint
@@ -132,6 +136,14 @@ integration: all $(BUILD)/kafka-mock $(BUILD)/tcp-proxy
 # suite's time.
 integration-pgoutput: all $(BUILD)/kafka-mock $(BUILD)/tcp-proxy
 	RELAY_PLUGIN=pgoutput tests/integration/run.sh
+
+# The version matrix: make check stays on Debian's PostgreSQL 15; this
+# runs the pgoutput tests that depend on the server (streaming, resume,
+# the back-in-time guard, runbook actions, slot checks, watchdog, health,
+# heartbeats) on each other pinned major (tests/env/pgdist.sh --list).
+check-pg-matrix: deps
+	$(MAKE) all $(BUILD)/kafka-mock $(BUILD)/tcp-proxy
+	tests/integration/matrix.sh
 
 # One copy of each rule: who may call whom (docs/design.md), by grep.
 boundaries:

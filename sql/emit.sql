@@ -50,7 +50,7 @@
 --   can write a message. Once the relay decodes the "outbox" prefix, that
 --   means any such role could make the relay publish an arbitrary record
 --   to any outbox.event.* topic. This file therefore REVOKEs EXECUTE on
---   both pg_logical_emit_message variants from PUBLIC in this database
+--   every pg_logical_emit_message variant from PUBLIC in this database
 --   (function privileges are per database: apply this file in every
 --   database that has a relay slot; pg_dump keeps the change).
 -- * outbox_emit() is SECURITY DEFINER, so callers need only EXECUTE on it
@@ -67,7 +67,8 @@
 --   text) for its own heartbeats (heartbeat.interval.ms > 0); roles.sql
 --   grants it. Other software that calls pg_logical_emit_message as a
 --   non-superuser in this database needs the same explicit grant. To undo
---   the revoke:
+--   the revoke (PostgreSQL 15 and 16; on 17 and later each variant has a
+--   fourth argument, flush boolean: add ", boolean"):
 --     GRANT EXECUTE ON FUNCTION pg_catalog.pg_logical_emit_message(boolean, text, text) TO PUBLIC;
 --     GRANT EXECUTE ON FUNCTION pg_catalog.pg_logical_emit_message(boolean, text, bytea) TO PUBLIC;
 --   Applied by a role that does not own pg_logical_emit_message (not a
@@ -137,5 +138,23 @@ COMMENT ON FUNCTION public.outbox_emit(text, text, text, jsonb) IS
 REVOKE ALL ON FUNCTION public.outbox_emit(text, text, text, jsonb) FROM PUBLIC;
 
 -- Close the default: without this any role can forge events (see above).
-REVOKE EXECUTE ON FUNCTION pg_catalog.pg_logical_emit_message(boolean, text, text) FROM PUBLIC;
-REVOKE EXECUTE ON FUNCTION pg_catalog.pg_logical_emit_message(boolean, text, bytea) FROM PUBLIC;
+-- Every variant pg_proc lists, whatever its arguments: PostgreSQL 15 and
+-- 16 have (boolean, text, text) and (boolean, text, bytea); 17 added a
+-- fourth argument to both (flush boolean DEFAULT false) and has no
+-- three-argument variant left, so a REVOKE naming one would fail there.
+DO $revoke$
+DECLARE
+    fn text;
+BEGIN
+    FOR fn IN
+        SELECT pg_catalog.format('pg_catalog.%I(%s)', p.proname,
+                                 pg_catalog.pg_get_function_identity_arguments(p.oid))
+          FROM pg_catalog.pg_proc p
+         WHERE p.proname = 'pg_logical_emit_message'
+           AND p.pronamespace = 'pg_catalog'::pg_catalog.regnamespace
+         ORDER BY p.oid
+    LOOP
+        EXECUTE pg_catalog.format('REVOKE EXECUTE ON FUNCTION %s FROM PUBLIC', fn);
+    END LOOP;
+END
+$revoke$;

@@ -94,8 +94,16 @@ SELECT format('GRANT %I TO %I', g, :'relay_role')
  WHERE NOT pg_catalog.pg_has_role(:'relay_role', g, 'MEMBER')
 \gexec
 GRANT CONNECT ON DATABASE :"DBNAME" TO :"relay_role";
-GRANT EXECUTE ON FUNCTION pg_catalog.pg_logical_emit_message(boolean, text, text)
-    TO :"relay_role";
+-- The text variant: (boolean, text, text) up to PostgreSQL 16, (boolean,
+-- text, text, boolean) from 17 on (flush, DEFAULT false), so found in
+-- pg_proc rather than named.
+SELECT format('GRANT EXECUTE ON FUNCTION pg_catalog.%I(%s) TO %I', p.proname,
+              pg_catalog.pg_get_function_identity_arguments(p.oid), :'relay_role')
+  FROM pg_catalog.pg_proc p
+ WHERE p.proname = 'pg_logical_emit_message'
+   AND p.pronamespace = 'pg_catalog'::pg_catalog.regnamespace
+   AND p.proargtypes[2] = 'pg_catalog.text'::pg_catalog.regtype
+\gexec
 
 -- ------------------------------------------------------- monitoring role
 -- For external monitoring (postgres_exporter, check_postgres, the

@@ -58,6 +58,8 @@ command -v java >/dev/null 2>&1 || packages+=(default-jre-headless)
 command -v mvn >/dev/null 2>&1 || packages+=(maven)
 command -v ps >/dev/null 2>&1 || packages+=(procps)
 command -v python3 >/dev/null 2>&1 || packages+=(python3)
+# npm: tests/env/pgdist.sh fetches PostgreSQL 16-18 for make check-pg-matrix.
+command -v npm >/dev/null 2>&1 || packages+=(npm)
 
 missing=()
 for p in "${packages[@]}"; do

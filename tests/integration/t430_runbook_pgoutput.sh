@@ -8,7 +8,10 @@
 #       names plugin and publication; an existing publication is used,
 #       not altered; a role that may not create it gets the SQL (77),
 #       and sql/publication.sql (the DBA's way) makes one it accepts;
-#   (b) --check: ok on that setup (no wal2json item); fail (69) for a
+#       sql/emit.sql left no variant of pg_logical_emit_message to
+#       PUBLIC (the test's other role cannot call it);
+#   (b) --check: ok on that setup (no wal2json item, the server version
+#       ok: 15 to 18 are tested with pgoutput); fail (69) for a
 #       missing publication, a row filter, a column list without a spec
 #       column, a publication of another table, a wal2json slot with
 #       slot.plugin = pgoutput and a pgoutput slot with wal2json;
@@ -24,6 +27,12 @@
 #       SCHEMA, --check ok, and a one-table publication fails;
 #   (i) an event the decoder refuses is named and counted by
 #       --skip-transaction and --advance-slot as with wal2json.
+#
+# On a server without wal2json (PostgreSQL 16 to 18 from tests/env/pgdist.sh,
+# make check-pg-matrix) every pgoutput check runs as above; the commit ends
+# come from a test_decoding slot of the same WAL instead, a test_decoding
+# slot stands for the slot of another plugin in (b), and each comparison
+# with the wal2json slot is a SKIP naming the reason.
 set -euo pipefail
 # Each slot's plugin is chosen here, whatever make integration-pgoutput
 # sets: lib.sh's defaults (the slot it_setup_db makes, the slot.plugin
@@ -98,15 +107,52 @@ txn() {
 db=t430_pgo
 pub=t430_pub
 w2j=t430_w2j                  # a wal2json slot reading the same WAL
-if ! it_setup_db "$db" "$w2j" 2>"$IT_TEST_DIR/setup.err"; then
-	not_ok "database, outbox table and wal2json slot created" "$(cat "$IT_TEST_DIR/setup.err")"
+td=t430_td                    # a test_decoding slot: commit ends
+# No slot yet: (a) creates the first one (and wal2json may be missing).
+if ! { it_drop_db "$db" && it_sql postgres "CREATE DATABASE \"$db\"" &&
+	it_sql_file "$db" "$IT_ROOT/sql/outbox.sql"; } >/dev/null 2>"$IT_TEST_DIR/setup.err"; then
+	not_ok "database and outbox table created" "$(cat "$IT_TEST_DIR/setup.err")"
 	it_summary
 fi
 it_sql_file "$db" "$IT_ROOT/sql/emit.sql" >/dev/null
+# Whether this server can load wal2json: a temporary slot says so.
+if it_sql "$db" "SELECT 1 FROM pg_create_logical_replication_slot('t430_probe',
+	'wal2json', true)" >/dev/null 2>&1; then
+	HAVE_W2J=1
+	both=both
+else
+	HAVE_W2J=
+	NO_W2J="this server has no wal2json ($(it_sql "$db" "SHOW server_version"))"
+	both="the pgoutput slot (no wal2json slot here)"
+fi
+# w2j NAME DESC ARGS...: a runbook action on the wal2json slot, or a SKIP.
+w2j() {
+	local name=$1 desc=$2
+	shift 2
+	if [[ -n $HAVE_W2J ]]; then
+		run "$name" --config "$cfgW" "$@"
+		expect_exit "$name" 0 "$desc"
+	else
+		skip "$desc" "$NO_W2J"
+	fi
+}
+# The suffix of the wal2json side's output files, or the pgoutput side's.
+w2j_or_p() { if [[ -n $HAVE_W2J ]]; then echo w; else echo p; fi; }
+# The commit end of transaction XID, from the wal2json slot's C row or
+# test_decoding's COMMIT row (both carry the end of the commit record).
+commit_end() {
+	if [[ -n $HAVE_W2J ]]; then
+		it_sql "$db" "SELECT lsn FROM pg_logical_slot_peek_changes('$w2j', NULL, NULL,
+			'format-version', '2', 'include-lsn', '1', 'include-xids', '1')
+			WHERE data::jsonb->>'action' = 'C' AND (data::jsonb->>'xid')::bigint = $1"
+	else
+		it_sql "$db" "SELECT lsn FROM pg_logical_slot_peek_changes('$td', NULL, NULL,
+			'include-xids', '1') WHERE data = 'COMMIT $1'"
+	fi
+}
 # The wal2json slot comes after (a): a slot holds back the catalog_xmin
 # of every slot created after it, and (a) compares the publication's
 # xmin with the new slot's.
-it_sql "$db" "SELECT pg_drop_replication_slot('$w2j')" >/dev/null
 cfg=$IT_TEST_DIR/pgo.conf
 it_write_config "$cfg" "$db" status.interval.ms=500 shutdown.timeout.ms=5000 \
 	slot.plugin=pgoutput slot.publication=$pub outbox.emit.prefix=outbox
@@ -163,6 +209,21 @@ it_sql "$db" "ALTER PUBLICATION $pub SET (publish = 'insert');
 # A role that can create slots but does not own the table.
 it_sql "$db" "SET client_min_messages = warning; DROP ROLE IF EXISTS t430_repl; CREATE ROLE t430_repl LOGIN REPLICATION;
 	GRANT USAGE ON SCHEMA public TO t430_repl; GRANT SELECT ON public.outbox TO t430_repl" >/dev/null
+# sql/emit.sql (applied above) took EXECUTE on every variant of
+# pg_logical_emit_message from PUBLIC, whatever this server's variants
+# are (17 added a fourth argument, flush, to both): a role granted
+# nothing may not forge an outbox_emit() event.
+it_check "(a) emit.sql: no variant of pg_logical_emit_message is left to PUBLIC" test \
+	"$(it_sql "$db" "SELECT count(*), count(*) FILTER (WHERE
+		has_function_privilege('t430_repl', p.oid, 'EXECUTE'))
+		FROM pg_proc p WHERE p.proname = 'pg_logical_emit_message'")" = "2|0"
+out=$(it_sql "$db" "SET ROLE t430_repl;
+	SELECT pg_logical_emit_message(true, 'outbox', '{}')" 2>&1 || true)
+if [[ $out == *"permission denied for function pg_logical_emit_message"* ]]; then
+	ok "(a) emit.sql: a role granted nothing cannot call it"
+else
+	not_ok "(a) emit.sql: a role granted nothing cannot call it" "$out"
+fi
 cfgR=$IT_TEST_DIR/role.conf
 it_write_config "$cfgR" "$db" t430_norights slot.plugin=pgoutput \
 	slot.publication=t430_pub_r
@@ -192,7 +253,11 @@ expect_in a_kit out "(a) it used the publication as it was" \
 	"created slot \"t430_norights\" (plugin pgoutput, publication t430_pub_kit)"
 it_sql "$db" "SELECT pg_drop_replication_slot('t430_norights')" >/dev/null
 
-it_sql "$db" "SELECT pg_create_logical_replication_slot('$w2j', 'wal2json')" >/dev/null
+if [[ -n $HAVE_W2J ]]; then
+	it_sql "$db" "SELECT pg_create_logical_replication_slot('$w2j', 'wal2json')" >/dev/null
+else
+	it_sql "$db" "SELECT pg_create_logical_replication_slot('$td', 'test_decoding')" >/dev/null
+fi
 
 # ---------------------------------------------------------------- (b)
 run b_check --config "$cfg" --check
@@ -200,6 +265,8 @@ expect_exit b_check 0 "(b) --check with pgoutput"
 expect_in b_check out "(b) the publication and slot items are ok" \
 	"ok    pgoutput: built into PostgreSQL" "ok    publication: \"$pub\"" \
 	"ok    slot: \"$db\": pgoutput" ", 0 fail"
+# 15, and 16 to 18 with pgoutput (make check-pg-matrix), are tested.
+expect_in b_check out "(b) the server version is a tested one" "ok    server_version: PostgreSQL"
 if grep -q "wal2json: loadable" "$IT_TEST_DIR/b_check.out"; then
 	not_ok "(b) no wal2json item with pgoutput" "$(cat "$IT_TEST_DIR/b_check.out")"
 else
@@ -244,8 +311,13 @@ b_fail b_other "a publication of another table" \
 b_fail b_noins "a publication without inserts" \
 	'fail  publication: "t430_noins" does not publish inserts' \
 	--set slot.publication=t430_noins
-b_fail b_w2jslot "a wal2json slot with slot.plugin = pgoutput" \
-	"fail  slot: \"$w2j\"" --set slot.name=$w2j
+if [[ -n $HAVE_W2J ]]; then
+	b_fail b_w2jslot "a wal2json slot with slot.plugin = pgoutput" \
+		"fail  slot: \"$w2j\"" --set slot.name=$w2j
+else
+	b_fail b_tdslot "a test_decoding slot with slot.plugin = pgoutput" \
+		"fail  slot: \"$td\"" --set slot.name=$td
+fi
 run b_pgoslot --config "$cfgW" --check --set slot.name=$db
 expect_exit b_pgoslot 69 "(b) --check, a pgoutput slot with slot.plugin = wal2json"
 expect_in b_pgoslot out "(b) fail item names the plugin" "fail  slot: \"$db\"" "pgoutput"
@@ -254,7 +326,7 @@ expect_in b_pgoslot out "(b) fail item names the plugin" "fail  slot: \"$db\"" "
 # Both slots from the same position: the wal2json slot saw the DDL
 # above as empty transactions, which pgoutput does not send.
 it_sql "$db" "SELECT count(pg_replication_slot_advance(slot_name, pg_current_wal_lsn()))
-	FROM pg_replication_slots WHERE slot_name IN ('$db', '$w2j')" >/dev/null
+	FROM pg_replication_slots WHERE slot_name IN ('$db', '$w2j', '$td')" >/dev/null
 tag=T430$$
 x1=$(txn "$INS ('$(new_uuid)', '$tag', 'k-1', 'Row', '{\"n\": 1}')" \
 	"$INS ('$(new_uuid)', '$tag', 'k-1', 'Row', '{\"n\": 2}')" \
@@ -266,9 +338,19 @@ it_sql "$db" "INSERT INTO public.t430_other VALUES (1)" >/dev/null
 it_diag "(c) xids $x1 $x2 $x3"
 run c_dry_p --config "$cfg" --dry-run
 expect_exit c_dry_p 0 "(c) --dry-run from the pgoutput slot"
-run c_dry_w --config "$cfgW" --dry-run
-expect_exit c_dry_w 0 "(c) --dry-run from the wal2json slot"
+w2j c_dry_w "(c) --dry-run from the wal2json slot" --dry-run
 expect_in c_dry_p err "(c) the summary counts rows and messages" "6 events in 3 transactions"
+py_check "(c) the 6 events in commit order: keys, types, payloads" '
+import json, sys
+got = []
+for l in open(sys.argv[1]):
+    r = json.loads(l)
+    got.append((r["key"], r["headers"]["event_type"], json.loads(r["payload"])))
+want = [("k-1", "Row", {"n": 1}), ("k-1", "Row", {"n": 2}),
+        ("k-1", "Emitted", {"via": "emit"}), ("k-2", "Emitted", {"n": 3}),
+        ("k-2", "Row", {"n": 4, "s": "\u00e9"}), ("k-3", "Row", {"n": 5})]
+assert got == want, got
+' "$IT_TEST_DIR/c_dry_p.out"
 dry_same() { # DESC PGO_OUT W2J_OUT
 	py_check "$1" '
 import json, sys
@@ -284,47 +366,59 @@ assert len(p) == int(sys.argv[3]), (len(p), p)
 assert p == w, (p, w)
 ' "$2" "$3" "$4"
 }
-dry_same "(c) the same 6 events, in order, as wal2json (all but pg_lsn)" \
-	"$IT_TEST_DIR/c_dry_p.out" "$IT_TEST_DIR/c_dry_w.out" 6
+if [[ -n $HAVE_W2J ]]; then
+	dry_same "(c) the same 6 events, in order, as wal2json (all but pg_lsn)" \
+		"$IT_TEST_DIR/c_dry_p.out" "$IT_TEST_DIR/c_dry_w.out" 6
+else
+	skip "(c) the same 6 events, in order, as wal2json (all but pg_lsn)" "$NO_W2J"
+fi
 
 # ---------------------------------------------------------------- (d)
-# The commit end of x1: the lsn of the wal2json slot's C row of x1.
-end1=$(it_sql "$db" "SELECT lsn FROM pg_logical_slot_peek_changes('$w2j', NULL, NULL,
-	'format-version', '2', 'include-lsn', '1', 'include-xids', '1')
-	WHERE data::jsonb->>'action' = 'C' AND (data::jsonb->>'xid')::bigint = $x1")
+# The commit end of x1 (the wal2json slot's C row, or test_decoding's).
+end1=$(commit_end "$x1")
 run d_skip_p --config "$cfg" --skip-transaction "$x1" --yes --json
 expect_exit d_skip_p 0 "(d) --skip-transaction on the pgoutput slot"
-run d_skip_w --config "$cfgW" --skip-transaction "$x1" --yes --json
-expect_exit d_skip_w 0 "(d) --skip-transaction on the wal2json slot"
+w2j d_skip_w "(d) --skip-transaction on the wal2json slot" \
+	--skip-transaction "$x1" --yes --json
 conf_p=$(it_slot_confirmed "$db" "$db")
-conf_w=$(it_slot_confirmed "$db" "$w2j")
-it_check "(d) both slots at the commit end of $x1 ($end1): pgoutput $conf_p, wal2json $conf_w" \
+if [[ -n $HAVE_W2J ]]; then
+	conf_w=$(it_slot_confirmed "$db" "$w2j")
+else
+	conf_w=$end1  # no wal2json slot: the pgoutput side alone
+fi
+it_check "(d) $both at the commit end of $x1 ($end1): pgoutput $conf_p, wal2json $conf_w" \
 	test -n "$end1" -a "$conf_p" = "$end1" -a "$conf_w" = "$end1"
-py_check "(d) both skip 3 events" '
+py_check "(d) $both skip 3 events" '
 import json, sys
 for f in sys.argv[1:]:
     d = json.load(open(f))
     assert d["skipped_events"] == 3, d
-' "$IT_TEST_DIR/d_skip_p.out" "$IT_TEST_DIR/d_skip_w.out"
-end2=$(it_sql "$db" "SELECT lsn FROM pg_logical_slot_peek_changes('$w2j', NULL, NULL,
-	'format-version', '2', 'include-lsn', '1', 'include-xids', '1')
-	WHERE data::jsonb->>'action' = 'C' AND (data::jsonb->>'xid')::bigint = $x2")
+' "$IT_TEST_DIR/d_skip_p.out" ${HAVE_W2J:+"$IT_TEST_DIR/d_skip_w.out"}
+end2=$(commit_end "$x2")
 run d_adv_p --config "$cfg" --advance-slot "$end2" --yes --json
 expect_exit d_adv_p 0 "(d) --advance-slot on the pgoutput slot"
-run d_adv_w --config "$cfgW" --advance-slot "$end2" --yes --json
-expect_exit d_adv_w 0 "(d) --advance-slot on the wal2json slot"
-py_check "(d) both count the 2 events of $x2 and end at $end2" '
+w2j d_adv_w "(d) --advance-slot on the wal2json slot" \
+	--advance-slot "$end2" --yes --json
+py_check "(d) $both count the 2 events of $x2 and end at $end2" '
 import json, sys
 end = sys.argv[1]
 for f in sys.argv[2:]:
     d = json.load(open(f))
     assert d["skipped_events"] == 2 and d["skipped_transactions"] == 1, d
     assert d["to"] == end, d
-' "$end2" "$IT_TEST_DIR/d_adv_p.out" "$IT_TEST_DIR/d_adv_w.out"
+' "$end2" "$IT_TEST_DIR/d_adv_p.out" ${HAVE_W2J:+"$IT_TEST_DIR/d_adv_w.out"}
 run d_dry_p --config "$cfg" --dry-run
-run d_dry_w --config "$cfgW" --dry-run
-dry_same "(d) the same 1 event is left pending in both" \
-	"$IT_TEST_DIR/d_dry_p.out" "$IT_TEST_DIR/d_dry_w.out" 1
+if [[ -n $HAVE_W2J ]]; then
+	run d_dry_w --config "$cfgW" --dry-run
+	dry_same "(d) the same 1 event is left pending in both" \
+		"$IT_TEST_DIR/d_dry_p.out" "$IT_TEST_DIR/d_dry_w.out" 1
+else
+	py_check "(d) 1 event is left pending: the one of $x3" '
+import json, sys
+got = [json.loads(l)["key"] for l in open(sys.argv[1])]
+assert got == ["k-3"], got
+' "$IT_TEST_DIR/d_dry_p.out"
+fi
 
 # ---------------------------------------------------------------- (e)
 run e_status --config "$cfg" --slot-status
@@ -338,18 +432,20 @@ assert d["plugin"] == "pgoutput" and d["publication"] == sys.argv[2], d
 ' "$IT_TEST_DIR/e_json.out" "$pub"
 
 # ---------------------------------------------------------------- (f)
-end3=$(it_sql "$db" "SELECT lsn FROM pg_logical_slot_peek_changes('$w2j', NULL, NULL,
-	'format-version', '2', 'include-lsn', '1', 'include-xids', '1')
-	WHERE data::jsonb->>'action' = 'C' AND (data::jsonb->>'xid')::bigint = $x3")
+end3=$(commit_end "$x3")
 dlqP=t430.dlq.pgo.$$
 dlqW=t430.dlq.w2j.$$
 run f_dlq_p --config "$cfg" --skip-transaction "$x3" --yes --to-dlq "$dlqP"
 expect_exit f_dlq_p 0 "(f) --skip-transaction --to-dlq on the pgoutput slot"
-run f_dlq_w --config "$cfgW" --skip-transaction "$x3" --yes --to-dlq "$dlqW"
-expect_exit f_dlq_w 0 "(f) --skip-transaction --to-dlq on the wal2json slot"
+w2j f_dlq_w "(f) --skip-transaction --to-dlq on the wal2json slot" \
+	--skip-transaction "$x3" --yes --to-dlq "$dlqW"
 it_consume_wait "$dlqP" "$IT_TEST_DIR/f_dlq_p.json" 1 20 || true
-it_consume_wait "$dlqW" "$IT_TEST_DIR/f_dlq_w.json" 1 20 || true
-py_check "(f) the same dead-letter record from both, pg_lsn the commit end $end3" '
+if [[ -n $HAVE_W2J ]]; then
+	it_consume_wait "$dlqW" "$IT_TEST_DIR/f_dlq_w.json" 1 20 || true
+else
+	cp "$IT_TEST_DIR/f_dlq_p.json" "$IT_TEST_DIR/f_dlq_w.json"
+fi
+py_check "(f) the same dead-letter record from $both, pg_lsn the commit end $end3" '
 import json, sys
 def load(p):
     out = []
@@ -363,22 +459,24 @@ assert len(p) == 1 and p == w, (p, w)
 assert p[0][2]["pg_lsn"] == sys.argv[3], p
 assert p[0][2]["dlq_reason"] == "skipped by operator", p
 ' "$IT_TEST_DIR/f_dlq_p.json" "$IT_TEST_DIR/f_dlq_w.json" "$end3"
-it_check "(f) both slots at the commit end of $x3" test -n "$end3" -a \
-	"$(it_slot_confirmed "$db" "$db")" = "$end3" -a "$(it_slot_confirmed "$db" "$w2j")" = "$end3"
+it_check "(f) $both at the commit end of $x3" test -n "$end3" -a \
+	"$(it_slot_confirmed "$db" "$db")" = "$end3" -a \
+	"$(if [[ -n $HAVE_W2J ]]; then it_slot_confirmed "$db" "$w2j"; else echo "$end3"; fi)" = "$end3"
 
 # ---------------------------------------------------------------- (g)
 txn "$INS ('$(new_uuid)', '$tag', 'k-4', 'Row', '{\"n\": 6}')" \
 	"SELECT outbox_emit('$tag', 'k-4', 'Emitted', '{\"n\": 7}')" >/dev/null
 run g_drop_p --config "$cfg" --drop-slot --yes --json
 expect_exit g_drop_p 0 "(g) --drop-slot on the pgoutput slot"
-run g_drop_w --config "$cfgW" --drop-slot --yes --json
-expect_exit g_drop_w 0 "(g) --drop-slot on the wal2json slot"
-py_check "(g) both count the same 2 unconfirmed events" '
+w2j g_drop_w "(g) --drop-slot on the wal2json slot" --drop-slot --yes --json
+py_check "(g) $both count the same 2 unconfirmed events" '
 import json, sys
-p, w = (json.load(open(f)) for f in sys.argv[1:])
+p = json.load(open(sys.argv[1]))
+w = json.load(open(sys.argv[2])) if len(sys.argv) > 2 else p
 assert p["unconfirmed_events"] == 2 and p["unconfirmed_events_exact"], p
+assert len(p["unconfirmed_event_ids"]) == 2, p
 assert p["unconfirmed_event_ids"] == w["unconfirmed_event_ids"], (p, w)
-' "$IT_TEST_DIR/g_drop_p.out" "$IT_TEST_DIR/g_drop_w.out"
+' "$IT_TEST_DIR/g_drop_p.out" ${HAVE_W2J:+"$IT_TEST_DIR/g_drop_w.out"}
 
 # ---------------------------------------------------------------- (h)
 it_sql "$db" "CREATE SCHEMA t430_part;
@@ -411,7 +509,9 @@ expect_in h_dry err "(h) it counts the partition's row" "1 event in 1 transactio
 it_sql "$db" "CREATE TABLE t430_part.p2 (LIKE public.outbox INCLUDING DEFAULTS);
 	ALTER TABLE t430_part.p2 ALTER COLUMN payload TYPE text" >/dev/null
 it_sql "$db" "SELECT pg_replication_slot_advance('t430_schema', pg_current_wal_lsn())" >/dev/null
-it_sql "$db" "SELECT pg_create_logical_replication_slot('t430_schema_w', 'wal2json')" >/dev/null
+if [[ -n $HAVE_W2J ]]; then
+	it_sql "$db" "SELECT pg_create_logical_replication_slot('t430_schema_w', 'wal2json')" >/dev/null
+fi
 cfgSW=$IT_TEST_DIR/schema_w2j.conf
 it_write_config "$cfgSW" "$db" t430_schema_w outbox.table=t430_part.*
 bad1=$(new_uuid)
@@ -425,27 +525,28 @@ expect_exit i_dry 65 "(i) --dry-run stops at the undecodable event"
 expect_in i_dry out "(i) and says why" "not JSON"
 run i_skip_p --config "$cfgS" --skip-transaction "$xb1" --yes --json
 expect_exit i_skip_p 0 "(i) --skip-transaction of it on the pgoutput slot"
-run i_skip_w --config "$cfgSW" --skip-transaction "$xb1" --yes --json
-expect_exit i_skip_w 0 "(i) --skip-transaction of it on the wal2json slot"
-py_check "(i) both name the event by its id" '
+cfgW=$cfgSW
+w2j i_skip_w "(i) --skip-transaction of it on the wal2json slot" \
+	--skip-transaction "$xb1" --yes --json
+py_check "(i) $both name the event by its id" '
 import json, sys
 for f in sys.argv[1:3]:
     d = json.load(open(f))
     assert d["skipped_events"] == 1, d
     assert [e["id"] for e in d["events"]] == [sys.argv[3]], d
-' "$IT_TEST_DIR/i_skip_p.out" "$IT_TEST_DIR/i_skip_w.out" "$bad1"
+' "$IT_TEST_DIR/i_skip_p.out" "$IT_TEST_DIR/i_skip_$(w2j_or_p).out" "$bad1"
 target=$(it_current_lsn "$db")
 run i_adv_p --config "$cfgS" --advance-slot "$target" --yes --json
 expect_exit i_adv_p 0 "(i) --advance-slot past the second on the pgoutput slot"
-run i_adv_w --config "$cfgSW" --advance-slot "$target" --yes --json
-expect_exit i_adv_w 0 "(i) --advance-slot past the second on the wal2json slot"
-py_check "(i) both count it and name it" '
+w2j i_adv_w "(i) --advance-slot past the second on the wal2json slot" \
+	--advance-slot "$target" --yes --json
+py_check "(i) $both count it and name it" '
 import json, sys
 for f in sys.argv[1:3]:
     d = json.load(open(f))
     assert d["skipped_events"] == 1, d
     assert d["skipped_event_ids"] == [sys.argv[3]], d
-' "$IT_TEST_DIR/i_adv_p.out" "$IT_TEST_DIR/i_adv_w.out" "$bad2"
+' "$IT_TEST_DIR/i_adv_p.out" "$IT_TEST_DIR/i_adv_$(w2j_or_p).out" "$bad2"
 
 it_drop_db "$db" >/dev/null 2>&1 || true
 it_sql postgres "DROP ROLE IF EXISTS t430_repl" >/dev/null 2>&1 || true

@@ -21,6 +21,9 @@
 # with its server starts, the matrix 368 s):
 #   t170 the back-in-time guard: a restored copy of the data
 #        directory (16 / 13 / 15)
+#   t172 a promotion under the relay: followed when the new timeline
+#        holds everything published, exit 69 when it branched before,
+#        the slot missing on a promoted server (about 14 s each)
 #   t300 health endpoints, /slot, /metrics (26 / 24 / 26)
 #   t310 the watchdog on a slot that retains WAL: /slot warn and
 #        critical, alerts (22 / 22 / 25)
@@ -38,7 +41,7 @@ set -euo pipefail
 
 cd "$(dirname "$0")/../.."
 
-SUBSET=(t170 t300 t310 t320 t430 t700)
+SUBSET=(t170 t172 t300 t310 t320 t430 t700)
 read -r -a versions <<<"${PG_MATRIX_VERSIONS:-16 17 18}"
 if (($# > 0)); then
 	tests=("$@")

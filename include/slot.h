@@ -39,7 +39,20 @@ struct slot_row {
 	uint64_t current_lsn;       /* pg_current_wal_lsn() */
 	int64_t retained_bytes;     /* current - restart_lsn; -1 unknown */
 	char user[64];              /* current_user */
+	/* The columns of newer versions (health.h SLOT_PG_*): ABSENT, 0 or
+	 * "" where the server has none. */
+	int server_version;         /* server_version_num */
+	enum slot_flag failover;    /* 17 */
+	enum slot_flag synced;      /* 17 */
+	enum slot_flag conflicting; /* 16 */
+	int64_t inactive_since_us;  /* 17; 0 when active or NULL */
+	char invalidation_reason[SLOT_REASON_LEN]; /* 17; 15 and 16:
+	                             * "wal_removed" when wal_status is lost */
 };
+
+/* The select list of slot_read() for a server version (malloc'd, caller
+ * frees; lit is the slot name as a literal); exposed for tests. */
+char *slot_read_sql(int version, const char *lit);
 
 /* Reads the row of slot name (a row with exists false when there is
  * none). Returns 0, or -1 with st and err filled. */
@@ -53,7 +66,8 @@ enum slot_refusal {
 	SLOT_MISSING,
 	SLOT_FOREIGN,               /* physical, or another plugin */
 	SLOT_OTHER_DB,
-	SLOT_LOST,                  /* invalidated: its WAL is gone */
+	SLOT_LOST,                  /* invalidated: its WAL is gone, or 18's
+	                             * idle_timeout (any invalidation_reason) */
 	SLOT_ACTIVE,                /* another process streams from it */
 };
 
@@ -125,8 +139,10 @@ int slot_sample(PGconn *conn, const char *name, int64_t deadline_us,
                 struct slot_figures *f, struct pgu_status *st, char *err,
                 size_t errlen) RELAY_MUSTCHECK;
 
-/* The sample's SQL (malloc'd, caller frees); exposed for tests. */
-char *slot_sample_sql(void);
+/* The sample's SQL for a server version (malloc'd, caller frees): a
+ * column the version lacks is selected as a stand-in. Exposed for
+ * tests. */
+char *slot_sample_sql(int version);
 
 /* ---- what the server allows (--check) ---- */
 

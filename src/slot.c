@@ -15,6 +15,14 @@
 
 /* ------------------------------------------------------------ the row */
 
+/* A boolean column that a version may lack (selected as NULL there). */
+static enum slot_flag slot_flag_of(const PGresult *res, int col)
+{
+	if (PQgetisnull(res, 0, col))
+		return SLOT_FLAG_ABSENT;
+	return pgu_bool(res, 0, col) ? SLOT_FLAG_TRUE : SLOT_FLAG_FALSE;
+}
+
 /* Literal-escaped, so that a replication connection (simple protocol
  * only) can run it. NULL with err filled. */
 static char *literal(PGconn *conn, const char *s, struct pgu_status *st,
@@ -32,24 +40,40 @@ static char *literal(PGconn *conn, const char *s, struct pgu_status *st,
 	return lit;
 }
 
-int slot_read(PGconn *conn, const char *name, int64_t deadline_us,
-              struct slot_row *row, struct pgu_status *st, char *err,
-              size_t errlen)
-{
-	char *lit = literal(conn, name, st, err, errlen);
-	char *sql;
-	size_t n;
-	PGresult *res;
+/* The columns of newer versions, after the thirteen every version has:
+ * each selected as its stand-in (older) before the version that has it. */
+static const struct {
+	const char *expr;
+	int since;
+	const char *older;
+} row_cols[] = {
+	{ "s.conflicting", SLOT_PG_CONFLICTING, "NULL::boolean" },
+	{ "s.failover", SLOT_PG_FAILOVER, "NULL::boolean" },
+	{ "s.synced", SLOT_PG_FAILOVER, "NULL::boolean" },
+	{ "coalesce((extract(epoch FROM s.inactive_since) * 1000000)::bigint, 0)",
+	  SLOT_PG_FAILOVER, "0::bigint" },
+	{ "coalesce(s.invalidation_reason, '')", SLOT_PG_FAILOVER,
+	  "CASE WHEN s.wal_status = 'lost' THEN 'wal_removed' ELSE '' END" },
+};
 
-	memset(row, 0, sizeof(*row));
-	row->retained_bytes = -1;
-	if (lit == NULL)
-		return -1;
+#define NROW_BASE 13
+#define NROW (NROW_BASE + (int)(sizeof(row_cols) / sizeof(row_cols[0])))
+
+char *slot_read_sql(int version, const char *lit)
+{
+	char more[1024] = "";
+	size_t n = 0;
+	char *sql;
+
+	for (size_t i = 0; i < sizeof(row_cols) / sizeof(row_cols[0]); i++)
+		n += (size_t)snprintf(more + n, sizeof(more) - n, ", %s",
+		                      version < row_cols[i].since ? row_cols[i].older
+		                                                  : row_cols[i].expr);
+	n = strlen(lit) + strlen(more) + 1400;
+	sql = xmalloc(n);
 	/* One row whether or not the slot exists. The WAL position of a
 	 * server in recovery is its replay position (it has no insert
 	 * position; logical slots do not exist there in 15 anyway). */
-	n = strlen(lit) + 1400;
-	sql = xmalloc(n);
 	snprintf(sql, n,
 	         "SELECT s.slot_name IS NOT NULL, coalesce(s.slot_type, ''), "
 	         "coalesce(s.plugin, ''), coalesce(s.database::text, ''), "
@@ -59,19 +83,36 @@ int slot_read(PGconn *conn, const char *name, int64_t deadline_us,
 	         "coalesce(s.confirmed_flush_lsn::text, ''), "
 	         "coalesce(w.lsn::text, ''), "
 	         "coalesce(pg_catalog.pg_wal_lsn_diff(w.lsn, s.restart_lsn)::bigint, "
-	         "-1), current_user::text "
+	         "-1), current_user::text%s "
 	         "FROM (SELECT CASE WHEN pg_catalog.pg_is_in_recovery() "
 	         "      THEN pg_catalog.pg_last_wal_replay_lsn() "
 	         "      ELSE pg_catalog.pg_current_wal_lsn() END AS lsn) AS w "
 	         "LEFT JOIN pg_catalog.pg_replication_slots s "
-	         "ON s.slot_name = %s", lit);
+	         "ON s.slot_name = %s", more, lit);
+	return sql;
+}
+
+int slot_read(PGconn *conn, const char *name, int64_t deadline_us,
+              struct slot_row *row, struct pgu_status *st, char *err,
+              size_t errlen)
+{
+	char *lit = literal(conn, name, st, err, errlen);
+	int version = PQserverVersion(conn);
+	char *sql;
+	PGresult *res;
+
+	memset(row, 0, sizeof(*row));
+	row->retained_bytes = -1;
+	if (lit == NULL)
+		return -1;
+	sql = slot_read_sql(version, lit);
 	PQfreemem(lit);
 	res = pgu_query(conn, sql, 0, NULL, deadline_us, PGRES_TUPLES_OK,
 	                "reading pg_replication_slots", st, err, errlen);
 	free(sql);
 	if (res == NULL)
 		return -1;
-	if (PQntuples(res) != 1 || PQnfields(res) != 13) {
+	if (PQntuples(res) != 1 || PQnfields(res) != NROW) {
 		st->outcome = PGU_Q_NO_ANSWER;
 		errbuf_set(err, errlen, "reading pg_replication_slots: %d rows of "
 		           "%d columns", PQntuples(res), PQnfields(res));
@@ -94,6 +135,13 @@ int slot_read(PGconn *conn, const char *name, int64_t deadline_us,
 	row->current_lsn = pgu_lsn(res, 0, 10);
 	row->retained_bytes = pgu_i64(res, 0, 11);
 	snprintf(row->user, sizeof(row->user), "%s", PQgetvalue(res, 0, 12));
+	row->server_version = version;
+	row->conflicting = slot_flag_of(res, NROW_BASE);
+	row->failover = slot_flag_of(res, NROW_BASE + 1);
+	row->synced = slot_flag_of(res, NROW_BASE + 2);
+	row->inactive_since_us = pgu_i64(res, 0, NROW_BASE + 3);
+	snprintf(row->invalidation_reason, sizeof(row->invalidation_reason),
+	         "%s", PQgetvalue(res, 0, NROW_BASE + 4));
 	PQclear(res);
 	return 0;
 }
@@ -142,7 +190,9 @@ enum slot_refusal slot_judge(const struct slot_row *row, const char *plugin,
 	if (!row->same_db)
 		return SLOT_OTHER_DB;
 	if (!(allow & SLOT_ALLOW_LOST) &&
-	    (row->wal_status == WAL_STATUS_LOST || !row->confirmed_known))
+	    (row->wal_status == WAL_STATUS_LOST || !row->confirmed_known ||
+	     row->invalidation_reason[0] != '\0' ||
+	     row->conflicting == SLOT_FLAG_TRUE))
 		return SLOT_LOST;
 	if (!(allow & SLOT_ALLOW_ACTIVE) && row->active)
 		return SLOT_ACTIVE;
@@ -170,8 +220,19 @@ void slot_refusal_what(enum slot_refusal why, const struct slot_row *row,
 			snprintf(what, sizeof(what), refusals[i].what, row->database);
 			break;
 		case ARG_WAL:
-			snprintf(what, sizeof(what), refusals[i].what,
-			         ws[0] ? ws : "unknown");
+			/* Invalidated for another reason than removed WAL (18's
+			 * idle_timeout, a standby's conflict): say which. */
+			if (row->conflicting == SLOT_FLAG_TRUE ||
+			    (row->invalidation_reason[0] != '\0' &&
+			     strcmp(row->invalidation_reason, "wal_removed") != 0))
+				snprintf(what, sizeof(what), "is invalidated "
+				         "(invalidation_reason=%s): it can no longer be "
+				         "streamed and events may be missing",
+				         row->invalidation_reason[0]
+				             ? row->invalidation_reason : "conflicting");
+			else
+				snprintf(what, sizeof(what), refusals[i].what,
+				         ws[0] ? ws : "unknown");
 			break;
 		case ARG_PID:
 			snprintf(what, sizeof(what), refusals[i].what, row->active_pid);
@@ -436,43 +497,62 @@ void slot_table_text(const struct slot_table *t, char *out, size_t outlen)
 /* The watchdog's figures, one column each: the SQL expression and where
  * its value goes. The query and its reading are both made from this. */
 enum col_type { COL_BOOL, COL_INT, COL_I64, COL_I64_NULL, COL_LSN, COL_WAL,
-	            COL_DOUBLE };
+	            COL_DOUBLE, COL_FLAG, COL_REASON };
 
+/* A column that a version lacks is selected as its stand-in (older):
+ * the select list is chosen by server_version_num, never failing on a
+ * column the server does not have, and the row keeps its shape. */
 #define F(f) offsetof(struct slot_figures, f)
 static const struct {
 	const char *expr;
 	enum col_type type;
 	size_t off;
+	int since;                  /* server_version_num; 0 every version */
+	const char *older;          /* the expression before since */
 } sample_cols[] = {
-	{ "s.slot_name IS NOT NULL", COL_BOOL, F(slot_exists) },
-	{ "coalesce(s.active, false)", COL_BOOL, F(active) },
-	{ "coalesce(s.active_pid, 0)", COL_INT, F(active_pid) },
-	{ "coalesce(s.restart_lsn::text, '')", COL_LSN, F(restart_lsn) },
+	{ "s.slot_name IS NOT NULL", COL_BOOL, F(slot_exists), 0, NULL },
+	{ "coalesce(s.active, false)", COL_BOOL, F(active), 0, NULL },
+	{ "coalesce(s.active_pid, 0)", COL_INT, F(active_pid), 0, NULL },
+	{ "coalesce(s.restart_lsn::text, '')", COL_LSN, F(restart_lsn), 0, NULL },
 	{ "coalesce(s.confirmed_flush_lsn::text, '')", COL_LSN,
-	  F(confirmed_flush_lsn) },
-	{ "coalesce(s.wal_status, '')", COL_WAL, F(wal_status) },
-	{ "coalesce(s.safe_wal_size, -1)", COL_I64, F(safe_wal_size) },
-	{ "pg_current_wal_lsn()::text", COL_LSN, F(current_lsn) },
+	  F(confirmed_flush_lsn), 0, NULL },
+	{ "coalesce(s.wal_status, '')", COL_WAL, F(wal_status), 0, NULL },
+	{ "coalesce(s.safe_wal_size, -1)", COL_I64, F(safe_wal_size), 0, NULL },
+	{ "pg_current_wal_lsn()::text", COL_LSN, F(current_lsn), 0, NULL },
 	{ "coalesce(pg_wal_lsn_diff(pg_current_wal_lsn(), s.restart_lsn)::bigint, "
-	  "-1)", COL_I64, F(retained_bytes) },
+	  "-1)", COL_I64, F(retained_bytes), 0, NULL },
 	{ "coalesce(pg_wal_lsn_diff(pg_current_wal_lsn(), "
-	  "s.confirmed_flush_lsn)::bigint, -1)", COL_I64, F(confirmed_lag_bytes) },
+	  "s.confirmed_flush_lsn)::bigint, -1)", COL_I64, F(confirmed_lag_bytes),
+	  0, NULL },
 	/* NULL (no such setting) reads as unlimited. */
 	{ "(SELECT CASE WHEN setting::bigint < 0 THEN -1 "
 	  "        ELSE setting::bigint * 1024 * 1024 END "
 	  "   FROM pg_catalog.pg_settings WHERE name = 'max_slot_wal_keep_size')",
-	  COL_I64_NULL, F(max_slot_wal_keep_size) },
-	{ "coalesce(st.spill_txns, 0)", COL_I64, F(spill_txns) },
-	{ "coalesce(st.spill_count, 0)", COL_I64, F(spill_count) },
-	{ "coalesce(st.spill_bytes, 0)", COL_I64, F(spill_bytes) },
-	{ "coalesce(st.stream_txns, 0)", COL_I64, F(stream_txns) },
-	{ "coalesce(st.stream_count, 0)", COL_I64, F(stream_count) },
-	{ "coalesce(st.stream_bytes, 0)", COL_I64, F(stream_bytes) },
-	{ "coalesce(st.total_txns, 0)", COL_I64, F(total_txns) },
-	{ "coalesce(st.total_bytes, 0)", COL_I64, F(total_bytes) },
-	{ "coalesce(x.pid, 0)", COL_INT, F(oldest_xact_pid) },
-	{ "coalesce(x.xage, 0)", COL_I64, F(oldest_xact_age) },
-	{ "coalesce(x.secs, 0)", COL_DOUBLE, F(oldest_xact_seconds) },
+	  COL_I64_NULL, F(max_slot_wal_keep_size), 0, NULL },
+	{ "coalesce(st.spill_txns, 0)", COL_I64, F(spill_txns), 0, NULL },
+	{ "coalesce(st.spill_count, 0)", COL_I64, F(spill_count), 0, NULL },
+	{ "coalesce(st.spill_bytes, 0)", COL_I64, F(spill_bytes), 0, NULL },
+	{ "coalesce(st.stream_txns, 0)", COL_I64, F(stream_txns), 0, NULL },
+	{ "coalesce(st.stream_count, 0)", COL_I64, F(stream_count), 0, NULL },
+	{ "coalesce(st.stream_bytes, 0)", COL_I64, F(stream_bytes), 0, NULL },
+	{ "coalesce(st.total_txns, 0)", COL_I64, F(total_txns), 0, NULL },
+	{ "coalesce(st.total_bytes, 0)", COL_I64, F(total_bytes), 0, NULL },
+	{ "coalesce(x.pid, 0)", COL_INT, F(oldest_xact_pid), 0, NULL },
+	{ "coalesce(x.xage, 0)", COL_I64, F(oldest_xact_age), 0, NULL },
+	{ "coalesce(x.secs, 0)", COL_DOUBLE, F(oldest_xact_seconds), 0, NULL },
+	{ "s.conflicting", COL_FLAG, F(conflicting), SLOT_PG_CONFLICTING,
+	  "NULL::boolean" },
+	{ "s.failover", COL_FLAG, F(failover), SLOT_PG_FAILOVER, "NULL::boolean" },
+	{ "s.synced", COL_FLAG, F(synced), SLOT_PG_FAILOVER, "NULL::boolean" },
+	{ "coalesce((extract(epoch FROM s.inactive_since) * 1000000)::bigint, 0)",
+	  COL_I64, F(inactive_since_us), SLOT_PG_FAILOVER, "0::bigint" },
+	/* 15 and 16 say only wal_status lost: WAL removed. */
+	{ "coalesce(s.invalidation_reason, '')", COL_REASON,
+	  F(invalidation_reason), SLOT_PG_FAILOVER,
+	  "CASE WHEN s.wal_status = 'lost' THEN 'wal_removed' ELSE '' END" },
+	{ "coalesce((SELECT setting::bigint FROM pg_catalog.pg_settings "
+	  "  WHERE name = 'idle_replication_slot_timeout'), 0)", COL_I64,
+	  F(idle_timeout_s), SLOT_PG_IDLE_TIMEOUT, "0::bigint" },
 };
 #undef F
 
@@ -488,19 +568,25 @@ static const char sample_from[] =
 	"     FROM pg_catalog.pg_stat_activity a WHERE a.backend_xid IS NOT NULL "
 	"     ORDER BY age(a.backend_xid) DESC LIMIT 1) x ON true";
 
-char *slot_sample_sql(void)
+static const char *sample_expr(size_t i, int version)
+{
+	return version < sample_cols[i].since ? sample_cols[i].older
+	                                      : sample_cols[i].expr;
+}
+
+char *slot_sample_sql(int version)
 {
 	size_t n = sizeof("SELECT ") + sizeof(sample_from);
 	char *sql;
 
 	for (size_t i = 0; i < NSAMPLE; i++)
-		n += strlen(sample_cols[i].expr) + 2;
+		n += strlen(sample_expr(i, version)) + 2;
 	sql = xmalloc(n);
 	strcpy(sql, "SELECT ");
 	for (size_t i = 0; i < NSAMPLE; i++) {
 		if (i > 0)
 			strcat(sql, ", ");
-		strcat(sql, sample_cols[i].expr);
+		strcat(sql, sample_expr(i, version));
 	}
 	strcat(sql, sample_from);
 	return sql;
@@ -511,7 +597,8 @@ int slot_sample(PGconn *conn, const char *name, int64_t deadline_us,
                 size_t errlen)
 {
 	const char *params[1] = { name };
-	char *sql = slot_sample_sql();
+	int version = PQserverVersion(conn);
+	char *sql = slot_sample_sql(version);
 	PGresult *res = pgu_query(conn, sql, 1, params, deadline_us,
 	                          PGRES_TUPLES_OK, "sample query", st, err,
 	                          errlen);
@@ -529,6 +616,7 @@ int slot_sample(PGconn *conn, const char *name, int64_t deadline_us,
 	memset(f, 0, sizeof(*f));
 	f->valid = true;
 	f->sampled_at_us = now_wall_us();
+	f->server_version = version;
 	/* Each value is copied to its member by memcpy: the column table
 	 * holds offsets, and a typed store through a char pointer is what
 	 * alias analysis (and cppcheck) rightly distrusts. */
@@ -540,6 +628,7 @@ int slot_sample(PGconn *conn, const char *name, int64_t deadline_us,
 		int64_t v;
 		uint64_t lsn;
 		enum wal_status w;
+		enum slot_flag fl;
 		double d;
 
 		switch (sample_cols[i].type) {
@@ -570,6 +659,13 @@ int slot_sample(PGconn *conn, const char *name, int64_t deadline_us,
 		case COL_DOUBLE:
 			d = strtod(PQgetvalue(res, 0, c), NULL);
 			memcpy(p, &d, sizeof(d));
+			break;
+		case COL_FLAG:
+			fl = slot_flag_of(res, c);
+			memcpy(p, &fl, sizeof(fl));
+			break;
+		case COL_REASON:
+			snprintf(p, SLOT_REASON_LEN, "%s", PQgetvalue(res, 0, c));
 			break;
 		}
 	}

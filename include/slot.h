@@ -167,12 +167,25 @@ int slot_server_read(PGconn *conn, int64_t deadline_us, struct slot_server *s,
 
 /* ---- changing the slot: only the runbook actions named for it ---- */
 
-/* CREATE_REPLICATION_SLOT name LOGICAL plugin (wal2json or pgoutput;
- * never TWO_PHASE) on a replication connection; the consistent point
- * into cp. Returns 0, or -1 (st: 42710 when it exists). */
+/* Whether the slot is to be a failover slot: slot.failover (auto, on,
+ * off) on a server of version (server_version_num). auto is on from 17;
+ * on before 17 is -1 with err saying so. Returns 0 with *want set, or
+ * -1. Pure. */
+int slot_failover_wanted(const char *setting, int version, bool *want,
+                         char *err, size_t errlen) RELAY_MUSTCHECK;
+
+/* The replication command that creates slot name (exposed for tests):
+ * CREATE_REPLICATION_SLOT "name" LOGICAL plugin, no snapshot exported,
+ * never TWO_PHASE, with FAILOVER when failover is set (17). */
+void slot_create_sql(const char *name, const char *plugin, bool failover,
+                     char *out, size_t outlen);
+
+/* Runs slot_create_sql() on a replication connection; the consistent
+ * point into cp. Returns 0, or -1 (st: 42710 when it exists). */
 int slot_create(PGconn *conn, const char *name, const char *plugin,
-                int64_t deadline_us, uint64_t *cp, struct pgu_status *st,
-                char *err, size_t errlen) RELAY_MUSTCHECK;
+                bool failover, int64_t deadline_us, uint64_t *cp,
+                struct pgu_status *st, char *err,
+                size_t errlen) RELAY_MUSTCHECK;
 
 int slot_drop(PGconn *conn, const char *name, int64_t deadline_us,
               struct pgu_status *st, char *err, size_t errlen) RELAY_MUSTCHECK;

@@ -970,18 +970,50 @@ void slot_pub_text(enum slot_pub_verdict v, const struct slot_pub *p,
 
 /* ------------------------------------------------------------ changes */
 
+int slot_failover_wanted(const char *setting, int version, bool *want,
+                         char *err, size_t errlen)
+{
+	bool can = version >= SLOT_PG_FAILOVER;
+
+	*want = false;
+	if (strcmp(setting, "off") == 0)
+		return 0;
+	if (strcmp(setting, "on") == 0 && !can) {
+		errbuf_set(err, errlen, "slot.failover = on, but PostgreSQL %d.%d "
+		           "has no failover slots (17 and later): set slot.failover "
+		           "= auto or off (after a promotion the new primary then has "
+		           "no slot: runbook, section \"failover\")", version / 10000,
+		           version % 10000);
+		return -1;
+	}
+	*want = can;
+	return 0;
+}
+
+void slot_create_sql(const char *name, const char *plugin, bool failover,
+                     char *out, size_t outlen)
+{
+	/* slot.name is [a-z0-9_] and slot.plugin one of two words
+	 * (config.c), so neither needs escaping. No TWO_PHASE: pgo.c
+	 * refuses what it produces. FAILOVER exists only in the option
+	 * list of the newer syntax (15 and later), where SNAPSHOT 'nothing'
+	 * is NOEXPORT_SNAPSHOT. */
+	if (failover)
+		snprintf(out, outlen, "CREATE_REPLICATION_SLOT \"%s\" LOGICAL %s "
+		         "(SNAPSHOT 'nothing', FAILOVER true)", name, plugin);
+	else
+		snprintf(out, outlen, "CREATE_REPLICATION_SLOT \"%s\" LOGICAL %s "
+		         "NOEXPORT_SNAPSHOT", name, plugin);
+}
+
 int slot_create(PGconn *conn, const char *name, const char *plugin,
-                int64_t deadline_us, uint64_t *cp, struct pgu_status *st,
-                char *err, size_t errlen)
+                bool failover, int64_t deadline_us, uint64_t *cp,
+                struct pgu_status *st, char *err, size_t errlen)
 {
 	char sql[256];
 	PGresult *res;
 
-	/* slot.name is [a-z0-9_] and slot.plugin one of two words
-	 * (config.c), so neither needs escaping. No TWO_PHASE: pgo.c
-	 * refuses what it produces. */
-	snprintf(sql, sizeof(sql), "CREATE_REPLICATION_SLOT \"%s\" LOGICAL "
-	         "%s NOEXPORT_SNAPSHOT", name, plugin);
+	slot_create_sql(name, plugin, failover, sql, sizeof(sql));
 	res = pgu_query(conn, sql, 0, NULL, deadline_us, PGRES_TUPLES_OK,
 	                "creating the replication slot", st, err, errlen);
 	if (res == NULL)

@@ -259,6 +259,54 @@ START_TEST(test_invalidation_reason)
 }
 END_TEST
 
+/* slot.failover: auto follows the server, on before 17 is an error. */
+START_TEST(test_failover_wanted)
+{
+	static const struct {
+		const char *setting;
+		int version;
+		int rc;
+		bool want;
+	} v[] = {
+		{ "auto", 150018, 0, false }, { "auto", 160014, 0, false },
+		{ "auto", 170010, 0, true },  { "auto", 180004, 0, true },
+		{ "on", 150018, -1, false },  { "on", 160014, -1, false },
+		{ "on", 170000, 0, true },    { "off", 150018, 0, false },
+		{ "off", 180004, 0, false },
+	};
+	char err[512];
+
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		bool want = !v[i].want;
+		err[0] = '\0';
+		ck_assert_int_eq(slot_failover_wanted(v[i].setting, v[i].version,
+		                                      &want, err, sizeof(err)),
+		                 v[i].rc);
+		ck_assert_msg(want == v[i].want, "%s on %d", v[i].setting,
+		              v[i].version);
+		ck_assert_int_eq(err[0] != '\0', v[i].rc < 0);
+	}
+	ck_assert_int_eq(slot_failover_wanted("on", 160014, &(bool){ false }, err,
+	                                      sizeof(err)), -1);
+	ck_assert_msg(strstr(err, "PostgreSQL 16.14 has no failover slots") != NULL,
+	              "%s", err);
+	ck_assert_msg(strstr(err, "section \"failover\"") != NULL, "%s", err);
+}
+END_TEST
+
+START_TEST(test_create_sql)
+{
+	char sql[256];
+
+	slot_create_sql("outbox_relay", "pgoutput", true, sql, sizeof(sql));
+	ck_assert_str_eq(sql, "CREATE_REPLICATION_SLOT \"outbox_relay\" LOGICAL "
+	                      "pgoutput (SNAPSHOT 'nothing', FAILOVER true)");
+	slot_create_sql("outbox_relay", "wal2json", false, sql, sizeof(sql));
+	ck_assert_str_eq(sql, "CREATE_REPLICATION_SLOT \"outbox_relay\" LOGICAL "
+	                      "wal2json NOEXPORT_SNAPSHOT");
+}
+END_TEST
+
 START_TEST(test_wal_status_names)
 {
 	static const char *const names[] = { "reserved", "extended", "unreserved",
@@ -399,6 +447,8 @@ Suite *slot_suite(void)
 	tcase_add_test(tc, test_sample_sql);
 	tcase_add_test(tc, test_read_sql);
 	tcase_add_test(tc, test_invalidation_reason);
+	tcase_add_test(tc, test_failover_wanted);
+	tcase_add_test(tc, test_create_sql);
 	tcase_add_test(tc, test_wal_status_names);
 	tcase_add_test(tc, test_pub_judge);
 	tcase_add_test(tc, test_pub_create_sql);

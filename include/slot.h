@@ -159,7 +159,30 @@ struct slot_server {
 	bool superuser;
 	bool read_all_settings;     /* superuser or pg_read_all_settings */
 	char user[64];
+	/* Failover (17) and the idle timeout (18). */
+	bool in_recovery;           /* pg_is_in_recovery(): a standby */
+	bool standby_slots_known;   /* synchronized_standby_slots exists (17) */
+	char standby_slots[512];    /* its value, as set */
+	int64_t idle_timeout_s;     /* idle_replication_slot_timeout (18), s;
+	                             * -1 where the server has none */
+	char physical[512];         /* physical slots: "a,b" ("" none) */
+	char physical_active[512];  /* ... of them, those a standby streams
+	                             * from now */
+	int slotless_senders;       /* walsenders without a slot: a standby
+	                             * streaming with no primary_slot_name */
 };
+
+/* synchronized_standby_slots against the physical slots (comma-separated
+ * names, as slot_server has them): into missing, the active physical
+ * slots it does not name (a standby that may lack what the relay
+ * published); into unknown, the names it holds that are no physical slot
+ * here (the relay's walsender waits for them); into idle, the names of
+ * physical slots no standby streams from now (it waits for those too).
+ * Each out is "a, b" or "". Pure. */
+void slot_standby_compare(const char *setting, const char *physical,
+                          const char *active, char *missing, size_t misslen,
+                          char *unknown, size_t unknownlen, char *idle,
+                          size_t idlelen);
 
 int slot_server_read(PGconn *conn, int64_t deadline_us, struct slot_server *s,
                      struct pgu_status *st, char *err,

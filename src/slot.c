@@ -190,7 +190,9 @@ enum slot_refusal slot_judge(const struct slot_row *row, const char *plugin,
 	if (!row->same_db)
 		return SLOT_OTHER_DB;
 	if (!(allow & SLOT_ALLOW_LOST) &&
-	    (row->wal_status == WAL_STATUS_LOST || !row->confirmed_known ||
+	    (row->wal_status == WAL_STATUS_LOST ||
+	     /* 17: a standby's synced copy has none until sync-ready */
+	     (!row->confirmed_known && row->synced != SLOT_FLAG_TRUE) ||
 	     row->invalidation_reason[0] != '\0' ||
 	     row->conflicting == SLOT_FLAG_TRUE))
 		return SLOT_LOST;
@@ -518,12 +520,11 @@ static const struct {
 	  F(confirmed_flush_lsn), 0, NULL },
 	{ "coalesce(s.wal_status, '')", COL_WAL, F(wal_status), 0, NULL },
 	{ "coalesce(s.safe_wal_size, -1)", COL_I64, F(safe_wal_size), 0, NULL },
-	{ "pg_current_wal_lsn()::text", COL_LSN, F(current_lsn), 0, NULL },
-	{ "coalesce(pg_wal_lsn_diff(pg_current_wal_lsn(), s.restart_lsn)::bigint, "
-	  "-1)", COL_I64, F(retained_bytes), 0, NULL },
-	{ "coalesce(pg_wal_lsn_diff(pg_current_wal_lsn(), "
-	  "s.confirmed_flush_lsn)::bigint, -1)", COL_I64, F(confirmed_lag_bytes),
-	  0, NULL },
+	{ "w.lsn::text", COL_LSN, F(current_lsn), 0, NULL },
+	{ "coalesce(pg_wal_lsn_diff(w.lsn, s.restart_lsn)::bigint, -1)", COL_I64,
+	  F(retained_bytes), 0, NULL },
+	{ "coalesce(pg_wal_lsn_diff(w.lsn, s.confirmed_flush_lsn)::bigint, -1)",
+	  COL_I64, F(confirmed_lag_bytes), 0, NULL },
 	/* NULL (no such setting) reads as unlimited. */
 	{ "(SELECT CASE WHEN setting::bigint < 0 THEN -1 "
 	  "        ELSE setting::bigint * 1024 * 1024 END "
@@ -558,8 +559,13 @@ static const struct {
 
 #define NSAMPLE (sizeof(sample_cols) / sizeof(sample_cols[0]))
 
+/* The WAL position of a standby (in recovery) is its replay position:
+ * pg_current_wal_lsn() fails there, and 17's synced slots are read on
+ * standbys. */
 static const char sample_from[] =
-	" FROM (SELECT 1) AS one "
+	" FROM (SELECT CASE WHEN pg_catalog.pg_is_in_recovery() "
+	"      THEN pg_catalog.pg_last_wal_replay_lsn() "
+	"      ELSE pg_catalog.pg_current_wal_lsn() END AS lsn) AS w "
 	"LEFT JOIN pg_catalog.pg_replication_slots s ON s.slot_name = $1 "
 	"LEFT JOIN pg_catalog.pg_stat_replication_slots st "
 	"       ON st.slot_name = s.slot_name "
@@ -697,7 +703,22 @@ int slot_server_read(PGconn *conn, int64_t deadline_us, struct slot_server *s,
 		" WHERE name = 'output_plugin_libraries'), "
 		"current_setting('max_slot_wal_keep_size'), "
 		"r.rolreplication, r.rolsuper, current_user::text, "
-		"r.rolsuper OR pg_catalog.pg_has_role('pg_read_all_settings', 'USAGE') "
+		"r.rolsuper OR pg_catalog.pg_has_role('pg_read_all_settings', 'USAGE'), "
+		/* 17's and 18's settings: NULL where the server has none. */
+		"pg_catalog.pg_is_in_recovery(), "
+		"(SELECT setting FROM pg_catalog.pg_settings "
+		" WHERE name = 'synchronized_standby_slots'), "
+		"(SELECT setting FROM pg_catalog.pg_settings "
+		" WHERE name = 'idle_replication_slot_timeout'), "
+		"(SELECT coalesce(string_agg(slot_name::text, ',' ORDER BY slot_name), "
+		" '') FROM pg_catalog.pg_replication_slots "
+		" WHERE slot_type = 'physical'), "
+		"(SELECT coalesce(string_agg(slot_name::text, ',' ORDER BY slot_name), "
+		" '') FROM pg_catalog.pg_replication_slots "
+		" WHERE slot_type = 'physical' AND active), "
+		"(SELECT count(*) FROM pg_catalog.pg_stat_replication x "
+		" WHERE NOT EXISTS (SELECT 1 FROM pg_catalog.pg_replication_slots p "
+		"  WHERE p.active_pid = x.pid)) "
 		"FROM pg_catalog.pg_roles r WHERE r.rolname = current_user",
 		0, NULL, deadline_us, PGRES_TUPLES_OK, "reading the server settings",
 		st, err, errlen);
@@ -728,8 +749,89 @@ int slot_server_read(PGconn *conn, int64_t deadline_us, struct slot_server *s,
 	s->superuser = pgu_bool(res, 0, 10);
 	snprintf(s->user, sizeof(s->user), "%s", PQgetvalue(res, 0, 11));
 	s->read_all_settings = pgu_bool(res, 0, 12);
+	s->in_recovery = pgu_bool(res, 0, 13);
+	s->standby_slots_known = !PQgetisnull(res, 0, 14);
+	snprintf(s->standby_slots, sizeof(s->standby_slots), "%s",
+	         PQgetvalue(res, 0, 14));
+	s->idle_timeout_s = PQgetisnull(res, 0, 15) ? -1 : pgu_i64(res, 0, 15);
+	snprintf(s->physical, sizeof(s->physical), "%s", PQgetvalue(res, 0, 16));
+	snprintf(s->physical_active, sizeof(s->physical_active), "%s",
+	         PQgetvalue(res, 0, 17));
+	s->slotless_senders = text_int(PQgetvalue(res, 0, 18));
 	PQclear(res);
 	return 0;
+}
+
+/* The next name of a comma-separated list into name (unquoted; an
+ * unquoted name lower-cased, as PostgreSQL reads an identifier list).
+ * Returns the rest of the list, or NULL at its end. */
+static const char *next_name(const char *p, char *name, size_t len)
+{
+	size_t n = 0;
+
+	while (*p == ' ' || *p == '\t' || *p == ',')
+		p++;
+	if (*p == '\0')
+		return NULL;
+	if (*p == '"') {
+		for (p++; *p != '\0'; p++) {
+			if (*p == '"' && p[1] == '"')
+				p++;
+			else if (*p == '"') {
+				p++;
+				break;
+			}
+			if (n + 1 < len)
+				name[n++] = *p;
+		}
+	} else {
+		for (; *p != '\0' && *p != ',' && *p != ' ' && *p != '\t'; p++)
+			if (n + 1 < len)
+				name[n++] = (char)(*p >= 'A' && *p <= 'Z' ? *p + 32 : *p);
+	}
+	name[n] = '\0';
+	while (*p != '\0' && *p != ',')
+		p++;
+	return p;
+}
+
+static bool list_has(const char *list, const char *name)
+{
+	char item[128];
+	const char *p = list;
+
+	while ((p = next_name(p, item, sizeof(item))) != NULL)
+		if (strcmp(item, name) == 0)
+			return true;
+	return false;
+}
+
+static void list_add(char *out, size_t len, const char *name)
+{
+	size_t n = strlen(out);
+
+	snprintf(out + n, len - n, "%s%s", n ? ", " : "", name);
+}
+
+void slot_standby_compare(const char *setting, const char *physical,
+                          const char *active, char *missing, size_t misslen,
+                          char *unknown, size_t unknownlen, char *idle,
+                          size_t idlelen)
+{
+	char name[128];
+	const char *p;
+
+	missing[0] = unknown[0] = idle[0] = '\0';
+	/* "*" is not a slot name: 17 refuses it in this setting. */
+	for (p = active; (p = next_name(p, name, sizeof(name))) != NULL;)
+		if (!list_has(setting, name))
+			list_add(missing, misslen, name);
+	for (p = setting; (p = next_name(p, name, sizeof(name))) != NULL;) {
+		if (!list_has(physical, name))
+			list_add(unknown, unknownlen, name);
+		else if (!list_has(active, name))
+			list_add(idle, idlelen, name);
+	}
 }
 
 /* ------------------------------------------------------------ publication */

@@ -151,7 +151,7 @@ static int select_columns(const char *sql)
 	int commas = 0, depth = 0;
 
 	for (const char *p = sql; *p != '\0'; p++) {
-		if (depth == 0 && strncmp(p, " FROM ", 6) == 0)
+		if (depth == 0 && strncmp(p, " FROM ", 6) == 0 && p != sql)
 			break;
 		depth += *p == '(' ? 1 : *p == ')' ? -1 : 0;
 		commas += *p == ',' && depth == 0;
@@ -307,6 +307,42 @@ START_TEST(test_create_sql)
 }
 END_TEST
 
+/* synchronized_standby_slots against the physical slots: who is left
+ * out (ghosts), who is no slot (the walsender waits), who is idle. */
+START_TEST(test_standby_compare)
+{
+	static const struct {
+		const char *setting, *physical, *active;
+		const char *missing, *unknown, *idle;
+	} v[] = {
+		{ "", "", "", "", "", "" },
+		{ "", "sb1,sb2", "sb1", "sb1", "", "" },
+		{ "sb1", "sb1,sb2", "sb1,sb2", "sb2", "", "" },
+		{ "sb1, sb2", "sb1,sb2", "sb1,sb2", "", "", "" },
+		{ " SB1 ,\"sb2\"", "sb1,sb2", "sb1,sb2", "", "", "" },
+		{ "\"SB1\"", "sb1", "sb1", "sb1", "SB1", "" },
+		{ "sb1,nosuch", "sb1", "sb1", "", "nosuch", "" },
+		{ "sb1,sb2", "sb1,sb2", "sb2", "", "", "sb1" },
+		{ "sb1,,sb2", "sb1,sb2", "sb1,sb2", "", "", "" },
+	};
+	char missing[128], unknown[128], idle[128];
+
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		slot_standby_compare(v[i].setting, v[i].physical, v[i].active,
+		                     missing, sizeof(missing), unknown,
+		                     sizeof(unknown), idle, sizeof(idle));
+		ck_assert_msg(strcmp(missing, v[i].missing) == 0, "%zu: missing %s",
+		              i, missing);
+		ck_assert_msg(strcmp(unknown, v[i].unknown) == 0, "%zu: unknown %s",
+		              i, unknown);
+		ck_assert_msg(strcmp(idle, v[i].idle) == 0, "%zu: idle %s", i, idle);
+	}
+	slot_standby_compare("", "a,b,c", "a,b,c", missing, sizeof(missing),
+	                     unknown, sizeof(unknown), idle, sizeof(idle));
+	ck_assert_str_eq(missing, "a, b, c");
+}
+END_TEST
+
 START_TEST(test_wal_status_names)
 {
 	static const char *const names[] = { "reserved", "extended", "unreserved",
@@ -449,6 +485,7 @@ Suite *slot_suite(void)
 	tcase_add_test(tc, test_invalidation_reason);
 	tcase_add_test(tc, test_failover_wanted);
 	tcase_add_test(tc, test_create_sql);
+	tcase_add_test(tc, test_standby_compare);
 	tcase_add_test(tc, test_wal_status_names);
 	tcase_add_test(tc, test_pub_judge);
 	tcase_add_test(tc, test_pub_create_sql);

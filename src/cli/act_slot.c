@@ -358,7 +358,14 @@ int act_drop_slot(const struct relay_config *cfg, const struct cli_args *a)
 		return rc;
 	rc = RELAY_EXIT_UNAVAILABLE;
 	if (slot_judge(&s, cfg->slot_plugin, 0) == SLOT_LOST) {
-		snprintf(why, sizeof(why), "the slot is invalidated: its WAL is gone");
+		if (s.invalidation_reason[0] != '\0' &&
+		    strcmp(s.invalidation_reason, "wal_removed") != 0)
+			snprintf(why, sizeof(why), "the slot is invalidated "
+			         "(invalidation_reason=%s): it can no longer be read",
+			         s.invalidation_reason);
+		else
+			snprintf(why, sizeof(why), "the slot is invalidated: its WAL "
+			         "is gone");
 	} else {
 		pk.slot = name;
 		pk.upto_nchanges = DROP_PEEK_ROWS;

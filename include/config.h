@@ -29,6 +29,8 @@ struct relay_config {
 	char *slot_name;
 	char *slot_plugin;          /* "wal2json" or "pgoutput" */
 	char *slot_publication;     /* pgoutput's publication_names */
+	char *slot_failover;        /* "auto", "on" or "off" (slot.h
+	                             * slot_failover_wanted) */
 	char *outbox_schema;        /* from outbox.table, unquoted, exact case */
 	char *outbox_table;
 	char *field_id;

@@ -34,6 +34,24 @@ enum wal_status {
 const char *wal_status_name(enum wal_status w);
 enum wal_status wal_status_parse(const char *s);
 
+/* A boolean column of pg_replication_slots that only some versions have
+ * (failover, synced: 17; conflicting: 16): ABSENT where the server has
+ * no such column, or the value is NULL. */
+enum slot_flag { SLOT_FLAG_ABSENT = 0, SLOT_FLAG_FALSE, SLOT_FLAG_TRUE };
+
+/* Server versions (server_version_num) where pg_replication_slots gained
+ * the columns the relay reads. */
+#define SLOT_PG_CONFLICTING 160000  /* conflicting */
+#define SLOT_PG_FAILOVER 170000     /* failover, synced, inactive_since,
+                                     * invalidation_reason */
+#define SLOT_PG_IDLE_TIMEOUT 180000 /* idle_replication_slot_timeout,
+                                     * invalidation_reason idle_timeout */
+
+/* Why the slot was invalidated ("" when it is not): 17's
+ * invalidation_reason; on 15 and 16, "wal_removed" when wal_status is
+ * lost (the one reason those versions report for a primary's slot). */
+#define SLOT_REASON_LEN 32
+
 /* One watchdog sample of the slot and the server (non-replication
  * connection). Byte counts are -1 when unknown (SQL NULL). */
 struct slot_figures {
@@ -58,7 +76,22 @@ struct slot_figures {
 	int oldest_xact_pid;
 	int64_t oldest_xact_age;    /* age(backend_xid), in transactions */
 	double oldest_xact_seconds; /* now() - xact_start */
+	/* The columns of newer versions (see SLOT_PG_*). */
+	int server_version;         /* server_version_num; 0 unknown */
+	enum slot_flag failover;    /* 17: the slot is synced to standbys */
+	enum slot_flag synced;      /* 17: a standby's copy of a failover slot */
+	enum slot_flag conflicting; /* 16: invalidated by a conflict with
+	                             * recovery (a standby's logical slot) */
+	int64_t inactive_since_us;  /* 17: wall clock the slot went idle;
+	                             * 0 when active, NULL or absent */
+	char invalidation_reason[SLOT_REASON_LEN]; /* "" when valid */
+	int64_t idle_timeout_s;     /* 18: idle_replication_slot_timeout, s;
+	                             * 0 off or absent */
 };
+
+/* The slot is invalidated (wal_status lost, an invalidation reason, a
+ * conflict): its changes can no longer be read. Pure. */
+bool slot_figures_invalidated(const struct slot_figures *sf);
 
 /* What the relay loop is doing: the one list /readyz, /slot, /metrics
  * and --slot-status judge it by. */
@@ -165,6 +198,9 @@ struct health_eval {
 	double growth_bytes_per_s;
 	double eta_seconds;         /* until the slot is lost or the budget is
 	                             * used up; -1 when not growing or unknown */
+	double idle_eta_seconds;    /* until idle_replication_slot_timeout
+	                             * invalidates the idle slot (18); -1 when
+	                             * the slot is active or there is none */
 	double outbox_lag_seconds;  /* age of the oldest unacked event */
 	double since_confirm_seconds; /* while events are pending; else 0 */
 };

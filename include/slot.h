@@ -39,7 +39,20 @@ struct slot_row {
 	uint64_t current_lsn;       /* pg_current_wal_lsn() */
 	int64_t retained_bytes;     /* current - restart_lsn; -1 unknown */
 	char user[64];              /* current_user */
+	/* The columns of newer versions (health.h SLOT_PG_*): ABSENT, 0 or
+	 * "" where the server has none. */
+	int server_version;         /* server_version_num */
+	enum slot_flag failover;    /* 17 */
+	enum slot_flag synced;      /* 17 */
+	enum slot_flag conflicting; /* 16 */
+	int64_t inactive_since_us;  /* 17; 0 when active or NULL */
+	char invalidation_reason[SLOT_REASON_LEN]; /* 17; 15 and 16:
+	                             * "wal_removed" when wal_status is lost */
 };
+
+/* The select list of slot_read() for a server version (malloc'd, caller
+ * frees; lit is the slot name as a literal); exposed for tests. */
+char *slot_read_sql(int version, const char *lit);
 
 /* Reads the row of slot name (a row with exists false when there is
  * none). Returns 0, or -1 with st and err filled. */
@@ -53,7 +66,8 @@ enum slot_refusal {
 	SLOT_MISSING,
 	SLOT_FOREIGN,               /* physical, or another plugin */
 	SLOT_OTHER_DB,
-	SLOT_LOST,                  /* invalidated: its WAL is gone */
+	SLOT_LOST,                  /* invalidated: its WAL is gone, or 18's
+	                             * idle_timeout (any invalidation_reason) */
 	SLOT_ACTIVE,                /* another process streams from it */
 };
 
@@ -125,8 +139,10 @@ int slot_sample(PGconn *conn, const char *name, int64_t deadline_us,
                 struct slot_figures *f, struct pgu_status *st, char *err,
                 size_t errlen) RELAY_MUSTCHECK;
 
-/* The sample's SQL (malloc'd, caller frees); exposed for tests. */
-char *slot_sample_sql(void);
+/* The sample's SQL for a server version (malloc'd, caller frees): a
+ * column the version lacks is selected as a stand-in. Exposed for
+ * tests. */
+char *slot_sample_sql(int version);
 
 /* ---- what the server allows (--check) ---- */
 
@@ -143,7 +159,30 @@ struct slot_server {
 	bool superuser;
 	bool read_all_settings;     /* superuser or pg_read_all_settings */
 	char user[64];
+	/* Failover (17) and the idle timeout (18). */
+	bool in_recovery;           /* pg_is_in_recovery(): a standby */
+	bool standby_slots_known;   /* synchronized_standby_slots exists (17) */
+	char standby_slots[512];    /* its value, as set */
+	int64_t idle_timeout_s;     /* idle_replication_slot_timeout (18), s;
+	                             * -1 where the server has none */
+	char physical[512];         /* physical slots: "a,b" ("" none) */
+	char physical_active[512];  /* ... of them, those a standby streams
+	                             * from now */
+	int slotless_senders;       /* walsenders without a slot: a standby
+	                             * streaming with no primary_slot_name */
 };
+
+/* synchronized_standby_slots against the physical slots (comma-separated
+ * names, as slot_server has them): into missing, the active physical
+ * slots it does not name (a standby that may lack what the relay
+ * published); into unknown, the names it holds that are no physical slot
+ * here (the relay's walsender waits for them); into idle, the names of
+ * physical slots no standby streams from now (it waits for those too).
+ * Each out is "a, b" or "". Pure. */
+void slot_standby_compare(const char *setting, const char *physical,
+                          const char *active, char *missing, size_t misslen,
+                          char *unknown, size_t unknownlen, char *idle,
+                          size_t idlelen);
 
 int slot_server_read(PGconn *conn, int64_t deadline_us, struct slot_server *s,
                      struct pgu_status *st, char *err,
@@ -151,12 +190,25 @@ int slot_server_read(PGconn *conn, int64_t deadline_us, struct slot_server *s,
 
 /* ---- changing the slot: only the runbook actions named for it ---- */
 
-/* CREATE_REPLICATION_SLOT name LOGICAL plugin (wal2json or pgoutput;
- * never TWO_PHASE) on a replication connection; the consistent point
- * into cp. Returns 0, or -1 (st: 42710 when it exists). */
+/* Whether the slot is to be a failover slot: slot.failover (auto, on,
+ * off) on a server of version (server_version_num). auto is on from 17;
+ * on before 17 is -1 with err saying so. Returns 0 with *want set, or
+ * -1. Pure. */
+int slot_failover_wanted(const char *setting, int version, bool *want,
+                         char *err, size_t errlen) RELAY_MUSTCHECK;
+
+/* The replication command that creates slot name (exposed for tests):
+ * CREATE_REPLICATION_SLOT "name" LOGICAL plugin, no snapshot exported,
+ * never TWO_PHASE, with FAILOVER when failover is set (17). */
+void slot_create_sql(const char *name, const char *plugin, bool failover,
+                     char *out, size_t outlen);
+
+/* Runs slot_create_sql() on a replication connection; the consistent
+ * point into cp. Returns 0, or -1 (st: 42710 when it exists). */
 int slot_create(PGconn *conn, const char *name, const char *plugin,
-                int64_t deadline_us, uint64_t *cp, struct pgu_status *st,
-                char *err, size_t errlen) RELAY_MUSTCHECK;
+                bool failover, int64_t deadline_us, uint64_t *cp,
+                struct pgu_status *st, char *err,
+                size_t errlen) RELAY_MUSTCHECK;
 
 int slot_drop(PGconn *conn, const char *name, int64_t deadline_us,
               struct pgu_status *st, char *err, size_t errlen) RELAY_MUSTCHECK;

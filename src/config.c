@@ -50,6 +50,10 @@ static const struct cfg_key cfg_keys[] = {
 	{ "slot.publication", CFG_STR, OFF(slot_publication), "outbox_pub", 0, 0,
 	  CFG_F_REQUIRED, "publication on the outbox table (slot.plugin = "
 	  "pgoutput only; --create-slot creates it)" },
+	{ "slot.failover", CFG_STR, OFF(slot_failover), "auto", 0, 0,
+	  CFG_F_REQUIRED, "failover slot (PostgreSQL 17+, synchronized to "
+	  "standbys): auto (on where the server supports it), on (an error "
+	  "before 17) or off; --create-slot creates it so, --check verifies it" },
 	{ "outbox.table", CFG_STR, OFF(outbox_table), "public.outbox", 0, 0,
 	  CFG_F_REQUIRED, "schema.table of the outbox, exact case, no quotes" },
 	{ "table.field.event.id", CFG_STR, OFF(field_id), "id", 0, 0,
@@ -316,6 +320,12 @@ int cfg_set(struct relay_config *cfg, const char *key, const char *value,
 		           strcmp(value, "pgoutput") != 0) {
 			errbuf_set(err, errlen, "%s: slot.plugin: \"%s\" is not one of "
 			        "wal2json, pgoutput", origin, value);
+			return -1;
+		} else if (strcmp(k->name, "slot.failover") == 0 &&
+		           strcmp(value, "auto") != 0 && strcmp(value, "on") != 0 &&
+		           strcmp(value, "off") != 0) {
+			errbuf_set(err, errlen, "%s: slot.failover: \"%s\" is not one of "
+			        "auto, on, off", origin, value);
 			return -1;
 		} else if (strcmp(k->name, "slot.publication") == 0 &&
 		           (value[0] == '\0' || strlen(value) > 63 ||

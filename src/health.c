@@ -94,6 +94,13 @@ enum wal_status wal_status_parse(const char *s)
 	return WAL_STATUS_UNKNOWN;
 }
 
+bool slot_figures_invalidated(const struct slot_figures *sf)
+{
+	return sf->wal_status == WAL_STATUS_LOST ||
+	       sf->invalidation_reason[0] != '\0' ||
+	       sf->conflicting == SLOT_FLAG_TRUE;
+}
+
 /* ---- growth window ---------------------------------------------------- */
 
 static size_t win_at(const struct health_window *w, size_t i)
@@ -259,19 +266,29 @@ static void fixed_str(char *dst, size_t dstlen, const char *src, size_t srclen)
 
 static void slot_rules(struct rules *rs, const struct slot_figures *sf,
                        const struct health_thresholds *th,
-                       struct health_eval *out)
+                       int64_t now_us, struct health_eval *out)
 {
-	char fb[32];
+	char fb[32], why[SLOT_REASON_LEN + 1];
 	bool budget;
 
 	if (!sf->slot_exists) {
 		rule(rs, HEALTH_FATAL, "slot does not exist");
 		return;
 	}
-	if (sf->wal_status == WAL_STATUS_LOST) {
+	fixed_str(why, sizeof(why), sf->invalidation_reason,
+	          sizeof(sf->invalidation_reason));
+	if (slot_figures_invalidated(sf) &&
+	    (why[0] == '\0' || strcmp(why, "wal_removed") == 0) &&
+	    sf->conflicting != SLOT_FLAG_TRUE) {
 		rule(rs, HEALTH_FATAL,
 		     "slot lost: WAL removed; the relay stops, the slot must be "
 		     "recreated and the outbox re-published: see runbook");
+	} else if (slot_figures_invalidated(sf)) {
+		/* 18's idle_timeout, a standby's conflicts: lost all the same. */
+		rule(rs, HEALTH_FATAL,
+		     "slot lost: invalidated (%s); the relay stops, the slot must "
+		     "be recreated and the outbox re-published: see runbook",
+		     why[0] != '\0' ? why : "conflicting");
 	} else if (sf->wal_status == WAL_STATUS_UNRESERVED) {
 		if (sf->max_slot_wal_keep_size >= 0) {
 			fmt_bytes(fb, sizeof(fb), (double)sf->max_slot_wal_keep_size);
@@ -306,6 +323,19 @@ static void slot_rules(struct rules *rs, const struct slot_figures *sf,
 		}
 		rule_level(rs, what, out->eta_seconds, th->eta_warn_s,
 		           th->eta_critical_s, true, fmt_secs);
+	}
+
+	/* 18 invalidates a slot nobody streams from for
+	 * idle_replication_slot_timeout (at a checkpoint after that): the
+	 * time left, for a standby relay to see while the slot is idle. */
+	if (!slot_figures_invalidated(sf) && !sf->active &&
+	    sf->idle_timeout_s > 0 && sf->inactive_since_us > 0) {
+		double left = (double)(sf->inactive_since_us - now_us) / 1e6 +
+		              (double)sf->idle_timeout_s;
+		out->idle_eta_seconds = left > 0 ? left : 0;
+		rule_level(rs, "ETA to idle_replication_slot_timeout",
+		           out->idle_eta_seconds, th->eta_warn_s, th->eta_critical_s,
+		           true, fmt_secs);
 	}
 }
 
@@ -371,6 +401,7 @@ void health_evaluate(const struct slot_figures *sf,
 	out->growth_bytes_per_s = isfinite(growth_bytes_per_s)
 	                                  ? growth_bytes_per_s : 0;
 	out->eta_seconds = -1;
+	out->idle_eta_seconds = -1;
 
 	if (rf->state == RELAY_PHASE_FAIL_STOPPED) {
 		fixed_str(reason, sizeof(reason), rf->reason, sizeof(rf->reason));
@@ -385,7 +416,7 @@ void health_evaluate(const struct slot_figures *sf,
 		     rf->kafka_failures, rf->kafka_failures_max);
 
 	if (sf->valid)
-		slot_rules(&rs, sf, th, out);
+		slot_rules(&rs, sf, th, now_us, out);
 
 	/* The commit time comes from the server's clock: clamp a skew. */
 	if (rf->oldest_pending_commit_us != 0 &&
@@ -538,6 +569,14 @@ static json_t *thresholds_json(const struct health_thresholds *th)
 	return o;
 }
 
+/* A column of a newer version: null where the server has none. */
+static json_t *j_flag(bool exists, enum slot_flag f)
+{
+	if (!exists || f == SLOT_FLAG_ABSENT)
+		return json_null();
+	return json_boolean(f == SLOT_FLAG_TRUE);
+}
+
 /* Figures that belong to the slot are null when it does not exist. */
 static json_t *server_json(const struct slot_figures *sf)
 {
@@ -569,6 +608,23 @@ static json_t *server_json(const struct slot_figures *sf)
 	                    j_known(ex ? sf->retained_bytes : -1));
 	json_object_set_new(o, "confirmed_lag_bytes",
 	                    j_known(ex ? sf->confirmed_lag_bytes : -1));
+	/* Columns of newer versions: null where the server has none. */
+	json_object_set_new(o, "failover", j_flag(ex, sf->failover));
+	json_object_set_new(o, "synced", j_flag(ex, sf->synced));
+	json_object_set_new(o, "conflicting", j_flag(ex, sf->conflicting));
+	json_object_set_new(o, "inactive_since",
+	                    j_time(ex ? sf->inactive_since_us : 0));
+	json_object_set_new(o, "invalidation_reason",
+	                    ex && sf->invalidation_reason[0] != '\0'
+	                        ? j_str_fixed(sf->invalidation_reason,
+	                                      sizeof(sf->invalidation_reason))
+	                        : json_null());
+	json_object_set_new(o, "idle_replication_slot_timeout_seconds",
+	                    sf->server_version >= SLOT_PG_IDLE_TIMEOUT
+	                        ? json_integer(sf->idle_timeout_s) : json_null());
+	json_object_set_new(o, "server_version_num",
+	                    sf->server_version > 0
+	                        ? json_integer(sf->server_version) : json_null());
 	for (size_t i = 0; i < NSTATS; i++)
 		json_object_set_new(o, slot_stats[i].col,
 		                    j_known(ex ? slot_stat(sf, i) : -1));
@@ -692,6 +748,9 @@ char *health_render_slot_json(const struct health_snapshot *s, bool pretty)
 	json_object_set_new(root, "eta_seconds",
 	                    ev->eta_seconds < 0 ? json_null()
 	                                        : j_real(ev->eta_seconds));
+	json_object_set_new(root, "idle_timeout_eta_seconds",
+	                    ev->idle_eta_seconds < 0
+	                        ? json_null() : j_real(ev->idle_eta_seconds));
 	json_object_set_new(root, "outbox_lag_seconds",
 	                    j_real(ev->outbox_lag_seconds));
 	json_object_set_new(root, "since_confirm_seconds",
@@ -865,6 +924,20 @@ static void topics(struct mbuf *b, const struct health_snapshot *s)
 	}
 }
 
+/* The invalidation reasons a server reports, from the version that
+ * reports each (15 and 16 only through wal_status lost). */
+static const struct {
+	const char *name;
+	int since;
+} inval_reasons[] = {
+	{ "wal_removed", 0 },
+	{ "rows_removed", SLOT_PG_FAILOVER },
+	{ "wal_level_insufficient", SLOT_PG_FAILOVER },
+	{ "idle_timeout", SLOT_PG_IDLE_TIMEOUT },
+};
+
+#define NREASONS (sizeof(inval_reasons) / sizeof(inval_reasons[0]))
+
 static void slot_metrics(struct mbuf *b, const struct health_snapshot *s)
 {
 	static const enum wal_status statuses[] = {
@@ -896,6 +969,51 @@ static void slot_metrics(struct mbuf *b, const struct health_snapshot *s)
 		for (size_t i = 0; i < 4; i++)
 			mb_printf(b, PFX "slot_wal_status{status=\"%s\"} %d\n",
 			          wal_status_name(statuses[i]), sf->wal_status == statuses[i]);
+
+	/* Columns of newer versions: absent where the server has none. */
+	family(b, "slot_failover", "gauge",
+	       "1 when the slot is a failover slot, synchronized to standbys "
+	       "(pg_replication_slots.failover, PostgreSQL 17); absent before.");
+	if (have && sf->failover != SLOT_FLAG_ABSENT)
+		sample_u(b, "slot_failover", sf->failover == SLOT_FLAG_TRUE);
+	family(b, "slot_synced", "gauge",
+	       "1 when the slot is a standby's synchronized copy of a failover "
+	       "slot (pg_replication_slots.synced, PostgreSQL 17); absent "
+	       "before.");
+	if (have && sf->synced != SLOT_FLAG_ABSENT)
+		sample_u(b, "slot_synced", sf->synced == SLOT_FLAG_TRUE);
+	family(b, "slot_conflicting", "gauge",
+	       "1 when a logical slot on a standby was invalidated by a conflict "
+	       "with recovery (pg_replication_slots.conflicting, PostgreSQL 16); "
+	       "absent before.");
+	if (have && sf->conflicting != SLOT_FLAG_ABSENT)
+		sample_u(b, "slot_conflicting", sf->conflicting == SLOT_FLAG_TRUE);
+	family(b, "slot_invalidation_reason", "gauge",
+	       "pg_replication_slots.invalidation_reason: 1 for the slot's reason, "
+	       "0 for the others the server can report (15 and 16: wal_removed, "
+	       "from wal_status lost; 18 adds idle_timeout); every one is fatal.");
+	if (have)
+		for (size_t i = 0; i < NREASONS; i++)
+			if (sf->server_version >= inval_reasons[i].since)
+				mb_printf(b, PFX "slot_invalidation_reason{reason=\"%s\"} "
+				          "%d\n", inval_reasons[i].name,
+				          strncmp(sf->invalidation_reason,
+				                  inval_reasons[i].name,
+				                  sizeof(sf->invalidation_reason)) == 0);
+	family(b, "slot_inactive_since_timestamp_seconds", "gauge",
+	       "Unix time since which no process streams from the slot "
+	       "(pg_replication_slots.inactive_since, PostgreSQL 17); absent "
+	       "while it is active and before 17.");
+	if (have && sf->inactive_since_us > 0)
+		sample_d(b, "slot_inactive_since_timestamp_seconds",
+		         (double)sf->inactive_since_us / 1e6);
+	family(b, "slot_eta_to_idle_timeout_seconds", "gauge",
+	       "Time left until idle_replication_slot_timeout invalidates the "
+	       "idle slot (inactive_since + timeout - now; PostgreSQL 18); absent "
+	       "while the slot is active or no timeout is set.");
+	if (have && s->eval.idle_eta_seconds >= 0)
+		sample_d(b, "slot_eta_to_idle_timeout_seconds",
+		         s->eval.idle_eta_seconds);
 
 	family(b, "slot_retained_wal_bytes", "gauge",
 	       "WAL the slot keeps on the server: pg_current_wal_lsn() - "

@@ -156,16 +156,27 @@ enum health_state mon_update(struct monitor *m, const struct relay_figures *rf,
 	/* The slot is gone or has lost WAL: every event not yet published may
 	 * be missing from it. Never recreate; an operator decides. */
 	if (s->slot.valid && (!s->slot.slot_exists ||
-	                      s->slot.wal_status == WAL_STATUS_LOST)) {
+	                      slot_figures_invalidated(&s->slot))) {
+		const char *why = s->slot.invalidation_reason;
+		char what[160];
+		/* wal_removed as before; 18's idle_timeout (nobody streamed
+		 * from it for idle_replication_slot_timeout) named. */
+		if (!s->slot.slot_exists)
+			snprintf(what, sizeof(what), "no longer exists");
+		else if (s->slot.conflicting != SLOT_FLAG_TRUE &&
+		         (why[0] == '\0' || strcmp(why, "wal_removed") == 0))
+			snprintf(what, sizeof(what), "is lost (wal_status=lost, its "
+			         "WAL was removed)");
+		else
+			snprintf(what, sizeof(what), "is lost (invalidation_reason=%.*s)",
+			         (int)sizeof(s->slot.invalidation_reason),
+			         why[0] != '\0' ? why : "conflicting");
 		*fatal = true;
 		snprintf(fatal_reason, reasonlen,
 		         "replication slot \"%s\" %s: events committed while it was "
 		         "unusable may never be published; the relay stops and "
 		         "will not recreate it (runbook: slot lost)",
-		         m->cfg->slot_name,
-		         s->slot.slot_exists ? "is lost (wal_status=lost, its WAL was "
-		                               "removed)"
-		                             : "no longer exists");
+		         m->cfg->slot_name, what);
 	}
 	return s->eval.state;
 }

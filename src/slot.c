@@ -15,6 +15,14 @@
 
 /* ------------------------------------------------------------ the row */
 
+/* A boolean column that a version may lack (selected as NULL there). */
+static enum slot_flag slot_flag_of(const PGresult *res, int col)
+{
+	if (PQgetisnull(res, 0, col))
+		return SLOT_FLAG_ABSENT;
+	return pgu_bool(res, 0, col) ? SLOT_FLAG_TRUE : SLOT_FLAG_FALSE;
+}
+
 /* Literal-escaped, so that a replication connection (simple protocol
  * only) can run it. NULL with err filled. */
 static char *literal(PGconn *conn, const char *s, struct pgu_status *st,
@@ -32,24 +40,40 @@ static char *literal(PGconn *conn, const char *s, struct pgu_status *st,
 	return lit;
 }
 
-int slot_read(PGconn *conn, const char *name, int64_t deadline_us,
-              struct slot_row *row, struct pgu_status *st, char *err,
-              size_t errlen)
-{
-	char *lit = literal(conn, name, st, err, errlen);
-	char *sql;
-	size_t n;
-	PGresult *res;
+/* The columns of newer versions, after the thirteen every version has:
+ * each selected as its stand-in (older) before the version that has it. */
+static const struct {
+	const char *expr;
+	int since;
+	const char *older;
+} row_cols[] = {
+	{ "s.conflicting", SLOT_PG_CONFLICTING, "NULL::boolean" },
+	{ "s.failover", SLOT_PG_FAILOVER, "NULL::boolean" },
+	{ "s.synced", SLOT_PG_FAILOVER, "NULL::boolean" },
+	{ "coalesce((extract(epoch FROM s.inactive_since) * 1000000)::bigint, 0)",
+	  SLOT_PG_FAILOVER, "0::bigint" },
+	{ "coalesce(s.invalidation_reason, '')", SLOT_PG_FAILOVER,
+	  "CASE WHEN s.wal_status = 'lost' THEN 'wal_removed' ELSE '' END" },
+};
 
-	memset(row, 0, sizeof(*row));
-	row->retained_bytes = -1;
-	if (lit == NULL)
-		return -1;
+#define NROW_BASE 13
+#define NROW (NROW_BASE + (int)(sizeof(row_cols) / sizeof(row_cols[0])))
+
+char *slot_read_sql(int version, const char *lit)
+{
+	char more[1024] = "";
+	size_t n = 0;
+	char *sql;
+
+	for (size_t i = 0; i < sizeof(row_cols) / sizeof(row_cols[0]); i++)
+		n += (size_t)snprintf(more + n, sizeof(more) - n, ", %s",
+		                      version < row_cols[i].since ? row_cols[i].older
+		                                                  : row_cols[i].expr);
+	n = strlen(lit) + strlen(more) + 1400;
+	sql = xmalloc(n);
 	/* One row whether or not the slot exists. The WAL position of a
 	 * server in recovery is its replay position (it has no insert
 	 * position; logical slots do not exist there in 15 anyway). */
-	n = strlen(lit) + 1400;
-	sql = xmalloc(n);
 	snprintf(sql, n,
 	         "SELECT s.slot_name IS NOT NULL, coalesce(s.slot_type, ''), "
 	         "coalesce(s.plugin, ''), coalesce(s.database::text, ''), "
@@ -59,19 +83,36 @@ int slot_read(PGconn *conn, const char *name, int64_t deadline_us,
 	         "coalesce(s.confirmed_flush_lsn::text, ''), "
 	         "coalesce(w.lsn::text, ''), "
 	         "coalesce(pg_catalog.pg_wal_lsn_diff(w.lsn, s.restart_lsn)::bigint, "
-	         "-1), current_user::text "
+	         "-1), current_user::text%s "
 	         "FROM (SELECT CASE WHEN pg_catalog.pg_is_in_recovery() "
 	         "      THEN pg_catalog.pg_last_wal_replay_lsn() "
 	         "      ELSE pg_catalog.pg_current_wal_lsn() END AS lsn) AS w "
 	         "LEFT JOIN pg_catalog.pg_replication_slots s "
-	         "ON s.slot_name = %s", lit);
+	         "ON s.slot_name = %s", more, lit);
+	return sql;
+}
+
+int slot_read(PGconn *conn, const char *name, int64_t deadline_us,
+              struct slot_row *row, struct pgu_status *st, char *err,
+              size_t errlen)
+{
+	char *lit = literal(conn, name, st, err, errlen);
+	int version = PQserverVersion(conn);
+	char *sql;
+	PGresult *res;
+
+	memset(row, 0, sizeof(*row));
+	row->retained_bytes = -1;
+	if (lit == NULL)
+		return -1;
+	sql = slot_read_sql(version, lit);
 	PQfreemem(lit);
 	res = pgu_query(conn, sql, 0, NULL, deadline_us, PGRES_TUPLES_OK,
 	                "reading pg_replication_slots", st, err, errlen);
 	free(sql);
 	if (res == NULL)
 		return -1;
-	if (PQntuples(res) != 1 || PQnfields(res) != 13) {
+	if (PQntuples(res) != 1 || PQnfields(res) != NROW) {
 		st->outcome = PGU_Q_NO_ANSWER;
 		errbuf_set(err, errlen, "reading pg_replication_slots: %d rows of "
 		           "%d columns", PQntuples(res), PQnfields(res));
@@ -94,6 +135,13 @@ int slot_read(PGconn *conn, const char *name, int64_t deadline_us,
 	row->current_lsn = pgu_lsn(res, 0, 10);
 	row->retained_bytes = pgu_i64(res, 0, 11);
 	snprintf(row->user, sizeof(row->user), "%s", PQgetvalue(res, 0, 12));
+	row->server_version = version;
+	row->conflicting = slot_flag_of(res, NROW_BASE);
+	row->failover = slot_flag_of(res, NROW_BASE + 1);
+	row->synced = slot_flag_of(res, NROW_BASE + 2);
+	row->inactive_since_us = pgu_i64(res, 0, NROW_BASE + 3);
+	snprintf(row->invalidation_reason, sizeof(row->invalidation_reason),
+	         "%s", PQgetvalue(res, 0, NROW_BASE + 4));
 	PQclear(res);
 	return 0;
 }
@@ -142,7 +190,11 @@ enum slot_refusal slot_judge(const struct slot_row *row, const char *plugin,
 	if (!row->same_db)
 		return SLOT_OTHER_DB;
 	if (!(allow & SLOT_ALLOW_LOST) &&
-	    (row->wal_status == WAL_STATUS_LOST || !row->confirmed_known))
+	    (row->wal_status == WAL_STATUS_LOST ||
+	     /* 17: a standby's synced copy has none until sync-ready */
+	     (!row->confirmed_known && row->synced != SLOT_FLAG_TRUE) ||
+	     row->invalidation_reason[0] != '\0' ||
+	     row->conflicting == SLOT_FLAG_TRUE))
 		return SLOT_LOST;
 	if (!(allow & SLOT_ALLOW_ACTIVE) && row->active)
 		return SLOT_ACTIVE;
@@ -170,8 +222,19 @@ void slot_refusal_what(enum slot_refusal why, const struct slot_row *row,
 			snprintf(what, sizeof(what), refusals[i].what, row->database);
 			break;
 		case ARG_WAL:
-			snprintf(what, sizeof(what), refusals[i].what,
-			         ws[0] ? ws : "unknown");
+			/* Invalidated for another reason than removed WAL (18's
+			 * idle_timeout, a standby's conflict): say which. */
+			if (row->conflicting == SLOT_FLAG_TRUE ||
+			    (row->invalidation_reason[0] != '\0' &&
+			     strcmp(row->invalidation_reason, "wal_removed") != 0))
+				snprintf(what, sizeof(what), "is invalidated "
+				         "(invalidation_reason=%s): it can no longer be "
+				         "streamed and events may be missing",
+				         row->invalidation_reason[0]
+				             ? row->invalidation_reason : "conflicting");
+			else
+				snprintf(what, sizeof(what), refusals[i].what,
+				         ws[0] ? ws : "unknown");
 			break;
 		case ARG_PID:
 			snprintf(what, sizeof(what), refusals[i].what, row->active_pid);
@@ -436,50 +499,73 @@ void slot_table_text(const struct slot_table *t, char *out, size_t outlen)
 /* The watchdog's figures, one column each: the SQL expression and where
  * its value goes. The query and its reading are both made from this. */
 enum col_type { COL_BOOL, COL_INT, COL_I64, COL_I64_NULL, COL_LSN, COL_WAL,
-	            COL_DOUBLE };
+	            COL_DOUBLE, COL_FLAG, COL_REASON };
 
+/* A column that a version lacks is selected as its stand-in (older):
+ * the select list is chosen by server_version_num, never failing on a
+ * column the server does not have, and the row keeps its shape. */
 #define F(f) offsetof(struct slot_figures, f)
 static const struct {
 	const char *expr;
 	enum col_type type;
 	size_t off;
+	int since;                  /* server_version_num; 0 every version */
+	const char *older;          /* the expression before since */
 } sample_cols[] = {
-	{ "s.slot_name IS NOT NULL", COL_BOOL, F(slot_exists) },
-	{ "coalesce(s.active, false)", COL_BOOL, F(active) },
-	{ "coalesce(s.active_pid, 0)", COL_INT, F(active_pid) },
-	{ "coalesce(s.restart_lsn::text, '')", COL_LSN, F(restart_lsn) },
+	{ "s.slot_name IS NOT NULL", COL_BOOL, F(slot_exists), 0, NULL },
+	{ "coalesce(s.active, false)", COL_BOOL, F(active), 0, NULL },
+	{ "coalesce(s.active_pid, 0)", COL_INT, F(active_pid), 0, NULL },
+	{ "coalesce(s.restart_lsn::text, '')", COL_LSN, F(restart_lsn), 0, NULL },
 	{ "coalesce(s.confirmed_flush_lsn::text, '')", COL_LSN,
-	  F(confirmed_flush_lsn) },
-	{ "coalesce(s.wal_status, '')", COL_WAL, F(wal_status) },
-	{ "coalesce(s.safe_wal_size, -1)", COL_I64, F(safe_wal_size) },
-	{ "pg_current_wal_lsn()::text", COL_LSN, F(current_lsn) },
-	{ "coalesce(pg_wal_lsn_diff(pg_current_wal_lsn(), s.restart_lsn)::bigint, "
-	  "-1)", COL_I64, F(retained_bytes) },
-	{ "coalesce(pg_wal_lsn_diff(pg_current_wal_lsn(), "
-	  "s.confirmed_flush_lsn)::bigint, -1)", COL_I64, F(confirmed_lag_bytes) },
+	  F(confirmed_flush_lsn), 0, NULL },
+	{ "coalesce(s.wal_status, '')", COL_WAL, F(wal_status), 0, NULL },
+	{ "coalesce(s.safe_wal_size, -1)", COL_I64, F(safe_wal_size), 0, NULL },
+	{ "w.lsn::text", COL_LSN, F(current_lsn), 0, NULL },
+	{ "coalesce(pg_wal_lsn_diff(w.lsn, s.restart_lsn)::bigint, -1)", COL_I64,
+	  F(retained_bytes), 0, NULL },
+	{ "coalesce(pg_wal_lsn_diff(w.lsn, s.confirmed_flush_lsn)::bigint, -1)",
+	  COL_I64, F(confirmed_lag_bytes), 0, NULL },
 	/* NULL (no such setting) reads as unlimited. */
 	{ "(SELECT CASE WHEN setting::bigint < 0 THEN -1 "
 	  "        ELSE setting::bigint * 1024 * 1024 END "
 	  "   FROM pg_catalog.pg_settings WHERE name = 'max_slot_wal_keep_size')",
-	  COL_I64_NULL, F(max_slot_wal_keep_size) },
-	{ "coalesce(st.spill_txns, 0)", COL_I64, F(spill_txns) },
-	{ "coalesce(st.spill_count, 0)", COL_I64, F(spill_count) },
-	{ "coalesce(st.spill_bytes, 0)", COL_I64, F(spill_bytes) },
-	{ "coalesce(st.stream_txns, 0)", COL_I64, F(stream_txns) },
-	{ "coalesce(st.stream_count, 0)", COL_I64, F(stream_count) },
-	{ "coalesce(st.stream_bytes, 0)", COL_I64, F(stream_bytes) },
-	{ "coalesce(st.total_txns, 0)", COL_I64, F(total_txns) },
-	{ "coalesce(st.total_bytes, 0)", COL_I64, F(total_bytes) },
-	{ "coalesce(x.pid, 0)", COL_INT, F(oldest_xact_pid) },
-	{ "coalesce(x.xage, 0)", COL_I64, F(oldest_xact_age) },
-	{ "coalesce(x.secs, 0)", COL_DOUBLE, F(oldest_xact_seconds) },
+	  COL_I64_NULL, F(max_slot_wal_keep_size), 0, NULL },
+	{ "coalesce(st.spill_txns, 0)", COL_I64, F(spill_txns), 0, NULL },
+	{ "coalesce(st.spill_count, 0)", COL_I64, F(spill_count), 0, NULL },
+	{ "coalesce(st.spill_bytes, 0)", COL_I64, F(spill_bytes), 0, NULL },
+	{ "coalesce(st.stream_txns, 0)", COL_I64, F(stream_txns), 0, NULL },
+	{ "coalesce(st.stream_count, 0)", COL_I64, F(stream_count), 0, NULL },
+	{ "coalesce(st.stream_bytes, 0)", COL_I64, F(stream_bytes), 0, NULL },
+	{ "coalesce(st.total_txns, 0)", COL_I64, F(total_txns), 0, NULL },
+	{ "coalesce(st.total_bytes, 0)", COL_I64, F(total_bytes), 0, NULL },
+	{ "coalesce(x.pid, 0)", COL_INT, F(oldest_xact_pid), 0, NULL },
+	{ "coalesce(x.xage, 0)", COL_I64, F(oldest_xact_age), 0, NULL },
+	{ "coalesce(x.secs, 0)", COL_DOUBLE, F(oldest_xact_seconds), 0, NULL },
+	{ "s.conflicting", COL_FLAG, F(conflicting), SLOT_PG_CONFLICTING,
+	  "NULL::boolean" },
+	{ "s.failover", COL_FLAG, F(failover), SLOT_PG_FAILOVER, "NULL::boolean" },
+	{ "s.synced", COL_FLAG, F(synced), SLOT_PG_FAILOVER, "NULL::boolean" },
+	{ "coalesce((extract(epoch FROM s.inactive_since) * 1000000)::bigint, 0)",
+	  COL_I64, F(inactive_since_us), SLOT_PG_FAILOVER, "0::bigint" },
+	/* 15 and 16 say only wal_status lost: WAL removed. */
+	{ "coalesce(s.invalidation_reason, '')", COL_REASON,
+	  F(invalidation_reason), SLOT_PG_FAILOVER,
+	  "CASE WHEN s.wal_status = 'lost' THEN 'wal_removed' ELSE '' END" },
+	{ "coalesce((SELECT setting::bigint FROM pg_catalog.pg_settings "
+	  "  WHERE name = 'idle_replication_slot_timeout'), 0)", COL_I64,
+	  F(idle_timeout_s), SLOT_PG_IDLE_TIMEOUT, "0::bigint" },
 };
 #undef F
 
 #define NSAMPLE (sizeof(sample_cols) / sizeof(sample_cols[0]))
 
+/* The WAL position of a standby (in recovery) is its replay position:
+ * pg_current_wal_lsn() fails there, and 17's synced slots are read on
+ * standbys. */
 static const char sample_from[] =
-	" FROM (SELECT 1) AS one "
+	" FROM (SELECT CASE WHEN pg_catalog.pg_is_in_recovery() "
+	"      THEN pg_catalog.pg_last_wal_replay_lsn() "
+	"      ELSE pg_catalog.pg_current_wal_lsn() END AS lsn) AS w "
 	"LEFT JOIN pg_catalog.pg_replication_slots s ON s.slot_name = $1 "
 	"LEFT JOIN pg_catalog.pg_stat_replication_slots st "
 	"       ON st.slot_name = s.slot_name "
@@ -488,19 +574,25 @@ static const char sample_from[] =
 	"     FROM pg_catalog.pg_stat_activity a WHERE a.backend_xid IS NOT NULL "
 	"     ORDER BY age(a.backend_xid) DESC LIMIT 1) x ON true";
 
-char *slot_sample_sql(void)
+static const char *sample_expr(size_t i, int version)
+{
+	return version < sample_cols[i].since ? sample_cols[i].older
+	                                      : sample_cols[i].expr;
+}
+
+char *slot_sample_sql(int version)
 {
 	size_t n = sizeof("SELECT ") + sizeof(sample_from);
 	char *sql;
 
 	for (size_t i = 0; i < NSAMPLE; i++)
-		n += strlen(sample_cols[i].expr) + 2;
+		n += strlen(sample_expr(i, version)) + 2;
 	sql = xmalloc(n);
 	strcpy(sql, "SELECT ");
 	for (size_t i = 0; i < NSAMPLE; i++) {
 		if (i > 0)
 			strcat(sql, ", ");
-		strcat(sql, sample_cols[i].expr);
+		strcat(sql, sample_expr(i, version));
 	}
 	strcat(sql, sample_from);
 	return sql;
@@ -511,7 +603,8 @@ int slot_sample(PGconn *conn, const char *name, int64_t deadline_us,
                 size_t errlen)
 {
 	const char *params[1] = { name };
-	char *sql = slot_sample_sql();
+	int version = PQserverVersion(conn);
+	char *sql = slot_sample_sql(version);
 	PGresult *res = pgu_query(conn, sql, 1, params, deadline_us,
 	                          PGRES_TUPLES_OK, "sample query", st, err,
 	                          errlen);
@@ -529,6 +622,7 @@ int slot_sample(PGconn *conn, const char *name, int64_t deadline_us,
 	memset(f, 0, sizeof(*f));
 	f->valid = true;
 	f->sampled_at_us = now_wall_us();
+	f->server_version = version;
 	/* Each value is copied to its member by memcpy: the column table
 	 * holds offsets, and a typed store through a char pointer is what
 	 * alias analysis (and cppcheck) rightly distrusts. */
@@ -540,6 +634,7 @@ int slot_sample(PGconn *conn, const char *name, int64_t deadline_us,
 		int64_t v;
 		uint64_t lsn;
 		enum wal_status w;
+		enum slot_flag fl;
 		double d;
 
 		switch (sample_cols[i].type) {
@@ -571,6 +666,13 @@ int slot_sample(PGconn *conn, const char *name, int64_t deadline_us,
 			d = strtod(PQgetvalue(res, 0, c), NULL);
 			memcpy(p, &d, sizeof(d));
 			break;
+		case COL_FLAG:
+			fl = slot_flag_of(res, c);
+			memcpy(p, &fl, sizeof(fl));
+			break;
+		case COL_REASON:
+			snprintf(p, SLOT_REASON_LEN, "%s", PQgetvalue(res, 0, c));
+			break;
 		}
 	}
 	PQclear(res);
@@ -601,7 +703,22 @@ int slot_server_read(PGconn *conn, int64_t deadline_us, struct slot_server *s,
 		" WHERE name = 'output_plugin_libraries'), "
 		"current_setting('max_slot_wal_keep_size'), "
 		"r.rolreplication, r.rolsuper, current_user::text, "
-		"r.rolsuper OR pg_catalog.pg_has_role('pg_read_all_settings', 'USAGE') "
+		"r.rolsuper OR pg_catalog.pg_has_role('pg_read_all_settings', 'USAGE'), "
+		/* 17's and 18's settings: NULL where the server has none. */
+		"pg_catalog.pg_is_in_recovery(), "
+		"(SELECT setting FROM pg_catalog.pg_settings "
+		" WHERE name = 'synchronized_standby_slots'), "
+		"(SELECT setting FROM pg_catalog.pg_settings "
+		" WHERE name = 'idle_replication_slot_timeout'), "
+		"(SELECT coalesce(string_agg(slot_name::text, ',' ORDER BY slot_name), "
+		" '') FROM pg_catalog.pg_replication_slots "
+		" WHERE slot_type = 'physical'), "
+		"(SELECT coalesce(string_agg(slot_name::text, ',' ORDER BY slot_name), "
+		" '') FROM pg_catalog.pg_replication_slots "
+		" WHERE slot_type = 'physical' AND active), "
+		"(SELECT count(*) FROM pg_catalog.pg_stat_replication x "
+		" WHERE NOT EXISTS (SELECT 1 FROM pg_catalog.pg_replication_slots p "
+		"  WHERE p.active_pid = x.pid)) "
 		"FROM pg_catalog.pg_roles r WHERE r.rolname = current_user",
 		0, NULL, deadline_us, PGRES_TUPLES_OK, "reading the server settings",
 		st, err, errlen);
@@ -632,8 +749,89 @@ int slot_server_read(PGconn *conn, int64_t deadline_us, struct slot_server *s,
 	s->superuser = pgu_bool(res, 0, 10);
 	snprintf(s->user, sizeof(s->user), "%s", PQgetvalue(res, 0, 11));
 	s->read_all_settings = pgu_bool(res, 0, 12);
+	s->in_recovery = pgu_bool(res, 0, 13);
+	s->standby_slots_known = !PQgetisnull(res, 0, 14);
+	snprintf(s->standby_slots, sizeof(s->standby_slots), "%s",
+	         PQgetvalue(res, 0, 14));
+	s->idle_timeout_s = PQgetisnull(res, 0, 15) ? -1 : pgu_i64(res, 0, 15);
+	snprintf(s->physical, sizeof(s->physical), "%s", PQgetvalue(res, 0, 16));
+	snprintf(s->physical_active, sizeof(s->physical_active), "%s",
+	         PQgetvalue(res, 0, 17));
+	s->slotless_senders = text_int(PQgetvalue(res, 0, 18));
 	PQclear(res);
 	return 0;
+}
+
+/* The next name of a comma-separated list into name (unquoted; an
+ * unquoted name lower-cased, as PostgreSQL reads an identifier list).
+ * Returns the rest of the list, or NULL at its end. */
+static const char *next_name(const char *p, char *name, size_t len)
+{
+	size_t n = 0;
+
+	while (*p == ' ' || *p == '\t' || *p == ',')
+		p++;
+	if (*p == '\0')
+		return NULL;
+	if (*p == '"') {
+		for (p++; *p != '\0'; p++) {
+			if (*p == '"' && p[1] == '"')
+				p++;
+			else if (*p == '"') {
+				p++;
+				break;
+			}
+			if (n + 1 < len)
+				name[n++] = *p;
+		}
+	} else {
+		for (; *p != '\0' && *p != ',' && *p != ' ' && *p != '\t'; p++)
+			if (n + 1 < len)
+				name[n++] = (char)(*p >= 'A' && *p <= 'Z' ? *p + 32 : *p);
+	}
+	name[n] = '\0';
+	while (*p != '\0' && *p != ',')
+		p++;
+	return p;
+}
+
+static bool list_has(const char *list, const char *name)
+{
+	char item[128];
+	const char *p = list;
+
+	while ((p = next_name(p, item, sizeof(item))) != NULL)
+		if (strcmp(item, name) == 0)
+			return true;
+	return false;
+}
+
+static void list_add(char *out, size_t len, const char *name)
+{
+	size_t n = strlen(out);
+
+	snprintf(out + n, len - n, "%s%s", n ? ", " : "", name);
+}
+
+void slot_standby_compare(const char *setting, const char *physical,
+                          const char *active, char *missing, size_t misslen,
+                          char *unknown, size_t unknownlen, char *idle,
+                          size_t idlelen)
+{
+	char name[128];
+	const char *p;
+
+	missing[0] = unknown[0] = idle[0] = '\0';
+	/* "*" is not a slot name: 17 refuses it in this setting. */
+	for (p = active; (p = next_name(p, name, sizeof(name))) != NULL;)
+		if (!list_has(setting, name))
+			list_add(missing, misslen, name);
+	for (p = setting; (p = next_name(p, name, sizeof(name))) != NULL;) {
+		if (!list_has(physical, name))
+			list_add(unknown, unknownlen, name);
+		else if (!list_has(active, name))
+			list_add(idle, idlelen, name);
+	}
 }
 
 /* ------------------------------------------------------------ publication */
@@ -874,18 +1072,50 @@ void slot_pub_text(enum slot_pub_verdict v, const struct slot_pub *p,
 
 /* ------------------------------------------------------------ changes */
 
+int slot_failover_wanted(const char *setting, int version, bool *want,
+                         char *err, size_t errlen)
+{
+	bool can = version >= SLOT_PG_FAILOVER;
+
+	*want = false;
+	if (strcmp(setting, "off") == 0)
+		return 0;
+	if (strcmp(setting, "on") == 0 && !can) {
+		errbuf_set(err, errlen, "slot.failover = on, but PostgreSQL %d.%d "
+		           "has no failover slots (17 and later): set slot.failover "
+		           "= auto or off (after a promotion the new primary then has "
+		           "no slot: runbook, section \"failover\")", version / 10000,
+		           version % 10000);
+		return -1;
+	}
+	*want = can;
+	return 0;
+}
+
+void slot_create_sql(const char *name, const char *plugin, bool failover,
+                     char *out, size_t outlen)
+{
+	/* slot.name is [a-z0-9_] and slot.plugin one of two words
+	 * (config.c), so neither needs escaping. No TWO_PHASE: pgo.c
+	 * refuses what it produces. FAILOVER exists only in the option
+	 * list of the newer syntax (15 and later), where SNAPSHOT 'nothing'
+	 * is NOEXPORT_SNAPSHOT. */
+	if (failover)
+		snprintf(out, outlen, "CREATE_REPLICATION_SLOT \"%s\" LOGICAL %s "
+		         "(SNAPSHOT 'nothing', FAILOVER true)", name, plugin);
+	else
+		snprintf(out, outlen, "CREATE_REPLICATION_SLOT \"%s\" LOGICAL %s "
+		         "NOEXPORT_SNAPSHOT", name, plugin);
+}
+
 int slot_create(PGconn *conn, const char *name, const char *plugin,
-                int64_t deadline_us, uint64_t *cp, struct pgu_status *st,
-                char *err, size_t errlen)
+                bool failover, int64_t deadline_us, uint64_t *cp,
+                struct pgu_status *st, char *err, size_t errlen)
 {
 	char sql[256];
 	PGresult *res;
 
-	/* slot.name is [a-z0-9_] and slot.plugin one of two words
-	 * (config.c), so neither needs escaping. No TWO_PHASE: pgo.c
-	 * refuses what it produces. */
-	snprintf(sql, sizeof(sql), "CREATE_REPLICATION_SLOT \"%s\" LOGICAL "
-	         "%s NOEXPORT_SNAPSHOT", name, plugin);
+	slot_create_sql(name, plugin, failover, sql, sizeof(sql));
 	res = pgu_query(conn, sql, 0, NULL, deadline_us, PGRES_TUPLES_OK,
 	                "creating the replication slot", st, err, errlen);
 	if (res == NULL)

@@ -75,9 +75,10 @@ static void quote_list(const char *in, char *out, size_t outlen)
 	}
 }
 
-/* Server settings and the role. */
-static void check_server(struct cli_checks *c, PGconn *conn, bool slot_exists,
-                         const char *plugin)
+/* Server settings and the role; s is filled for the items after them.
+ * Returns false when the settings could not be read. */
+static bool check_server(struct cli_checks *c, PGconn *conn, bool slot_exists,
+                         const char *plugin, struct slot_server *srv)
 {
 	struct slot_server s;
 	struct pgu_status st;
@@ -87,8 +88,9 @@ static void check_server(struct cli_checks *c, PGconn *conn, bool slot_exists,
 	                     sizeof(err)) < 0) {
 		check_item(c, "server_settings", CHECK_FAIL, RELAY_EXIT_UNAVAILABLE,
 		           NULL, "cannot read them: %s", err);
-		return;
+		return false;
 	}
+	*srv = s;
 	/* 15: make check, both plugins; 16 to 18: make check-pg-matrix,
 	 * pgoutput only (their builds there have no wal2json). */
 	int major = s.version_num / 10000;
@@ -160,6 +162,134 @@ static void check_server(struct cli_checks *c, PGconn *conn, bool slot_exists,
 		check_item(c, "role", s.replication ? CHECK_OK : CHECK_FAIL,
 		           RELAY_EXIT_UNAVAILABLE, fix, "\"%s\"%s", s.user,
 		           s.replication ? " has REPLICATION" : " lacks REPLICATION");
+	return true;
+}
+
+/* synchronized_standby_slots (17) against the standbys streaming now:
+ * the relay must not receive a transaction a standby that may be
+ * promoted has not received, or after a failover to it Kafka holds an
+ * event the new primary never committed (a ghost). */
+static void check_standby_slots(struct cli_checks *c,
+                                const struct slot_server *s)
+{
+	char missing[512], unknown[512], idle[512], fix[1024];
+	const char *set = s->standby_slots;
+
+	slot_standby_compare(set, s->physical, s->physical_active, missing,
+	                     sizeof(missing), unknown, sizeof(unknown), idle,
+	                     sizeof(idle));
+	snprintf(fix, sizeof(fix), "ALTER SYSTEM SET synchronized_standby_slots "
+	         "= '<the physical slot of each standby that may be promoted>'; "
+	         "SELECT pg_reload_conf();%s%s%s (runbook, section \"failover\")",
+	         s->physical_active[0] ? " (streaming now: " : "",
+	         s->physical_active, s->physical_active[0] ? ")" : "");
+	if (unknown[0] != '\0') {
+		check_item(c, "synchronized_standby_slots", CHECK_FAIL,
+		           RELAY_EXIT_UNAVAILABLE, fix, "'%s' names %s, which is no "
+		           "physical replication slot here: the relay's walsender "
+		           "waits for it and sends nothing", set, unknown);
+	} else if (missing[0] != '\0') {
+		check_item(c, "synchronized_standby_slots", CHECK_WARN, 0, fix,
+		           "%s%s%s, but a standby streams from physical slot %s: the "
+		           "relay may receive a transaction that standby has not; "
+		           "after a failover to it, Kafka holds events the new "
+		           "primary never committed (ghosts)", set[0] ? "'" : "",
+		           set[0] ? set : "empty", set[0] ? "'" : "", missing);
+	} else if (idle[0] != '\0') {
+		check_item(c, "synchronized_standby_slots", CHECK_WARN, 0,
+		           "start that standby, or take its slot out of the setting "
+		           "if it is not to be promoted", "'%s': no standby streams "
+		           "from %s now, and the relay's walsender waits for it: "
+		           "nothing is published until it does", set, idle);
+	} else if (set[0] == '\0') {
+		check_item(c, "synchronized_standby_slots", CHECK_OK, 0, NULL,
+		           "empty; no standby streams from a physical slot now%s",
+		           s->physical[0] ? "" : " (there is none)");
+	} else {
+		check_item(c, "synchronized_standby_slots", CHECK_OK, 0, NULL,
+		           "'%s': every standby streaming from a physical slot is "
+		           "named, so the relay receives only what they have", set);
+	}
+	if (s->slotless_senders > 0)
+		check_item(c, "standbys_without_slot", CHECK_WARN, 0,
+		           "give each standby a physical slot (primary_slot_name), "
+		           "name it in synchronized_standby_slots, and set "
+		           "sync_replication_slots = on and hot_standby_feedback = on "
+		           "on the standby", "%d walsender%s without a replication "
+		           "slot (a standby without primary_slot_name, or a base "
+		           "backup): synchronized_standby_slots cannot name it and "
+		           "the failover slot is not synchronized to it",
+		           s->slotless_senders, s->slotless_senders == 1 ? "" : "s");
+}
+
+/* Failover slots (17) and the idle timeout (18), as slot.failover asks.
+ * row is NULL when the slot could not be read. */
+static void check_failover(struct cli_checks *c, const struct slot_server *s,
+                           const struct slot_row *row,
+                           const struct relay_config *cfg)
+{
+	const char *name = cfg->slot_name;
+	char err[512], fix[512];
+	bool want;
+
+	if (slot_failover_wanted(cfg->slot_failover, s->version_num, &want, err,
+	                         sizeof(err)) < 0) {
+		check_item(c, "failover_slot", CHECK_FAIL, RELAY_EXIT_CONFIG,
+		           "set slot.failover = auto", "%s", err);
+	} else if (s->version_num < SLOT_PG_FAILOVER) {
+		check_item(c, "failover_slot",
+		           strcmp(cfg->slot_failover, "off") == 0 ? CHECK_OK
+		                                                  : CHECK_WARN, 0,
+		           "plan a promotion with the runbook, section \"failover\" "
+		           "(failover slots need PostgreSQL 17)", "not available on "
+		           "PostgreSQL %d: after a promotion the new primary has no "
+		           "slot \"%s\" and the relay stops (slot does not exist)",
+		           s->version_num / 10000, name);
+	} else if (!want) {
+		check_item(c, "failover_slot", CHECK_OK, 0, NULL, "off "
+		           "(slot.failover = off): after a promotion the new primary "
+		           "has no slot \"%s\"", name);
+	} else if (s->in_recovery) {
+		check_item(c, "failover_slot", CHECK_WARN, 0, "point pg.conninfo at "
+		           "the primary", "the server is a standby (in recovery): "
+		           "failover slots are made and checked on the primary%s",
+		           row != NULL && row->synced == SLOT_FLAG_TRUE
+		               ? "; this slot is a synchronized copy" : "");
+	} else if (row == NULL || !row->exists) {
+		check_item(c, "failover_slot", CHECK_OK, 0, NULL, "no slot yet: "
+		           "--create-slot creates \"%s\" with FAILOVER", name);
+	} else if (row->failover != SLOT_FLAG_TRUE) {
+		snprintf(fix, sizeof(fix), "while no relay streams from it: "
+		         "ALTER_REPLICATION_SLOT \"%s\" (FAILOVER true) on a "
+		         "replication connection (psql \"dbname=<db> "
+		         "replication=database\"), or drop it and run --create-slot",
+		         name);
+		check_item(c, "failover_slot",
+		           strcmp(cfg->slot_failover, "on") == 0 ? CHECK_FAIL
+		                                                 : CHECK_WARN,
+		           RELAY_EXIT_UNAVAILABLE, fix, "\"%s\" is not a failover "
+		           "slot: standbys do not get a copy, and after a promotion "
+		           "the new primary has none", name);
+	} else {
+		check_item(c, "failover_slot", CHECK_OK, 0, NULL, "\"%s\" is a "
+		           "failover slot (standbys with sync_replication_slots = on "
+		           "keep a copy)", name);
+	}
+	if (want && s->version_num >= SLOT_PG_FAILOVER && !s->in_recovery &&
+	    s->standby_slots_known)
+		check_standby_slots(c, s);
+	if (s->idle_timeout_s > 0)
+		check_item(c, "idle_replication_slot_timeout", CHECK_WARN, 0,
+		           "keep a standby relay running, or raise it above the "
+		           "longest relay outage (0 turns it off): ALTER SYSTEM SET "
+		           "idle_replication_slot_timeout = 0; SELECT pg_reload_conf();",
+		           "%lld s: a slot no relay streams from for that long is "
+		           "invalidated at the next checkpoint (invalidation_reason "
+		           "idle_timeout; the relay then stops with exit 69, runbook: "
+		           "slot lost)", (long long)s->idle_timeout_s);
+	else if (s->idle_timeout_s == 0)
+		check_item(c, "idle_replication_slot_timeout", CHECK_OK, 0, NULL,
+		           "0 (off)");
 }
 
 /* wal2json is installed and allowed: pg_available_extensions does not
@@ -366,9 +496,10 @@ static void check_postgres(struct cli_checks *c, const struct relay_config *cfg,
 {
 	struct pgu_status st;
 	struct slot_row s;
+	struct slot_server srv;
 	char err[1400];
 	PGconn *conn;
-	bool slot_read_ok;
+	bool slot_read_ok, srv_ok;
 
 	if (cfg->pg_conninfo[0] == '\0') {
 		check_item(c, "postgres_connection", CHECK_FAIL, RELAY_EXIT_CONFIG,
@@ -395,7 +526,8 @@ static void check_postgres(struct cli_checks *c, const struct relay_config *cfg,
 		check_item(c, "slot", CHECK_FAIL, RELAY_EXIT_UNAVAILABLE, NULL, "%s",
 		           err);
 	/* A slot that could not be read is not blamed for the slot count. */
-	check_server(c, conn, !slot_read_ok || s.exists, cfg->slot_plugin);
+	srv_ok = check_server(c, conn, !slot_read_ok || s.exists, cfg->slot_plugin,
+	                      &srv);
 	if (strcmp(cfg->slot_plugin, "pgoutput") != 0)
 		check_wal2json(c, conn);
 	check_replication(c, cfg);
@@ -404,6 +536,8 @@ static void check_postgres(struct cli_checks *c, const struct relay_config *cfg,
 		check_publication(c, conn, cfg);
 	if (slot_read_ok)
 		check_slot(c, &s, cfg->slot_name, cfg->slot_plugin);
+	if (srv_ok)
+		check_failover(c, &srv, slot_read_ok ? &s : NULL, cfg);
 	if (slot_read_ok && s.exists && s.confirmed_known)
 		check_ledger(c, cfg, &s);
 	PQfinish(conn);

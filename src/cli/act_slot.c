@@ -142,6 +142,7 @@ static int create_exists(const struct relay_config *cfg,
 	const char *name = cfg->slot_name;
 	enum slot_refusal why = slot_judge(s, cfg->slot_plugin, SLOT_ALLOW_ACTIVE);
 	char msg[1400];
+	bool want;
 	int rc;
 
 	if (!a->if_not_exists) {
@@ -160,6 +161,14 @@ static int create_exists(const struct relay_config *cfg,
 	 * the slot is older and could not decode the changes before it. */
 	if (cp->pgoutput && (rc = create_publication(conn, cfg, cp, false)) != 0)
 		return rc;
+	/* Accepted as it is; --check says what a missing FAILOVER means. */
+	if (slot_failover_wanted(cfg->slot_failover, s->server_version, &want,
+	                         msg, sizeof(msg)) == 0 && want &&
+	    s->failover == SLOT_FLAG_FALSE)
+		cli_err("note: slot \"%s\" is not a failover slot (slot.failover = "
+		        "%s); while no relay streams from it: ALTER_REPLICATION_SLOT "
+		        "\"%s\" (FAILOVER true) on a replication connection",
+		        name, cfg->slot_failover, name);
 	if (a->json) {
 		json_t *j = json_object();
 		json_object_set_new(j, "slot", cli_jstr(name));
@@ -170,6 +179,10 @@ static int create_exists(const struct relay_config *cfg,
 		json_object_set_new(j, "publication_created", json_false());
 		json_object_set_new(j, "confirmed_flush_lsn",
 		                    cli_jlsn(s->confirmed_lsn));
+		json_object_set_new(j, "failover",
+		                    s->failover == SLOT_FLAG_ABSENT
+		                        ? json_null()
+		                        : json_boolean(s->failover == SLOT_FLAG_TRUE));
 		cli_json_out(j);
 	} else {
 		printf("slot \"%s\" already exists (plugin %s%s%s, "
@@ -191,6 +204,7 @@ int act_create_slot(const struct relay_config *cfg, const struct cli_args *a)
 	struct slot_row s;
 	char err[1400], cps[32];
 	uint64_t cp = 0;
+	bool failover = false;
 	PGconn *conn;
 	int rc = RELAY_EXIT_UNAVAILABLE;
 
@@ -207,6 +221,13 @@ int act_create_slot(const struct relay_config *cfg, const struct cli_args *a)
 		rc = create_exists(cfg, a, conn, &s, &cpub);
 		goto out;
 	}
+	/* Decided before anything is created: on before 17 is an error. */
+	if (slot_failover_wanted(cfg->slot_failover, PQserverVersion(conn),
+	                         &failover, err, sizeof(err)) < 0) {
+		cli_err("%s; nothing was created", err);
+		rc = RELAY_EXIT_CONFIG;
+		goto out;
+	}
 	/* The publication first: committed before the slot's consistent
 	 * point, so every change the slot decodes sees it. */
 	if (cpub.pgoutput && (rc = create_publication(conn, cfg, &cpub, true)) != 0)
@@ -215,8 +236,8 @@ int act_create_slot(const struct relay_config *cfg, const struct cli_args *a)
 	if (cpub.created && !a->json)
 		printf("created publication \"%s\" (inserts into %s.%s)\n",
 		       cpub.name, cfg->outbox_schema, cfg->outbox_table);
-	if (slot_create(conn, name, cfg->slot_plugin, cli_deadline(), &cp, &st,
-	                err, sizeof(err)) < 0) {
+	if (slot_create(conn, name, cfg->slot_plugin, failover, cli_deadline(),
+	                &cp, &st, err, sizeof(err)) < 0) {
 		if (strcmp(st.sqlstate, "42710") == 0 &&
 		    slot_read(conn, name, cli_deadline(), &s, &st, err,
 		              sizeof(err)) == 0 && s.exists) {
@@ -245,12 +266,14 @@ int act_create_slot(const struct relay_config *cfg, const struct cli_args *a)
 		json_object_set_new(j, "publication_created",
 		                    json_boolean(cpub.created));
 		json_object_set_new(j, "consistent_point", cli_jstr(cps));
+		json_object_set_new(j, "failover", json_boolean(failover));
 		cli_json_out(j);
 	} else {
-		printf("created slot \"%s\" (plugin %s%s%s), consistent point %s: "
+		printf("created slot \"%s\" (plugin %s%s%s%s), consistent point %s: "
 		       "events committed after it will be published\n", name,
 		       cfg->slot_plugin, cpub.pgoutput ? ", publication " : "",
-		       cpub.pgoutput ? cpub.name : "", cps);
+		       cpub.pgoutput ? cpub.name : "", failover ? ", failover" : "",
+		       cps);
 	}
 	rc = RELAY_EXIT_OK;
 out:
@@ -335,7 +358,14 @@ int act_drop_slot(const struct relay_config *cfg, const struct cli_args *a)
 		return rc;
 	rc = RELAY_EXIT_UNAVAILABLE;
 	if (slot_judge(&s, cfg->slot_plugin, 0) == SLOT_LOST) {
-		snprintf(why, sizeof(why), "the slot is invalidated: its WAL is gone");
+		if (s.invalidation_reason[0] != '\0' &&
+		    strcmp(s.invalidation_reason, "wal_removed") != 0)
+			snprintf(why, sizeof(why), "the slot is invalidated "
+			         "(invalidation_reason=%s): it can no longer be read",
+			         s.invalidation_reason);
+		else
+			snprintf(why, sizeof(why), "the slot is invalidated: its WAL "
+			         "is gone");
 	} else {
 		pk.slot = name;
 		pk.upto_nchanges = DROP_PEEK_ROWS;

@@ -6,8 +6,64 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cli_int.h"
+
+/* A column of a newer version: "yes", "no", or NULL where absent. */
+static const char *flag_text(enum slot_flag f)
+{
+	return f == SLOT_FLAG_TRUE ? "yes" : f == SLOT_FLAG_FALSE ? "no" : NULL;
+}
+
+/* "45 s", "12.5 min", "3.2 h". */
+static void fmt_secs_short(char *buf, size_t len, double v)
+{
+	if (v < 120)
+		snprintf(buf, len, "%.0f s", v);
+	else if (v < 7200)
+		snprintf(buf, len, "%.1f min", v / 60);
+	else
+		snprintf(buf, len, "%.1f h", v / 3600);
+}
+
+/* The columns of newer versions, each where the server has it. */
+static void print_versioned(const struct health_snapshot *s)
+{
+	const struct slot_figures *f = &s->slot;
+	char when[64], left[32];
+	struct tm tm;
+	time_t t;
+
+	if (f->failover != SLOT_FLAG_ABSENT)
+		printf("  failover: %s, synced: %s\n", flag_text(f->failover),
+		       flag_text(f->synced) ? flag_text(f->synced) : "unknown");
+	if (f->conflicting != SLOT_FLAG_ABSENT)
+		printf("  conflicting: %s\n", flag_text(f->conflicting));
+	if (f->invalidation_reason[0] != '\0')
+		printf("  invalidation_reason: %.*s\n",
+		       (int)sizeof(f->invalidation_reason), f->invalidation_reason);
+	if (f->inactive_since_us > 0) {
+		t = (time_t)(f->inactive_since_us / 1000000);
+		if (gmtime_r(&t, &tm) == NULL ||
+		    strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
+			snprintf(when, sizeof(when), "?");
+		printf("  inactive since %s\n", when);
+	}
+	if (f->server_version >= SLOT_PG_IDLE_TIMEOUT) {
+		if (f->idle_timeout_s <= 0)
+			printf("  idle_replication_slot_timeout: off\n");
+		else if (s->eval.idle_eta_seconds >= 0) {
+			fmt_secs_short(left, sizeof(left), s->eval.idle_eta_seconds);
+			printf("  idle_replication_slot_timeout %lld s: invalidated in "
+			       "%s unless a relay streams from it\n",
+			       (long long)f->idle_timeout_s, left);
+		} else {
+			printf("  idle_replication_slot_timeout %lld s\n",
+			       (long long)f->idle_timeout_s);
+		}
+	}
+}
 
 /* plugin: the slot's (pg_replication_slots.plugin), "" unknown;
  * publication: slot.publication, NULL unless the slot is pgoutput's. */
@@ -33,6 +89,7 @@ static void print_text(const struct health_snapshot *s, const char *plugin,
 	if (f->active)
 		printf(" (PID %d)", f->active_pid);
 	printf(", wal_status: %s\n", ws[0] ? ws : "unknown");
+	print_versioned(s);
 	printf("  restart_lsn " LSN_FMT ", confirmed_flush_lsn " LSN_FMT
 	       ", server WAL at " LSN_FMT "\n", LSN_ARGS(f->restart_lsn),
 	       LSN_ARGS(f->confirmed_flush_lsn), LSN_ARGS(f->current_lsn));

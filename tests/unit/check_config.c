@@ -71,6 +71,9 @@ START_TEST(test_slot_plugin)
 		{ "slot.publication", "Outbox" },
 		{ "slot.publication", "1pub" },
 		{ "slot.publication", "a\"b" },
+		{ "slot.failover", "true" },
+		{ "slot.failover", "ON" },
+		{ "slot.failover", "" },
 	};
 	struct relay_config cfg;
 	char err[512];
@@ -82,6 +85,10 @@ START_TEST(test_slot_plugin)
 	ck_assert_int_eq(cfg_set(&cfg, "slot.publication", "orders_pub2",
 	                         CFG_SRC_FLAG, "--set", err, sizeof(err)), 0);
 	ck_assert_str_eq(cfg.slot_publication, "orders_pub2");
+	ck_assert_str_eq(cfg.slot_failover, "auto"); /* the default */
+	ck_assert_int_eq(cfg_set(&cfg, "slot.failover", "off", CFG_SRC_FLAG,
+	                         "--set", err, sizeof(err)), 0);
+	ck_assert_str_eq(cfg.slot_failover, "off");
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		ck_assert_int_eq(cfg_set(&cfg, bad[i][0], bad[i][1], CFG_SRC_FLAG,
 		                         "--set", err, sizeof(err)), -1);
@@ -90,6 +97,7 @@ START_TEST(test_slot_plugin)
 	/* A refused value leaves the one before it. */
 	ck_assert_str_eq(cfg.slot_plugin, "pgoutput");
 	ck_assert_str_eq(cfg.slot_publication, "orders_pub2");
+	ck_assert_str_eq(cfg.slot_failover, "off");
 	cfg_free(&cfg);
 }
 END_TEST

@@ -1349,7 +1349,7 @@ static struct prom *render_prom(const struct health_snapshot *s)
 		ck_abort_msg("%s", p->err);
 	}
 	/* Every family, with or without samples, is announced. */
-	ck_assert_uint_eq(p->nf, 44);
+	ck_assert_uint_eq(p->nf, 50);
 	for (size_t i = 0; i < p->nf; i++)
 		ck_assert_msg(strncmp(p->f[i].name, PFX, strlen(PFX)) == 0, "%s",
 		              p->f[i].name);
@@ -1588,6 +1588,108 @@ START_TEST(test_metrics_omitted)
 }
 END_TEST
 
+/* The columns of newer versions: absent where the server lacks them,
+ * and 18's idle_timeout is a lost slot like removed WAL. */
+START_TEST(test_metrics_versions)
+{
+	static struct health_snapshot s;
+	struct prom *p;
+	double v;
+
+	/* 15: no failover, synced, conflicting, inactive_since; the only
+	 * reason it can report is wal_removed (wal_status lost). */
+	full_snapshot(&s);
+	s.slot.server_version = 150014;
+	health_evaluate(&s.slot, &s.relay, &s.thresholds, 0, s.now_us, &s.eval);
+	p = render_prom(&s);
+	pabsent(p, PFX "slot_failover");
+	pabsent(p, PFX "slot_synced");
+	pabsent(p, PFX "slot_conflicting");
+	pabsent(p, PFX "slot_inactive_since_timestamp_seconds");
+	pabsent(p, PFX "slot_eta_to_idle_timeout_seconds");
+	pval(p, PFX "slot_invalidation_reason", "reason=\"wal_removed\"", 0);
+	ck_assert(!pfind(p, PFX "slot_invalidation_reason",
+	                 "reason=\"idle_timeout\"", &v));
+	free(p);
+
+	/* 18, the relay gone for 50 min of a one-hour timeout. */
+	s.slot.server_version = 180004;
+	s.slot.failover = SLOT_FLAG_TRUE;
+	s.slot.synced = SLOT_FLAG_FALSE;
+	s.slot.conflicting = SLOT_FLAG_FALSE;
+	s.slot.active = false;
+	s.slot.active_pid = 0;
+	s.slot.inactive_since_us = NOW_US - 3000 * SEC;
+	s.slot.idle_timeout_s = 3600;
+	health_evaluate(&s.slot, &s.relay, &s.thresholds, 0, s.now_us, &s.eval);
+	ck_assert_double_eq(s.eval.idle_eta_seconds, 600);
+	p = render_prom(&s);
+	pval(p, PFX "slot_failover", "", 1);
+	pval(p, PFX "slot_synced", "", 0);
+	pval(p, PFX "slot_conflicting", "", 0);
+	pval(p, PFX "slot_inactive_since_timestamp_seconds", "",
+	     (double)(NOW_US - 3000 * SEC) / 1e6);
+	pval(p, PFX "slot_eta_to_idle_timeout_seconds", "", 600);
+	pval(p, PFX "slot_invalidation_reason", "reason=\"idle_timeout\"", 0);
+	pval(p, PFX "health_state", "", 2);
+	free(p);
+
+	/* Invalidated by it: fatal, and the reason set. */
+	snprintf(s.slot.invalidation_reason, sizeof(s.slot.invalidation_reason),
+	         "idle_timeout");
+	s.slot.wal_status = WAL_STATUS_LOST;
+	health_evaluate(&s.slot, &s.relay, &s.thresholds, 0, s.now_us, &s.eval);
+	ck_assert_double_eq(s.eval.idle_eta_seconds, -1);
+	ck_assert_str_eq(s.eval.reason[0], "slot lost: invalidated (idle_timeout); "
+	                 "the relay stops, the slot must be recreated and the "
+	                 "outbox re-published: see runbook");
+	p = render_prom(&s);
+	pval(p, PFX "health_state", "", 3);
+	pval(p, PFX "slot_invalidation_reason", "reason=\"idle_timeout\"", 1);
+	pval(p, PFX "slot_invalidation_reason", "reason=\"wal_removed\"", 0);
+	pabsent(p, PFX "slot_eta_to_idle_timeout_seconds");
+	free(p);
+}
+END_TEST
+
+START_TEST(test_slot_json_versions)
+{
+	static struct health_snapshot s;
+	json_t *root;
+
+	full_snapshot(&s);
+	s.slot.server_version = 160014;
+	s.slot.conflicting = SLOT_FLAG_FALSE;
+	health_evaluate(&s.slot, &s.relay, &s.thresholds, 0, s.now_us, &s.eval);
+	root = render_parse(&s, false);
+	jnull(root, "server.failover");
+	jnull(root, "server.synced");
+	jbool(root, "server.conflicting", false);
+	jnull(root, "server.inactive_since");
+	jnull(root, "server.invalidation_reason");
+	jnull(root, "server.idle_replication_slot_timeout_seconds");
+	jint(root, "server.server_version_num", 160014);
+	jnull(root, "idle_timeout_eta_seconds");
+	json_decref(root);
+
+	s.slot.server_version = 180004;
+	s.slot.failover = SLOT_FLAG_TRUE;
+	s.slot.synced = SLOT_FLAG_FALSE;
+	s.slot.active = false;
+	s.slot.inactive_since_us = NOW_US - 60 * SEC;
+	s.slot.idle_timeout_s = 86400;
+	health_evaluate(&s.slot, &s.relay, &s.thresholds, 0, s.now_us, &s.eval);
+	root = render_parse(&s, true);
+	jbool(root, "server.failover", true);
+	jbool(root, "server.synced", false);
+	jstr(root, "server.inactive_since", "2023-11-14T22:12:20.000Z");
+	jint(root, "server.idle_replication_slot_timeout_seconds", 86400);
+	jreal(root, "idle_timeout_eta_seconds", 86340);
+	jstr(root, "state", "ok"); /* 24 h left: above eta warn (1 h) */
+	json_decref(root);
+}
+END_TEST
+
 START_TEST(test_metrics_topics_dedup)
 {
 	static struct health_snapshot s;
@@ -1771,6 +1873,7 @@ Suite *health_suite(void)
 	suite_add_tcase(s, tw);
 
 	tcase_add_test(tj, test_slot_json_fields);
+	tcase_add_test(tj, test_slot_json_versions);
 	tcase_add_test(tj, test_slot_json_reasons_whole);
 	tcase_add_test(tj, test_slot_json_optional_values);
 	tcase_add_test(tj, test_slot_json_no_slot);
@@ -1779,6 +1882,7 @@ Suite *health_suite(void)
 	tcase_add_test(tm, test_prom_parser_rejects);
 	tcase_add_test(tm, test_metrics_values);
 	tcase_add_test(tm, test_metrics_omitted);
+	tcase_add_test(tm, test_metrics_versions);
 	tcase_add_test(tm, test_metrics_state_set);
 	tcase_add_test(tm, test_metrics_topics_dedup);
 	tcase_add_test(tm, test_metrics_histogram);

@@ -144,20 +144,202 @@ START_TEST(test_table_text)
 }
 END_TEST
 
-/* One column table drives the sample's SQL: 22 figures, in one row. */
-START_TEST(test_sample_sql)
+/* Top-level columns of a SELECT list (up to " FROM (SELECT 1)" or the
+ * first top-level " FROM "). */
+static int select_columns(const char *sql)
 {
-	char *sql = slot_sample_sql();
 	int commas = 0, depth = 0;
 
-	ck_assert_int_eq(strncmp(sql, "SELECT ", 7), 0);
-	for (const char *p = sql; strncmp(p, " FROM (SELECT 1)", 16) != 0; p++) {
+	for (const char *p = sql; *p != '\0'; p++) {
+		if (depth == 0 && strncmp(p, " FROM ", 6) == 0 && p != sql)
+			break;
 		depth += *p == '(' ? 1 : *p == ')' ? -1 : 0;
 		commas += *p == ',' && depth == 0;
 	}
-	ck_assert_int_eq(commas + 1, 22);
-	ck_assert_ptr_nonnull(strstr(sql, "pg_stat_replication_slots"));
-	free(sql);
+	return commas + 1;
+}
+
+/* One column table drives the sample's SQL: 28 figures, in one row, on
+ * every version; a column the version lacks is a stand-in. */
+START_TEST(test_sample_sql)
+{
+	static const struct {
+		int version;
+		const char *has, *lacks;
+	} v[] = {
+		{ 150000, "THEN 'wal_removed'", "s.conflicting" },
+		{ 160000, "s.conflicting", "s.failover" },
+		{ 170000, "s.failover", "idle_replication_slot_timeout" },
+		{ 180000, "idle_replication_slot_timeout", "THEN 'wal_removed'" },
+	};
+
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		char *sql = slot_sample_sql(v[i].version);
+		ck_assert_int_eq(strncmp(sql, "SELECT ", 7), 0);
+		ck_assert_int_eq(select_columns(sql), 28);
+		ck_assert_ptr_nonnull(strstr(sql, "pg_stat_replication_slots"));
+		ck_assert_msg(strstr(sql, v[i].has) != NULL, "%d: no %s",
+		              v[i].version, v[i].has);
+		ck_assert_msg(strstr(sql, v[i].lacks) == NULL, "%d: %s",
+		              v[i].version, v[i].lacks);
+		free(sql);
+	}
+}
+END_TEST
+
+/* slot_read's select list: 18 columns on every version. */
+START_TEST(test_read_sql)
+{
+	static const struct {
+		int version;
+		const char *has, *lacks;
+	} v[] = {
+		{ 150000, "THEN 'wal_removed'", "s.conflicting" },
+		{ 160000, "s.conflicting", "s.inactive_since" },
+		{ 170000, "s.invalidation_reason", "THEN 'wal_removed'" },
+		{ 180000, "s.synced", "NULL::boolean" },
+	};
+
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		char *sql = slot_read_sql(v[i].version, "'s'");
+		ck_assert_int_eq(select_columns(sql), 18);
+		ck_assert_msg(strstr(sql, v[i].has) != NULL, "%d: no %s",
+		              v[i].version, v[i].has);
+		ck_assert_msg(strstr(sql, v[i].lacks) == NULL, "%d: %s",
+		              v[i].version, v[i].lacks);
+		ck_assert_ptr_nonnull(strstr(sql, "ON s.slot_name = 's'"));
+		free(sql);
+	}
+}
+END_TEST
+
+/* 18's idle_timeout (and any other reason) is a lost slot, named; 15's
+ * wal_removed keeps the wal_status wording. */
+START_TEST(test_invalidation_reason)
+{
+	struct slot_row row = {
+		.exists = true, .logical = true, .same_db = true,
+		.wal_status = WAL_STATUS_RESERVED, .confirmed_known = true,
+	};
+	char text[1400];
+
+	snprintf(row.plugin, sizeof(row.plugin), "wal2json");
+	ck_assert_int_eq(slot_judge(&row, "wal2json", 0), SLOT_USABLE);
+	snprintf(row.invalidation_reason, sizeof(row.invalidation_reason),
+	         "idle_timeout");
+	ck_assert_int_eq(slot_judge(&row, "wal2json", 0), SLOT_LOST);
+	ck_assert_int_eq(slot_judge(&row, "wal2json", SLOT_ALLOW_ACTIVE),
+	                 SLOT_LOST);
+	ck_assert_int_eq(slot_judge(&row, "wal2json", SLOT_ALLOW_LOST),
+	                 SLOT_USABLE);
+	slot_refusal_text(SLOT_LOST, &row, "s", true, text, sizeof(text));
+	ck_assert_msg(strstr(text, "replication slot \"s\" is invalidated "
+	                           "(invalidation_reason=idle_timeout)") != NULL,
+	              "%s", text);
+	ck_assert_msg(strstr(text, "(runbook: slot lost)") != NULL, "%s", text);
+
+	/* 17's wal_removed with wal_status lost: as on 15. */
+	row.wal_status = WAL_STATUS_LOST;
+	snprintf(row.invalidation_reason, sizeof(row.invalidation_reason),
+	         "wal_removed");
+	slot_refusal_text(SLOT_LOST, &row, "s", true, text, sizeof(text));
+	ck_assert_msg(strstr(text, "(wal_status=lost): the WAL it needed") != NULL,
+	              "%s", text);
+
+	/* 16's conflicting, with no reason column. */
+	row.wal_status = WAL_STATUS_RESERVED;
+	row.invalidation_reason[0] = '\0';
+	row.conflicting = SLOT_FLAG_TRUE;
+	ck_assert_int_eq(slot_judge(&row, "wal2json", 0), SLOT_LOST);
+	slot_refusal_text(SLOT_LOST, &row, "s", false, text, sizeof(text));
+	ck_assert_msg(strstr(text, "(invalidation_reason=conflicting)") != NULL,
+	              "%s", text);
+	row.conflicting = SLOT_FLAG_FALSE;
+	ck_assert_int_eq(slot_judge(&row, "wal2json", 0), SLOT_USABLE);
+}
+END_TEST
+
+/* slot.failover: auto follows the server, on before 17 is an error. */
+START_TEST(test_failover_wanted)
+{
+	static const struct {
+		const char *setting;
+		int version;
+		int rc;
+		bool want;
+	} v[] = {
+		{ "auto", 150018, 0, false }, { "auto", 160014, 0, false },
+		{ "auto", 170010, 0, true },  { "auto", 180004, 0, true },
+		{ "on", 150018, -1, false },  { "on", 160014, -1, false },
+		{ "on", 170000, 0, true },    { "off", 150018, 0, false },
+		{ "off", 180004, 0, false },
+	};
+	char err[512];
+
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		bool want = !v[i].want;
+		err[0] = '\0';
+		ck_assert_int_eq(slot_failover_wanted(v[i].setting, v[i].version,
+		                                      &want, err, sizeof(err)),
+		                 v[i].rc);
+		ck_assert_msg(want == v[i].want, "%s on %d", v[i].setting,
+		              v[i].version);
+		ck_assert_int_eq(err[0] != '\0', v[i].rc < 0);
+	}
+	ck_assert_int_eq(slot_failover_wanted("on", 160014, &(bool){ false }, err,
+	                                      sizeof(err)), -1);
+	ck_assert_msg(strstr(err, "PostgreSQL 16.14 has no failover slots") != NULL,
+	              "%s", err);
+	ck_assert_msg(strstr(err, "section \"failover\"") != NULL, "%s", err);
+}
+END_TEST
+
+START_TEST(test_create_sql)
+{
+	char sql[256];
+
+	slot_create_sql("outbox_relay", "pgoutput", true, sql, sizeof(sql));
+	ck_assert_str_eq(sql, "CREATE_REPLICATION_SLOT \"outbox_relay\" LOGICAL "
+	                      "pgoutput (SNAPSHOT 'nothing', FAILOVER true)");
+	slot_create_sql("outbox_relay", "wal2json", false, sql, sizeof(sql));
+	ck_assert_str_eq(sql, "CREATE_REPLICATION_SLOT \"outbox_relay\" LOGICAL "
+	                      "wal2json NOEXPORT_SNAPSHOT");
+}
+END_TEST
+
+/* synchronized_standby_slots against the physical slots: who is left
+ * out (ghosts), who is no slot (the walsender waits), who is idle. */
+START_TEST(test_standby_compare)
+{
+	static const struct {
+		const char *setting, *physical, *active;
+		const char *missing, *unknown, *idle;
+	} v[] = {
+		{ "", "", "", "", "", "" },
+		{ "", "sb1,sb2", "sb1", "sb1", "", "" },
+		{ "sb1", "sb1,sb2", "sb1,sb2", "sb2", "", "" },
+		{ "sb1, sb2", "sb1,sb2", "sb1,sb2", "", "", "" },
+		{ " SB1 ,\"sb2\"", "sb1,sb2", "sb1,sb2", "", "", "" },
+		{ "\"SB1\"", "sb1", "sb1", "sb1", "SB1", "" },
+		{ "sb1,nosuch", "sb1", "sb1", "", "nosuch", "" },
+		{ "sb1,sb2", "sb1,sb2", "sb2", "", "", "sb1" },
+		{ "sb1,,sb2", "sb1,sb2", "sb1,sb2", "", "", "" },
+	};
+	char missing[128], unknown[128], idle[128];
+
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		slot_standby_compare(v[i].setting, v[i].physical, v[i].active,
+		                     missing, sizeof(missing), unknown,
+		                     sizeof(unknown), idle, sizeof(idle));
+		ck_assert_msg(strcmp(missing, v[i].missing) == 0, "%zu: missing %s",
+		              i, missing);
+		ck_assert_msg(strcmp(unknown, v[i].unknown) == 0, "%zu: unknown %s",
+		              i, unknown);
+		ck_assert_msg(strcmp(idle, v[i].idle) == 0, "%zu: idle %s", i, idle);
+	}
+	slot_standby_compare("", "a,b,c", "a,b,c", missing, sizeof(missing),
+	                     unknown, sizeof(unknown), idle, sizeof(idle));
+	ck_assert_str_eq(missing, "a, b, c");
 }
 END_TEST
 
@@ -299,6 +481,11 @@ Suite *slot_suite(void)
 	tcase_add_test(tc, test_relkinds);
 	tcase_add_test(tc, test_table_text);
 	tcase_add_test(tc, test_sample_sql);
+	tcase_add_test(tc, test_read_sql);
+	tcase_add_test(tc, test_invalidation_reason);
+	tcase_add_test(tc, test_failover_wanted);
+	tcase_add_test(tc, test_create_sql);
+	tcase_add_test(tc, test_standby_compare);
 	tcase_add_test(tc, test_wal_status_names);
 	tcase_add_test(tc, test_pub_judge);
 	tcase_add_test(tc, test_pub_create_sql);

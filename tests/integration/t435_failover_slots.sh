@@ -1,0 +1,437 @@
+#!/usr/bin/env bash
+# t435_failover_slots -- the slot columns of each server version, failover
+# slots (17) and the idle timeout (18), through --create-slot, --check,
+# --slot-status, /slot, /metrics and the relay itself.
+#
+#   (a) every version: --slot-status --json shows the columns the server
+#       has (failover, synced: 17; conflicting: 16; inactive_since while
+#       idle: 17; server_version_num) and null for the ones it lacks;
+#   (b) --create-slot: slot.failover = on before 17 exits 78 and creates
+#       nothing; the default makes a failover slot on 17 and later
+#       (pg_replication_slots.failover, --json "failover"), an ordinary
+#       one before; a relay streams from it and its /slot and /metrics say
+#       failover (17), inactive_since null while it streams;
+#   (c) --check: before 17, failover_slot warns that there are none; on
+#       17+ it is ok for the failover slot and warns for a slot created
+#       with slot.failover = off (fails with on); synchronized_standby_slots
+#       naming no physical slot fails (69), naming an idle physical slot
+#       warns;
+#   (d) 17+: a physical standby (an online base backup of the run's server,
+#       primary_slot_name, sync_replication_slots = on, port PGPORT + 37):
+#       --check warns while synchronized_standby_slots does not name its
+#       slot (ghosts after a failover), is ok once it does; the standby
+#       gets a synced copy of the slot, which --slot-status on the standby
+#       shows (failover and synced true); the standby stopped, --check
+#       warns that the relay waits for it;
+#   (e) 18: idle_replication_slot_timeout set: --check warns; --slot-status
+#       shows the time left (idle_timeout_eta_seconds); set to 1 s and a
+#       CHECKPOINT, the slot is invalidated (idle_timeout): --slot-status
+#       exits 3 naming it, --check fails the slot item naming it, and the
+#       relay exits 69 at start with the runbook message.
+# (e) sets idle_replication_slot_timeout on the run's server for a moment:
+# every slot idle then is invalidated (the tests before have ended; the
+# setting is reset at once and in a cleanup hook).
+set -euo pipefail
+# shellcheck source=lib.sh
+source "$(dirname "$0")/lib.sh"
+it_init
+
+RUN_TIMEOUT=${RUN_TIMEOUT:-120}
+
+run() {
+	local name=$1
+	shift
+	RC=0
+	timeout -k 5 "$RUN_TIMEOUT" "$RELAY_BIN" "$@" </dev/null \
+		>"$IT_TEST_DIR/$name.out" 2>"$IT_TEST_DIR/$name.err" || RC=$?
+}
+
+expect_exit() {
+	local name=$1 code=$2 desc=$3
+	if [[ $RC == "$code" ]]; then
+		ok "$desc: exit $code"
+	else
+		not_ok "$desc: exit $code" "exit $RC; stdout:
+$(tail -n 20 "$IT_TEST_DIR/$name.out")
+stderr:
+$(tail -n 20 "$IT_TEST_DIR/$name.err")"
+	fi
+}
+
+expect_in() {
+	local name=$1 stream=$2 desc=$3 s missing=()
+	shift 3
+	for s in "$@"; do
+		grep -qF -- "$s" "$IT_TEST_DIR/$name.$stream" || missing+=("$s")
+	done
+	if ((${#missing[@]} == 0)); then
+		ok "$desc"
+	else
+		not_ok "$desc" "missing in $stream: ${missing[*]}
+$(tail -n 20 "$IT_TEST_DIR/$name.$stream")"
+	fi
+}
+
+# py_json DESC FILE EXPR...: each Python expression over d (FILE's JSON)
+# must be true.
+py_json() {
+	local desc=$1 file=$2 out rc=0
+	shift 2
+	out=$(python3 - "$file" "$@" 2>&1 <<-'PY'
+	import json, sys
+	d = json.load(open(sys.argv[1]))
+	for e in sys.argv[2:]:
+	    assert eval(e), "%s is false; the document: %s" % (e, json.dumps(d)[:1500])
+	PY
+	) || rc=$?
+	if ((rc == 0)); then
+		ok "$desc"
+	else
+		not_ok "$desc" "$out"
+	fi
+}
+
+db=t435_failover
+slot=t435_failover
+slot2=t435_plain
+sbslot=t435_standby
+type=t435_$(date +%s)
+topic=outbox.event.$type
+INS="INSERT INTO outbox (id, aggregate_type, aggregate_id, event_type, payload) VALUES"
+
+it_drop_db "$db" >/dev/null
+it_sql postgres "CREATE DATABASE $db" >/dev/null
+it_sql_file "$db" "$IT_ROOT/sql/outbox.sql" >/dev/null
+ver=$(it_sql "$db" "SHOW server_version_num")
+major=$((ver / 10000))
+it_diag "PostgreSQL $ver, slot.plugin = $RELAY_PLUGIN"
+cfg=$IT_TEST_DIR/relay.conf
+it_write_config "$cfg" "$db" "$slot" status.interval.ms=500 \
+	shutdown.timeout.ms=5000 standby.retry.ms=500 watchdog.interval.ms=500
+
+reset_settings() {
+	local s
+	for s in synchronized_standby_slots idle_replication_slot_timeout; do
+		if it_pg_has_setting "$s"; then
+			it_sql postgres "ALTER SYSTEM RESET $s" >/dev/null || true
+		fi
+	done
+	it_sql postgres "SELECT pg_reload_conf()" >/dev/null || true
+}
+env_on_cleanup reset_settings
+drop_standby_slot() {
+	it_sql postgres "SELECT pg_drop_replication_slot(slot_name) FROM
+		pg_replication_slots WHERE slot_name = '$sbslot' AND NOT active" \
+		>/dev/null 2>&1 || true
+}
+env_on_cleanup drop_standby_slot
+
+# ---------------------------------------------------------------- (b)
+run b_on --config "$cfg" --create-slot --set slot.failover=on
+if ((major < 17)); then
+	expect_exit b_on 78 "(b) slot.failover = on on PostgreSQL $major"
+	expect_in b_on err "(b) it says failover slots need 17" \
+		"has no failover slots (17 and later)" "nothing was created"
+	it_check "(b) and created no slot" test "$(it_sql "$db" "SELECT count(*)
+		FROM pg_replication_slots WHERE slot_name = '$slot'")" = 0
+	run b_create --config "$cfg" --create-slot --json
+	expect_exit b_create 0 "(b) --create-slot with slot.failover = auto"
+	py_json "(b) --json: an ordinary slot before 17" "$IT_TEST_DIR/b_create.out" \
+		'd["created"] is True' 'd["failover"] is False'
+else
+	expect_exit b_on 0 "(b) --create-slot with slot.failover = on"
+	expect_in b_on out "(b) it says the slot is a failover slot" ", failover)"
+	it_check "(b) pg_replication_slots.failover is true" test \
+		"$(it_sql "$db" "SELECT failover FROM pg_replication_slots
+			WHERE slot_name = '$slot'")" = t
+	run b_plain --config "$cfg" --create-slot --json --set slot.name=$slot2 \
+		--set slot.failover=off
+	expect_exit b_plain 0 "(b) --create-slot with slot.failover = off"
+	py_json "(b) --json: failover false with off" "$IT_TEST_DIR/b_plain.out" \
+		'd["failover"] is False'
+	it_check "(b) and that slot has no FAILOVER" test \
+		"$(it_sql "$db" "SELECT failover FROM pg_replication_slots
+			WHERE slot_name = '$slot2'")" = f
+fi
+
+# ---------------------------------------------------------------- (a)
+run a_status --config "$cfg" --slot-status --json
+expect_exit a_status 0 "(a) --slot-status on an idle slot"
+case $major in
+15) py_json "(a) 15: the columns it lacks are null" "$IT_TEST_DIR/a_status.out" \
+	"d['server']['server_version_num'] == $ver" \
+	'd["server"]["failover"] is None' 'd["server"]["synced"] is None' \
+	'd["server"]["conflicting"] is None' 'd["server"]["inactive_since"] is None' \
+	'd["server"]["invalidation_reason"] is None' \
+	'd["server"]["idle_replication_slot_timeout_seconds"] is None' ;;
+16) py_json "(a) 16: conflicting, and null for 17's columns" "$IT_TEST_DIR/a_status.out" \
+	"d['server']['server_version_num'] == $ver" \
+	'd["server"]["conflicting"] is False' 'd["server"]["failover"] is None' \
+	'd["server"]["inactive_since"] is None' ;;
+*) py_json "(a) $major: failover, synced, conflicting, inactive_since" \
+	"$IT_TEST_DIR/a_status.out" "d['server']['server_version_num'] == $ver" \
+	'd["server"]["failover"] is True' 'd["server"]["synced"] is False' \
+	'd["server"]["conflicting"] is False' \
+	'd["server"]["inactive_since"] is not None' \
+	'd["server"]["invalidation_reason"] is None' \
+	"(d['server']['idle_replication_slot_timeout_seconds'] == 0) == ($major >= 18)" ;;
+esac
+run a_text --config "$cfg" --slot-status
+if ((major >= 17)); then
+	expect_in a_text out "(a) --slot-status text names failover and inactive_since" \
+		"failover: yes, synced: no" "inactive since "
+else
+	it_check "(a) --slot-status text has no failover line before 17" \
+		bash -c "! grep -q 'failover:' '$IT_TEST_DIR/a_text.out'"
+fi
+
+# The relay streams from the (failover) slot: /slot and /metrics.
+log=$IT_TEST_DIR/relay.log
+it_start_relay "$cfg" "$log"
+if it_wait_slot_active "$db" "$slot" 30; then
+	ok "(b) the relay streams from the slot"
+else
+	not_ok "(b) the relay streams from the slot" "$(it_show_log "$log")"
+fi
+id=$(cat /proc/sys/kernel/random/uuid)
+it_sql "$db" "$INS ('$id', '$type', 'a1', 'created', '{\"n\": 1}')" >/dev/null
+if it_consume_wait "$topic" "$IT_TEST_DIR/b_events.json" 1 60; then
+	ok "(b) an event published through the slot"
+else
+	not_ok "(b) an event published through the slot" "$(it_show_log "$log")"
+fi
+port=$(it_health_port "$log") || port=
+sleep 1.5 # a watchdog sample while active
+if [[ -n $port ]] && curl -sf "http://127.0.0.1:$port/slot" >"$IT_TEST_DIR/slot.json" &&
+	curl -sf "http://127.0.0.1:$port/metrics" >"$IT_TEST_DIR/metrics.txt"; then
+	if ((major >= 17)); then
+		py_json "(b) /slot: failover true, inactive_since null while streaming" \
+			"$IT_TEST_DIR/slot.json" 'd["server"]["failover"] is True' \
+			'd["server"]["inactive_since"] is None' 'd["server"]["active"] is True'
+		it_check "(b) /metrics: slot_failover 1" grep -qx \
+			'outbox_relay_slot_failover 1' "$IT_TEST_DIR/metrics.txt"
+		it_check "(b) /metrics: no inactive_since sample while active" \
+			bash -c "! grep -q '^outbox_relay_slot_inactive_since_timestamp_seconds ' \
+				'$IT_TEST_DIR/metrics.txt'"
+	else
+		py_json "(b) /slot: failover null before 17" "$IT_TEST_DIR/slot.json" \
+			'd["server"]["failover"] is None' 'd["server"]["active"] is True'
+		it_check "(b) /metrics: no slot_failover sample before 17" \
+			bash -c "! grep -q '^outbox_relay_slot_failover ' '$IT_TEST_DIR/metrics.txt'"
+	fi
+	it_check "(b) /metrics: slot_invalidation_reason wal_removed 0" grep -qx \
+		'outbox_relay_slot_invalidation_reason{reason="wal_removed"} 0' \
+		"$IT_TEST_DIR/metrics.txt"
+else
+	not_ok "(b) /slot and /metrics answered" "$(it_show_log "$log")"
+fi
+rc=0
+it_stop_relay || rc=$?
+it_check "(b) relay exits 0 on SIGTERM (exit $rc)" test "$rc" -eq 0
+
+# ---------------------------------------------------------------- (c)
+run c_check --config "$cfg" --check
+expect_exit c_check 0 "(c) --check"
+if ((major < 17)); then
+	expect_in c_check out "(c) failover slots are not available before 17" \
+		"warn  failover_slot: not available on PostgreSQL $major" \
+		'runbook, section "failover"'
+	it_check "(c) no synchronized_standby_slots item before 17" \
+		bash -c "! grep -q synchronized_standby_slots '$IT_TEST_DIR/c_check.out'"
+	run c_on --config "$cfg" --check --set slot.failover=on
+	expect_exit c_on 78 "(c) --check with slot.failover = on before 17"
+else
+	expect_in c_check out "(c) the failover slot is ok" \
+		"ok    failover_slot: \"$slot\" is a failover slot" \
+		"ok    synchronized_standby_slots: "
+	run c_plain --config "$cfg" --check --set slot.name=$slot2
+	expect_exit c_plain 0 "(c) --check on a slot without FAILOVER (auto)"
+	expect_in c_plain out "(c) it warns, with the ALTER_REPLICATION_SLOT fix" \
+		"warn  failover_slot: \"$slot2\" is not a failover slot" \
+		"ALTER_REPLICATION_SLOT \"$slot2\" (FAILOVER true)"
+	run c_plain_on --config "$cfg" --check --set slot.name=$slot2 --set slot.failover=on
+	expect_exit c_plain_on 69 "(c) ... and fails with slot.failover = on"
+	it_sql "$db" "SELECT pg_drop_replication_slot('$slot2')" >/dev/null
+	it_sql postgres "ALTER SYSTEM SET synchronized_standby_slots = 't435_nosuch'" >/dev/null
+	it_sql postgres "SELECT pg_reload_conf()" >/dev/null
+	sleep 0.5
+	run c_nosuch --config "$cfg" --check
+	expect_exit c_nosuch 69 "(c) synchronized_standby_slots naming no slot"
+	expect_in c_nosuch out "(c) it says the walsender waits" \
+		"fail  synchronized_standby_slots: 't435_nosuch' names t435_nosuch, which is no physical replication slot here"
+	it_sql postgres "SELECT pg_create_physical_replication_slot('$sbslot', true)" >/dev/null
+	it_sql postgres "ALTER SYSTEM SET synchronized_standby_slots = '$sbslot'" >/dev/null
+	it_sql postgres "SELECT pg_reload_conf()" >/dev/null
+	sleep 0.5
+	run c_idle --config "$cfg" --check
+	expect_exit c_idle 0 "(c) synchronized_standby_slots naming an idle physical slot"
+	expect_in c_idle out "(c) it warns that the relay waits" \
+		"warn  synchronized_standby_slots: '$sbslot': no standby streams from $sbslot now"
+	it_sql postgres "ALTER SYSTEM RESET synchronized_standby_slots" >/dev/null
+	it_sql postgres "SELECT pg_reload_conf()" >/dev/null
+fi
+
+# ---------------------------------------------------------------- (d)
+sport=$((PGPORT + 37))
+sdir=$IT_TEST_DIR/standby
+stop_standby() {
+	if [[ -f $sdir/data/postmaster.pid ]]; then
+		_pg_run "$PG_BIN/pg_ctl" -D "$sdir/data" -m immediate -w -t 30 stop \
+			>/dev/null 2>&1 || true
+	fi
+}
+if ((major < 17)); then
+	skip "(d) a standby's synced failover slot" "PostgreSQL $major has no failover slots"
+elif port_in_use 127.0.0.1 "$sport"; then
+	not_ok "(d) port $sport free for the standby"
+else
+	env_on_cleanup stop_standby
+	# An online base backup: pg_backup_start, a copy, pg_backup_stop's
+	# label (the client tools here are 15's, too old for pg_basebackup).
+	mkdir -p "$sdir/data" "$sdir/sock"
+	chown -R postgres:postgres "$sdir" 2>/dev/null || true
+	PGCONNECT_TIMEOUT=10 "$PG_BIN/psql" -h 127.0.0.1 -p "$PGPORT" -U postgres \
+		-d postgres -X -q -At -v ON_ERROR_STOP=1 \
+		-c "SELECT pg_backup_start('t435', true)" \
+		-c "\\! cp -a '$IT_DIR/pg/data/.' '$sdir/data/' 2>/dev/null; true" \
+		-c "\\o $sdir/backup_label" \
+		-c "SELECT labelfile FROM pg_backup_stop(false)" >/dev/null
+	cp "$sdir/backup_label" "$sdir/data/backup_label"
+	rm -rf "$sdir/data/postmaster.pid" "$sdir/data/postmaster.opts" \
+		"$sdir/data/pg_replslot/"* "$sdir/data/standby.signal"
+	find "$sdir/data/pg_wal" -maxdepth 1 -type f -delete
+	touch "$sdir/data/standby.signal"
+	cat >>"$sdir/data/postgresql.auto.conf" <<-EOF
+	port = $sport
+	unix_socket_directories = '$sdir/sock'
+	primary_conninfo = 'host=127.0.0.1 port=$PGPORT user=postgres dbname=$db'
+	primary_slot_name = '$sbslot'
+	hot_standby_feedback = on
+	sync_replication_slots = on
+	EOF
+	chown -R postgres:postgres "$sdir"
+	if _pg_run "$PG_BIN/pg_ctl" -D "$sdir/data" -l "$sdir/postgres.log" -w -t 60 \
+		start >/dev/null 2>&1; then
+		ok "(d) a standby started on port $sport"
+	else
+		not_ok "(d) a standby started on port $sport" "$(tail -n 20 "$sdir/postgres.log")"
+	fi
+	for ((i = 0; i < 150; i++)); do
+		[[ $(it_sql postgres "SELECT active FROM pg_replication_slots
+			WHERE slot_name = '$sbslot'") == t ]] && break
+		sleep 0.2
+	done
+	run d_unnamed --config "$cfg" --check
+	expect_exit d_unnamed 0 "(d) --check with a standby not named"
+	expect_in d_unnamed out "(d) it warns of ghosts after a failover" \
+		"warn  synchronized_standby_slots: empty, but a standby streams from physical slot $sbslot" \
+		"Kafka holds events the new primary never committed (ghosts)"
+	it_sql postgres "ALTER SYSTEM SET synchronized_standby_slots = '$sbslot'" >/dev/null
+	it_sql postgres "SELECT pg_reload_conf()" >/dev/null
+	sleep 0.5
+	run d_named --config "$cfg" --check
+	expect_exit d_named 0 "(d) --check with the standby named"
+	expect_in d_named out "(d) synchronized_standby_slots is ok" \
+		"ok    synchronized_standby_slots: '$sbslot': every standby streaming"
+	# The slot moves (the relay confirms an event), so that the standby's
+	# copy can be made at a position the standby has.
+	it_start_relay "$cfg" "$log"
+	id=$(cat /proc/sys/kernel/random/uuid)
+	it_sql "$db" "$INS ('$id', '$type', 'a2', 'created', '{\"n\": 2}')" >/dev/null
+	if it_consume_wait "$topic" "$IT_TEST_DIR/d_events.json" 2 60; then
+		ok "(d) the relay publishes with synchronized_standby_slots set"
+	else
+		not_ok "(d) the relay publishes with synchronized_standby_slots set" \
+			"$(it_show_log "$log")"
+	fi
+	# A checkpoint logs the running transactions, past which the relay's
+	# walsender moves restart_lsn: the copy waits for the primary's slot
+	# to be past what the standby has.
+	synced=
+	for ((i = 0; i < 60; i++)); do
+		synced=$(psql_q "$sport" postgres "SELECT synced FROM pg_replication_slots
+			WHERE slot_name = '$slot' AND confirmed_flush_lsn IS NOT NULL" 2>/dev/null) || synced=
+		[[ $synced == t ]] && break
+		it_sql "$db" "SELECT pg_logical_emit_message(false, 't435', 'x')" >/dev/null
+		it_sql postgres "CHECKPOINT" >/dev/null
+		sleep 1
+	done
+	it_check "(d) the standby has a synced copy of the slot" test "$synced" = t
+	rc=0
+	it_stop_relay || rc=$?
+	it_check "(d) relay exits 0 on SIGTERM (exit $rc)" test "$rc" -eq 0
+	scfg=$IT_TEST_DIR/standby.conf
+	it_write_config "$scfg" "$db" "$slot"
+	sed -i "s/port=$PGPORT /port=$sport /" "$scfg"
+	run d_status --config "$scfg" --slot-status --json
+	if [[ $RC == 0 || $RC == 1 || $RC == 2 ]]; then
+		ok "(d) --slot-status on the standby answers (exit $RC)"
+	else
+		not_ok "(d) --slot-status on the standby answers" "exit $RC: $(cat "$IT_TEST_DIR/d_status.err")"
+	fi
+	py_json "(d) on the standby: failover and synced true" "$IT_TEST_DIR/d_status.out" \
+		'd["server"]["failover"] is True' 'd["server"]["synced"] is True'
+	stop_standby
+	sleep 0.5
+	run d_down --config "$cfg" --check
+	expect_exit d_down 0 "(d) --check with the named standby down"
+	expect_in d_down out "(d) it warns that the relay waits for it" \
+		"warn  synchronized_standby_slots: '$sbslot': no standby streams from $sbslot now"
+	it_sql postgres "ALTER SYSTEM RESET synchronized_standby_slots" >/dev/null
+	it_sql postgres "SELECT pg_reload_conf()" >/dev/null
+	it_sql postgres "SELECT pg_drop_replication_slot('$sbslot')" >/dev/null
+fi
+
+# ---------------------------------------------------------------- (e)
+if ((major < 18)); then
+	skip "(e) idle_replication_slot_timeout" "PostgreSQL $major has no such setting"
+	it_summary
+fi
+it_sql postgres "ALTER SYSTEM SET idle_replication_slot_timeout = '1h'" >/dev/null
+it_sql postgres "SELECT pg_reload_conf()" >/dev/null
+sleep 0.5
+run e_check --config "$cfg" --check
+expect_exit e_check 0 "(e) --check with idle_replication_slot_timeout = 1h"
+expect_in e_check out "(e) it warns, naming the setting" \
+	"warn  idle_replication_slot_timeout: 3600 s: a slot no relay streams from for that long is invalidated"
+run e_eta --config "$cfg" --slot-status --json
+py_json "(e) --slot-status shows the time left (idle_timeout_eta_seconds)" \
+	"$IT_TEST_DIR/e_eta.out" '0 < d["idle_timeout_eta_seconds"] <= 3600' \
+	'd["server"]["idle_replication_slot_timeout_seconds"] == 3600'
+it_sql postgres "ALTER SYSTEM SET idle_replication_slot_timeout = '1s'" >/dev/null
+it_sql postgres "SELECT pg_reload_conf()" >/dev/null
+sleep 2
+it_sql postgres "CHECKPOINT" >/dev/null
+it_sql postgres "ALTER SYSTEM RESET idle_replication_slot_timeout" >/dev/null
+it_sql postgres "SELECT pg_reload_conf()" >/dev/null
+it_check "(e) the slot is invalidated: idle_timeout" test "$(it_sql "$db" \
+	"SELECT invalidation_reason FROM pg_replication_slots
+	 WHERE slot_name = '$slot'")" = idle_timeout
+run e_status --config "$cfg" --slot-status --json
+expect_exit e_status 3 "(e) --slot-status on the invalidated slot"
+py_json "(e) --slot-status: fatal, invalidation_reason idle_timeout" \
+	"$IT_TEST_DIR/e_status.out" 'd["state"] == "fatal"' \
+	'd["server"]["invalidation_reason"] == "idle_timeout"' \
+	'd["reasons"][0].startswith("slot lost: invalidated (idle_timeout)")'
+run e_check2 --config "$cfg" --check
+expect_exit e_check2 69 "(e) --check on the invalidated slot"
+expect_in e_check2 out "(e) the slot item names the reason" \
+	"fail  slot: \"$slot\" is invalidated (invalidation_reason=idle_timeout)" \
+	"(runbook: slot lost)"
+log2=$IT_TEST_DIR/relay2.log
+it_start_relay "$cfg" "$log2"
+for ((i = 0; i < 150; i++)); do
+	it_relay_alive || break
+	sleep 0.2
+done
+rc=0
+if it_relay_alive; then
+	it_stop_relay || true
+	rc=running
+else
+	wait "$IT_RELAY_PID" || rc=$?
+fi
+it_check "(e) the relay refuses the slot: exit 69 (got $rc)" test "$rc" = 69
+it_check "(e) its log names idle_timeout and the runbook" grep -q \
+	'invalidation_reason=idle_timeout.*runbook: slot lost' "$log2"
+it_summary

@@ -32,6 +32,10 @@
 #   t430 the runbook actions on a pgoutput slot: --check, --slot-status,
 #        --create-slot, --dry-run, --skip-transaction [--to-dlq],
 #        --advance-slot, --drop-slot (8 / 8 / 7)
+#   t435 the slot columns each version has, --create-slot with
+#        failover (17+), --check's failover items against a standby
+#        with sync_replication_slots, 18's idle_replication_slot_timeout
+#        (about 5 / 15 / 18 s)
 #   t700 streaming rows and outbox_emit() messages, heartbeats, the
 #        resume after a reconnect (acked events skipped) (14 / 14 / 14)
 # Left out for the time budget (seconds on 17.10, all passed there):
@@ -41,7 +45,7 @@ set -euo pipefail
 
 cd "$(dirname "$0")/../.."
 
-SUBSET=(t170 t172 t300 t310 t320 t430 t700)
+SUBSET=(t170 t172 t300 t310 t320 t430 t435 t700)
 read -r -a versions <<<"${PG_MATRIX_VERSIONS:-16 17 18}"
 if (($# > 0)); then
 	tests=("$@")

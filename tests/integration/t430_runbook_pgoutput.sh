@@ -163,8 +163,11 @@ it_write_config "$cfgW" "$db" "$w2j" status.interval.ms=500 \
 # ---------------------------------------------------------------- (a)
 run a_create --config "$cfg" --create-slot
 expect_exit a_create 0 "(a) --create-slot with pgoutput"
+# slot.failover = auto: a failover slot from 17 on, said in the line.
+failover_said=
+(($(it_sql "$db" "SHOW server_version_num") >= 170000)) && failover_said=", failover"
 expect_in a_create out "(a) it says what it created" \
-	"created publication \"$pub\"" "created slot \"$db\" (plugin pgoutput, publication $pub)"
+	"created publication \"$pub\"" "created slot \"$db\" (plugin pgoutput, publication $pub$failover_said)"
 it_check "(a) the publication is insert-only on public.outbox" test \
 	"$(it_sql "$db" "SELECT p.pubinsert, p.pubupdate, p.pubdelete, p.pubtruncate,
 		string_agg(t.schemaname || '.' || t.tablename, ',')
@@ -250,7 +253,7 @@ it_check "(a) it made an insert-only publication of public.outbox" test \
 run a_kit --config "$cfgR" --set slot.publication=t430_pub_kit --create-slot
 expect_exit a_kit 0 "(a) --create-slot without the rights, on the DBA's publication"
 expect_in a_kit out "(a) it used the publication as it was" \
-	"created slot \"t430_norights\" (plugin pgoutput, publication t430_pub_kit)"
+	"created slot \"t430_norights\" (plugin pgoutput, publication t430_pub_kit$failover_said)"
 it_sql "$db" "SELECT pg_drop_replication_slot('t430_norights')" >/dev/null
 
 if [[ -n $HAVE_W2J ]]; then

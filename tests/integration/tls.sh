@@ -56,13 +56,13 @@ tls_cert() {
 
 # ---------------------------------------------------------------- kafka
 
+# tests/env/lib.sh's java command line: its log configuration suits the
+# broker version in $KAFKA_JARS (reload4j for 3.x, log4j2 for 4.x).
 _ktls_java() {
 	local kdir=$1
 	shift
-	java -Xmx"${KAFKA_HEAP:-512m}" -XX:+ExitOnOutOfMemoryError \
-		-Djava.awt.headless=true \
-		-Dlog4j.configuration="file:$kdir/log4j.properties" \
-		-cp "$KAFKA_JARS/*" "$@"
+	_kafka_java_cmd "$kdir"
+	"${_KAFKA_CMD[@]}" "$@"
 }
 
 # kcat options for the SASL_SSL listener, as USER with PASSWORD: in a
@@ -119,16 +119,7 @@ _ktls_write_config() {
 	auto.create.topics.enable=true
 	EOF
 	chmod 600 "$kdir/server.properties"
-	cat >"$kdir/log4j.properties" <<-EOF
-	log4j.rootLogger=INFO, file
-	log4j.appender.file=org.apache.log4j.FileAppender
-	log4j.appender.file.File=$kdir/server.log
-	log4j.appender.file.Append=true
-	log4j.appender.file.layout=org.apache.log4j.PatternLayout
-	log4j.appender.file.layout.ConversionPattern=[%d] %p %m (%c)%n
-	log4j.logger.state.change.logger=WARN
-	log4j.logger.kafka.request.logger=WARN
-	EOF
+	_kafka_write_log_config "$kdir"
 }
 
 # Ready: a metadata request over SASL_SSL, as the broker's own user,
@@ -187,12 +178,10 @@ ktls_start() {
 		_env_tail "$kdir/format.log"
 		return 1
 	fi
+	_kafka_java_cmd "$kdir"
 	(
 		trap '' HUP
-		exec setsid java -Xmx"${KAFKA_HEAP:-512m}" -XX:+ExitOnOutOfMemoryError \
-			-Djava.awt.headless=true \
-			-Dlog4j.configuration="file:$kdir/log4j.properties" \
-			-cp "$KAFKA_JARS/*" kafka.Kafka "$kdir/server.properties"
+		exec setsid "${_KAFKA_CMD[@]}" kafka.Kafka "$kdir/server.properties"
 	) </dev/null >>"$kdir/stdout.log" 2>&1 &
 	pid=$!
 	disown "$pid" 2>/dev/null || true

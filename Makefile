@@ -6,6 +6,11 @@
 #   make unit        unit tests only (needs the -dev packages, no apt)
 #   make integration integration tests only (needs the servers, no apt)
 #   make integration-pgoutput  the same with slot.plugin = pgoutput
+#   make check-kafka4  the core of the integration suite (KAFKA4_TESTS)
+#                    against the newest Kafka 4.x broker (tests/kafka4/,
+#                    fetched on first use)
+#   make check-kafka-cluster  t800: a three-node KRaft cluster (RF 3,
+#                    min.insync.replicas 2), leaders killed under load
 #   make boundaries  the module boundary rules (tests/lint/boundaries.sh)
 #   make demo        install what is missing, run the relay end to end
 #   make image       the container image (deploy/docker/), with buildah on a
@@ -73,6 +78,7 @@ UNIT_SRCS := $(wildcard tests/unit/*.c)
 UNIT_OBJS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/obj/unit/%.o)
 
 .PHONY: all deps check unit integration integration-pgoutput boundaries demo bench-smoke \
+        check-kafka4 check-kafka-cluster \
         bench-decode bench bench-full bench-deps clean install \
         reliability soak image check-image check-deploy \
         fuzz fuzz-build fuzz-regress check-asan check-valgrind lint
@@ -132,6 +138,25 @@ integration: all $(BUILD)/kafka-mock $(BUILD)/tcp-proxy
 # suite's time.
 integration-pgoutput: all $(BUILD)/kafka-mock $(BUILD)/tcp-proxy
 	RELAY_PLUGIN=pgoutput tests/integration/run.sh
+
+# The tests that exercise the broker's protocol, against Apache Kafka 4.x
+# (tests/kafka4/pom.xml; its jars fetched by deps.sh kafka4 when missing,
+# never by make check): delivery and order, the broker killed, relay
+# kill -9 loops, the slot ledger, broker refusals, topics created on
+# first use, health, the runbook's commands and --check. About 4 to 5 min
+# on 2 CPUs. make check runs the whole suite on 3.9.1.
+KAFKA4_TESTS := t000 t100 t120 t130 t185 t250 t265 t300 t420
+check-kafka4:
+	@tests/env/deps.sh kafka4
+	$(MAKE) all $(BUILD)/kafka-mock $(BUILD)/tcp-proxy
+	KAFKA_JARS=$(CURDIR)/tests/kafka4/target/dependency tests/integration/run.sh $(KAFKA4_TESTS)
+
+# t800 on its own: three more brokers (a replicated KRaft cluster on
+# loopback) and their leaders killed under load, about 3 to 4 min on 2
+# CPUs, so not part of make check (where it is one SKIP).
+check-kafka-cluster: deps
+	$(MAKE) all
+	IT_KAFKA_CLUSTER=1 tests/integration/run.sh t800
 
 # One copy of each rule: who may call whom (docs/design.md), by grep.
 boundaries:

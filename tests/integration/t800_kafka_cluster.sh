@@ -23,7 +23,7 @@
 # per-key order with re-deliveries only repeating a suffix, at most one
 # per fault); the duplicate factor (consumed / committed) is printed, the
 # slot confirms the last commit and the relay exits 0 on SIGTERM.
-# Heavy (three more JVMs, about 3 to 4 min on 2 CPUs): `make
+# Heavy (three more JVMs; 2.5 min on 2 CPUs, more when busy): `make
 # check-kafka-cluster` runs it (IT_KAFKA_CLUSTER=1), not `make check`,
 # where it is one SKIP with that reason.
 set -euo pipefail
@@ -33,7 +33,7 @@ source "$(dirname "$0")/lib.sh"
 source "$IT_ROOT/tests/env/kafka_cluster.sh"
 it_init
 if [[ -z ${IT_KAFKA_CLUSTER:-} ]]; then
-	skip "three-node Kafka cluster" "make check-kafka-cluster runs it (IT_KAFKA_CLUSTER=1): three more brokers, 3 to 4 min"
+	skip "three-node Kafka cluster" "make check-kafka-cluster runs it (IT_KAFKA_CLUSTER=1): three more brokers, about 2.5 min"
 	it_summary
 fi
 

@@ -8,6 +8,9 @@
 #      missing, one `apt-get update` and one `apt-get install` of those.
 #   2. The Kafka broker's jars (for the throwaway test broker), fetched with
 #      Maven from tests/kafka/pom.xml when absent.
+#   2b. With the argument kafka4 (make check-kafka4) also the Kafka 4.x
+#      broker's jars, from tests/kafka4/pom.xml when absent: make check
+#      never fetches them.
 #   3. The deployment checks' tools (make check-deploy), under .tmp/tools:
 #      promtool, unpacked from Debian's prometheus package (installing it
 #      would also start a Prometheus server wherever services start on
@@ -79,22 +82,30 @@ if ((${#missing[@]} > 0)); then
 fi
 
 # The broker jars; the pom copies its dependencies into target/dependency.
-if ! compgen -G "tests/kafka/target/dependency/kafka_2.13-*.jar" >/dev/null; then
-	echo "deps: fetching the Kafka broker jars (tests/kafka/pom.xml)"
+fetch_kafka() { # DIR: tests/kafka (3.9.1) or tests/kafka4
+	local dir=$1 mvn_log
+	if compgen -G "$dir/target/dependency/kafka_2.13-*.jar" >/dev/null; then
+		return 0
+	fi
+	echo "deps: fetching the Kafka broker jars ($dir/pom.xml)"
 	# Maven's output (ANSI resets even with -q) is shown only on failure.
 	mvn_log=$(mktemp)
-	if ! mvn -B -q -f tests/kafka/pom.xml dependency:copy-dependencies \
+	if ! mvn -B -q -f "$dir/pom.xml" dependency:copy-dependencies \
 		>"$mvn_log" 2>&1; then
 		cat "$mvn_log" >&2
 		rm -f "$mvn_log"
-		echo "deps: Maven could not fetch the Kafka jars" >&2
+		echo "deps: Maven could not fetch the Kafka jars of $dir" >&2
 		exit 1
 	fi
 	rm -f "$mvn_log"
-	if ! compgen -G "tests/kafka/target/dependency/kafka_2.13-*.jar" >/dev/null; then
-		echo "deps: Maven ran but tests/kafka/target/dependency has no kafka_2.13 jar" >&2
+	if ! compgen -G "$dir/target/dependency/kafka_2.13-*.jar" >/dev/null; then
+		echo "deps: Maven ran but $dir/target/dependency has no kafka_2.13 jar" >&2
 		exit 1
 	fi
+}
+fetch_kafka tests/kafka
+if [[ ${1:-} == kafka4 ]]; then
+	fetch_kafka tests/kafka4
 fi
 
 # The deployment checks' tools (tests/deploy/check.sh).

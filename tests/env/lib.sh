@@ -17,6 +17,9 @@
 #   kafka_stop_hard DIR        SIGKILL at once (fault tests)
 #   kafka_restart DIR          start again on the same data dir and port
 #   kafka_wait_ready PORT [SECS]   metadata request answered by a live broker
+#   kafka_version              the broker version of $KAFKA_JARS ("3.9.1")
+#   kafka_major                its major version (3, 4)
+#   kafka_config_command       the class of kafka-configs.sh for that version
 #   wait_for_port HOST PORT [SECS] a TCP connect succeeds
 #   port_in_use HOST PORT      something accepts connections there
 #   psql_q PORT DB SQL         as user postgres over TCP, -X -q -At, stops at
@@ -35,12 +38,14 @@
 #
 # Layout of DIR: DIR/pg/{data,sock,postgres.log,postgres.pid,port} and
 # DIR/kafka/{data,server.properties,log4j.properties,server.log,stdout.log,
-# kafka.pid,port}. PIDs and ports live in files, not shell variables, so a
+# kafka.pid,port} (log4j2.properties instead of log4j.properties for a
+# Kafka 4 broker). PIDs and ports live in files, not shell variables, so a
 # test process can stop or restart a server that its parent started.
 #
 # Environment knobs: PG_BIN (default /usr/lib/postgresql/15/bin),
 # PG_TEST_DB (default outbox), PG_WAL_SENDER_TIMEOUT (default 60s),
-# KAFKA_JARS (default tests/kafka/target/dependency), KAFKA_HEAP (512m),
+# KAFKA_JARS (default tests/kafka/target/dependency: 3.9.1;
+# tests/kafka4/target/dependency holds a 4.x broker), KAFKA_HEAP (512m),
 # ENV_START_TIMEOUT (seconds, default 60), ENV_KEEP_TMP=1 keeps temp dirs.
 
 if [[ -n ${_ENV_LIB_SOURCED:-} ]]; then
@@ -313,13 +318,43 @@ pg_launch() {
 
 # ---------------------------------------------------------------- kafka
 
+# The broker version of the jars in $KAFKA_JARS, from the core jar's name
+# (kafka_2.13-3.9.1.jar: 3.9.1); empty if there is none.
+kafka_version() {
+	local jar
+	jar=$(compgen -G "$KAFKA_JARS/kafka_2.13-*.jar" | head -n1) || true
+	jar=${jar##*/kafka_2.13-}
+	printf '%s\n' "${jar%.jar}"
+}
+
+kafka_major() {
+	local v
+	v=$(kafka_version)
+	printf '%s\n' "${v%%.*}"
+}
+
+# Kafka 4 moved kafka-configs.sh's class from the core jar to kafka-tools.
+kafka_config_command() {
+	if (($(kafka_major) >= 4)); then
+		echo org.apache.kafka.tools.ConfigCommand
+	else
+		echo kafka.admin.ConfigCommand
+	fi
+}
+
 # The java command line shared by the storage tool and the broker; logs of
-# both go through the log4j file written by _kafka_write_config.
+# both go through the log4j file written by _kafka_write_config (Kafka 3:
+# reload4j, log4j 1.x; Kafka 4: log4j2).
 _kafka_java_cmd() {
-	local kdir=$1
+	local kdir=$1 logconf
+	if (($(kafka_major) >= 4)); then
+		logconf=-Dlog4j2.configurationFile="$kdir/log4j2.properties"
+	else
+		logconf=-Dlog4j.configuration="file:$kdir/log4j.properties"
+	fi
 	_KAFKA_CMD=(java -Xmx"${KAFKA_HEAP:-512m}" -XX:+ExitOnOutOfMemoryError
 		-Djava.awt.headless=true
-		-Dlog4j.configuration="file:$kdir/log4j.properties"
+		"$logconf"
 		-cp "$KAFKA_JARS/*")
 }
 
@@ -355,6 +390,32 @@ _kafka_write_config() {
 	broker.session.timeout.ms=4000
 	broker.heartbeat.interval.ms=500
 	EOF
+	_kafka_write_log_config "$kdir"
+}
+
+# Everything into DIR/server.log: reload4j's log4j 1.x syntax for Kafka
+# 3, log4j2's properties syntax (the same appender, pattern and levels)
+# for Kafka 4, which logs through log4j2 only.
+_kafka_write_log_config() {
+	local kdir=$1
+	if (($(kafka_major) >= 4)); then
+		cat >"$kdir/log4j2.properties" <<-EOF
+		status = warn
+		appender.file.type = File
+		appender.file.name = file
+		appender.file.fileName = $kdir/server.log
+		appender.file.append = true
+		appender.file.layout.type = PatternLayout
+		appender.file.layout.pattern = [%d] %p %m (%c)%n
+		rootLogger.level = INFO
+		rootLogger.appenderRef.file.ref = file
+		logger.state.name = state.change.logger
+		logger.state.level = WARN
+		logger.request.name = kafka.request.logger
+		logger.request.level = WARN
+		EOF
+		return 0
+	fi
 	# reload4j (log4j 1.x syntax): everything into one file in the temp dir.
 	cat >"$kdir/log4j.properties" <<-EOF
 	log4j.rootLogger=INFO, file

@@ -59,7 +59,7 @@
 #   it_kafka_topic TOPIC [KEY=VALUE...]  creates TOPIC (the broker's
 #                                    auto-creation, through a metadata
 #                                    request) and sets topic configs
-#                                    (kafka.admin.ConfigCommand)
+#                                    (kafka-configs.sh's ConfigCommand)
 #   it_fields FILE FIELD...          tab-separated fields, one record a line;
 #                                    FIELD: topic partition offset key payload
 #                                    or h:NAME (header value)
@@ -504,7 +504,7 @@ it_kafka_topic() {
 	done
 	for kv in "$@"; do
 		java -Xmx256m -Dlog4j.configuration=file:/dev/null -cp "$KAFKA_JARS/*" \
-			kafka.admin.ConfigCommand --bootstrap-server "$KAFKA_BROKERS" \
+			"$(kafka_config_command)" --bootstrap-server "$KAFKA_BROKERS" \
 			--entity-type topics --entity-name "$topic" --alter \
 			--add-config "$kv" >/dev/null 2>&1 || {
 			echo "it_kafka_topic: could not set $kv on $topic" >&2

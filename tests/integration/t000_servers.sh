@@ -100,13 +100,13 @@ it_check "it_start_relay: the relay's log exists when it returns (missing $missi
 # -- the harness's ports are outside the kernel's ephemeral range: a
 # client connection's local port taken from it made t225's own cluster
 # fail to bind PGPORT + 12 in a CI run. Tests use PGPORT to PGPORT + 43
-# and the broker's port to + 7.
+# and the broker's port to + 7 (t800's three-node cluster: + 20 to + 25).
 read -r eph_lo eph_hi </proc/sys/net/ipv4/ip_local_port_range
 kport=${KAFKA_BROKERS##*:}
 outside() { (($2 < eph_lo || $1 > eph_hi)); }
 it_check "PostgreSQL ports $PGPORT-$((PGPORT + 43)) outside the ephemeral range $eph_lo-$eph_hi (set IT_PGPORT)" \
 	outside "$PGPORT" $((PGPORT + 43))
-it_check "Kafka ports $kport-$((kport + 7)) outside the ephemeral range $eph_lo-$eph_hi (set IT_KAFKA_PORT)" \
-	outside "$kport" $((kport + 7))
+it_check "Kafka ports $kport-$((kport + 25)) outside the ephemeral range $eph_lo-$eph_hi (set IT_KAFKA_PORT)" \
+	outside "$kport" $((kport + 25))
 
 it_summary

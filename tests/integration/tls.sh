@@ -56,13 +56,13 @@ tls_cert() {
 
 # ---------------------------------------------------------------- kafka
 
+# tests/env/lib.sh's java command line: its log configuration suits the
+# broker version in $KAFKA_JARS (reload4j for 3.x, log4j2 for 4.x).
 _ktls_java() {
 	local kdir=$1
 	shift
-	java -Xmx"${KAFKA_HEAP:-512m}" -XX:+ExitOnOutOfMemoryError \
-		-Djava.awt.headless=true \
-		-Dlog4j.configuration="file:$kdir/log4j.properties" \
-		-cp "$KAFKA_JARS/*" "$@"
+	_kafka_java_cmd "$kdir"
+	"${_KAFKA_CMD[@]}" "$@"
 }
 
 # kcat options for the SASL_SSL listener, as USER with PASSWORD: in a
@@ -119,23 +119,17 @@ _ktls_write_config() {
 	auto.create.topics.enable=true
 	EOF
 	chmod 600 "$kdir/server.properties"
-	cat >"$kdir/log4j.properties" <<-EOF
-	log4j.rootLogger=INFO, file
-	log4j.appender.file=org.apache.log4j.FileAppender
-	log4j.appender.file.File=$kdir/server.log
-	log4j.appender.file.Append=true
-	log4j.appender.file.layout=org.apache.log4j.PatternLayout
-	log4j.appender.file.layout.ConversionPattern=[%d] %p %m (%c)%n
-	log4j.logger.state.change.logger=WARN
-	log4j.logger.kafka.request.logger=WARN
-	EOF
+	_kafka_write_log_config "$kdir"
 }
 
 # Ready: a metadata request over SASL_SSL, as the broker's own user,
 # lists broker 1.
+# A deadline, not a count of tries: each kcat may take its 3 s when the
+# listener is up but refuses the login (t244 waited 435-600 s so on 4.4.0).
 _ktls_wait_ready() {
-	local dir=$1 user=$2 pw=$3 pid=$4 secs=${ENV_START_TIMEOUT:-60} i
-	for ((i = 0; i < secs * 2; i++)); do
+	local dir=$1 user=$2 pw=$3 pid=$4 secs=${ENV_START_TIMEOUT:-60} deadline
+	deadline=$((SECONDS + secs))
+	while ((SECONDS < deadline)); do
 		_env_pid_alive "$pid" || return 2
 		if ktls_kcat "$dir" "$user" "$pw" -L -J -m 3 2>/dev/null |
 			grep -q '"brokers":\[{"id":1,'; then
@@ -187,12 +181,10 @@ ktls_start() {
 		_env_tail "$kdir/format.log"
 		return 1
 	fi
+	_kafka_java_cmd "$kdir"
 	(
 		trap '' HUP
-		exec setsid java -Xmx"${KAFKA_HEAP:-512m}" -XX:+ExitOnOutOfMemoryError \
-			-Djava.awt.headless=true \
-			-Dlog4j.configuration="file:$kdir/log4j.properties" \
-			-cp "$KAFKA_JARS/*" kafka.Kafka "$kdir/server.properties"
+		exec setsid "${_KAFKA_CMD[@]}" kafka.Kafka "$kdir/server.properties"
 	) </dev/null >>"$kdir/stdout.log" 2>&1 &
 	pid=$!
 	disown "$pid" 2>/dev/null || true

@@ -29,6 +29,7 @@ matrix=(
 	"F7/F8 broker errors|t250_broker_refusals|records the broker refuses, mock-cluster pushed errors: named, fail-stop, nothing confirmed past"
 	"F7 leaderless|t255_stuck_event|a partition without leader: reading pauses, memory bounded, nothing lost"
 	"broker stop|t120_kafka_down|the broker killed and restarted: nothing lost, nothing confirmed past it"
+	"cluster|t800_kafka_cluster|three-node cluster, RF 3, min.insync.replicas 2: the leader killed -9 three times, then two nodes down (produce waits): nothing lost, re-deliveries only suffixes"
 	"broker SIGSTOP|t305_stalls|broker and walsender stopped: not ready within bounds"
 	"F10|t310_slot_bloat|retained WAL to warn and critical"
 	"F11|t320_slot_lost|slot invalidated: exit 69, never recreated"
@@ -43,6 +44,8 @@ matrix=(
 	"F20|t530_partitioner|key to partition equals the Java client's murmur2"
 	"F21|t140_sigterm_load|SIGTERM under load: exit 0, nothing lost"
 )
+# t800 runs only when asked (it is not part of make check).
+export IT_KAFKA_CLUSTER=1
 if [[ -n ${SOAK:-} ]]; then
 	export F1_ROUNDS=${F1_ROUNDS:-100} LOOP_SECS=${LOOP_SECS:-300}
 	export IT_TEST_TIMEOUT=${IT_TEST_TIMEOUT:-1800}

@@ -31,6 +31,8 @@ struct relay_config {
 	char *slot_publication;     /* pgoutput's publication_names */
 	char *slot_failover;        /* "auto", "on" or "off" (slot.h
 	                             * slot_failover_wanted) */
+	char *slot_standby_conninfo; /* secret: a standby whose copy of the
+	                             * slot the watchdog reads; "" off */
 	char *outbox_schema;        /* from outbox.table, unquoted, exact case */
 	char *outbox_table;
 	char *field_id;

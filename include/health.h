@@ -89,6 +89,35 @@ struct slot_figures {
 	                             * 0 off or absent */
 };
 
+/* The relay slot's copy on a physical standby that may be promoted
+ * (slot.standby.conninfo), read by the watchdog at each sample over a
+ * connection of its own. After a failover the relay resumes from this
+ * copy, so how far it is behind is what would be published again. */
+struct slot_standby {
+	bool configured;            /* slot.standby.conninfo is set */
+	bool read;                  /* at least one read was attempted */
+	bool reachable;             /* the last read worked */
+	int64_t read_at_us;         /* wall clock of the last read that worked */
+	int server_version;         /* the standby's server_version_num */
+	bool in_recovery;           /* pg_is_in_recovery(): still a standby */
+	bool slot_exists;
+	enum slot_flag synced;      /* 17; ABSENT before or without the slot */
+	enum slot_flag failover;    /* 17 */
+	uint64_t confirmed_flush_lsn; /* LSN_INVALID: NULL (not sync-ready) */
+	uint64_t restart_lsn;
+	char invalidation_reason[SLOT_REASON_LEN]; /* 17; "" valid */
+	uint64_t replay_lsn;        /* pg_last_wal_replay_lsn() */
+	uint64_t receive_lsn;       /* pg_last_wal_receive_lsn() */
+	char error[256];            /* why the last read failed; "" */
+};
+
+/* How far the standby's copy is behind the primary's slot: the
+ * primary's confirmed_flush_lsn minus the copy's, 0 when the copy is
+ * ahead (the two are read a moment apart); -1 when either is unknown.
+ * Pure. */
+int64_t slot_standby_lag(const struct slot_figures *sf,
+                         const struct slot_standby *sb);
+
 /* The slot is invalidated (wal_status lost, an invalidation reason, a
  * conflict): its changes can no longer be read. Pure. */
 bool slot_figures_invalidated(const struct slot_figures *sf);
@@ -221,6 +250,14 @@ void health_evaluate(const struct slot_figures *sf,
                      double growth_bytes_per_s, int64_t now_us,
                      struct health_eval *out);
 
+/* The standby's copy, after health_evaluate(): when sb is configured and
+ * read, and the copy is missing, not synced, invalidated or unreadable
+ * (a failover would lose the slot), a warn reason is appended and the
+ * state raised to warn at most. Never more than warn: the relay does not
+ * depend on the standby, so neither does /readyz. */
+void health_evaluate_standby(const struct slot_standby *sb,
+                             struct health_eval *out);
+
 /* Everything the endpoint shows; the HTTP thread renders a copy. */
 struct health_snapshot {
 	char slot_name[64];
@@ -229,6 +266,7 @@ struct health_snapshot {
 	char plugin[16];
 	char publication[64];
 	struct slot_figures slot;
+	struct slot_standby standby; /* configured false: no standby */
 	struct relay_figures relay;
 	struct health_thresholds thresholds;
 	struct health_eval eval;

@@ -144,6 +144,20 @@ int slot_sample(PGconn *conn, const char *name, int64_t deadline_us,
  * tests. */
 char *slot_sample_sql(int version);
 
+/* The slot's copy on a standby (slot.standby.conninfo): pg_is_in_recovery(),
+ * the replay and receive positions, and the copy's row (synced, failover,
+ * confirmed_flush_lsn, restart_lsn, invalidation_reason where the version
+ * has them). Ordinary connection only (parameters). Fills the figures of
+ * sb and leaves configured, read, reachable, read_at_us and error to the
+ * caller. Returns 0, or -1 with st and err. */
+int slot_standby_read(PGconn *conn, const char *name, int64_t deadline_us,
+                      struct slot_standby *sb, struct pgu_status *st,
+                      char *err, size_t errlen) RELAY_MUSTCHECK;
+
+/* Its SQL for a server version (malloc'd, caller frees); exposed for
+ * tests. */
+char *slot_standby_sql(int version);
+
 /* ---- what the server allows (--check) ---- */
 
 struct slot_server {

@@ -24,6 +24,8 @@ struct wd_options {
 	int64_t heartbeat_ms;        /* 0: no heartbeats */
 	const char *heartbeat_prefix;
 	const char *heartbeat_query; /* "" or NULL: none */
+	const char *standby_conninfo; /* slot.standby.conninfo, borrowed;
+	                             * "" or NULL: no standby is read */
 };
 
 /* Starts the thread. Returns NULL with err filled. */
@@ -33,6 +35,10 @@ struct watchdog *wd_start(const struct wd_options *opt, char *err,
 /* Copies the latest sample into out. Returns the sample's sequence number
  * (0 before the first sample), so the caller can tell a new one. */
 uint64_t wd_figures(struct watchdog *w, struct slot_figures *out);
+
+/* Copies the latest read of the slot's copy on the standby into out
+ * (configured false when there is no standby). */
+void wd_standby(struct watchdog *w, struct slot_standby *out);
 
 /* The last connection or query error ("" when the last sample worked). */
 void wd_last_error(struct watchdog *w, char *out, size_t outlen);

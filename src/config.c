@@ -54,6 +54,10 @@ static const struct cfg_key cfg_keys[] = {
 	  CFG_F_REQUIRED, "failover slot (PostgreSQL 17+, synchronized to "
 	  "standbys): auto (on where the server supports it), on (an error "
 	  "before 17) or off; --create-slot creates it so, --check verifies it" },
+	{ "slot.standby.conninfo", CFG_STR, OFF(slot_standby_conninfo), "", 0,
+	  0, CFG_F_SECRET, "libpq connection string of a physical standby that "
+	  "may be promoted: the watchdog reads the slot's copy there (synced, "
+	  "how far behind) for /slot and /metrics; empty: off" },
 	{ "outbox.table", CFG_STR, OFF(outbox_table), "public.outbox", 0, 0,
 	  CFG_F_REQUIRED, "schema.table of the outbox, exact case, no quotes" },
 	{ "table.field.event.id", CFG_STR, OFF(field_id), "id", 0, 0,
@@ -795,6 +799,19 @@ int cfg_validate(struct relay_config *cfg, char *err, size_t errlen)
 	}
 	if (cfg_check_conninfo(cfg, err, errlen) < 0)
 		return -1;
+	if (cfg->slot_standby_conninfo[0] != '\0') {
+		/* libpq's message may quote the password: not passed on. */
+		char *perr = NULL;
+		PQconninfoOption *o = PQconninfoParse(cfg->slot_standby_conninfo,
+		                                      &perr);
+		PQfreemem(perr);
+		if (o == NULL) {
+			errbuf_set(err, errlen, "slot.standby.conninfo is not a valid "
+			        "connection string or URI");
+			return -1;
+		}
+		PQconninfoFree(o);
+	}
 	{
 		/* wal2json splits add-msg-prefixes at commas and white space
 		 * and keeps a backslash in the name: such a prefix would never

@@ -448,6 +448,61 @@ void health_evaluate(const struct slot_figures *sf,
 	sort_reasons(&rs, out);
 }
 
+int64_t slot_standby_lag(const struct slot_figures *sf,
+                         const struct slot_standby *sb)
+{
+	if (!sf->valid || !sf->slot_exists ||
+	    sf->confirmed_flush_lsn == LSN_INVALID || !sb->reachable ||
+	    !sb->slot_exists || sb->confirmed_flush_lsn == LSN_INVALID)
+		return -1;
+	if (sb->confirmed_flush_lsn >= sf->confirmed_flush_lsn)
+		return 0;
+	return (int64_t)(sf->confirmed_flush_lsn - sb->confirmed_flush_lsn);
+}
+
+/* The first finding that makes the standby's copy useless after a
+ * failover, in the order a fix would go: reach the standby, run 17 there,
+ * have the copy, keep it valid, have it synced. */
+void health_evaluate_standby(const struct slot_standby *sb,
+                             struct health_eval *out)
+{
+	static const char lose[] = "a failover to it would lose the slot";
+	char why[SLOT_REASON_LEN + 1];
+	char err[sizeof(sb->error) + 1];
+	size_t n = out->nreasons;
+
+	if (!sb->configured || !sb->read)
+		return;
+	if (!sb->reachable) {
+		fixed_str(err, sizeof(err), sb->error, sizeof(sb->error));
+		health_reason_add(out, "standby: its copy of the slot cannot be "
+		                  "read (%s): whether %s is unknown",
+		                  err[0] != '\0' ? err : "no answer", lose);
+	} else if (sb->server_version < SLOT_PG_FAILOVER) {
+		health_reason_add(out, "standby: PostgreSQL %d.%d synchronizes no "
+		                  "slots (17 and later): %s",
+		                  sb->server_version / 10000,
+		                  sb->server_version % 10000 / 100, lose);
+	} else if (!sb->slot_exists) {
+		health_reason_add(out, "standby: the slot has no copy there "
+		                  "(slot.failover, sync_replication_slots: see the "
+		                  "runbook, section \"failover\"): %s", lose);
+	} else if (sb->invalidation_reason[0] != '\0') {
+		fixed_str(why, sizeof(why), sb->invalidation_reason,
+		          sizeof(sb->invalidation_reason));
+		health_reason_add(out, "standby: its copy of the slot is "
+		                  "invalidated (%s): %s", why, lose);
+	} else if (sb->synced != SLOT_FLAG_TRUE) {
+		health_reason_add(out, "standby: its copy of the slot is not "
+		                  "synced (synced=%s): %s",
+		                  sb->synced == SLOT_FLAG_FALSE ? "false" : "null",
+		                  lose);
+	}
+	/* Appended last: a warn never goes before a worse reason. */
+	if (out->nreasons > n && out->state < HEALTH_WARN)
+		out->state = HEALTH_WARN;
+}
+
 /* ---- /slot JSON -------------------------------------------------------- */
 
 /* pg_stat_replication_slots: the column (the /slot key) and the metric.
@@ -640,6 +695,47 @@ static json_t *server_json(const struct slot_figures *sf)
 	return o;
 }
 
+/* The standby's copy (slot_standby): figures null until a read worked
+ * and where the version or the slot has none. */
+static json_t *standby_json(const struct slot_figures *sf,
+                            const struct slot_standby *sb)
+{
+	json_t *o = json_object();
+	bool ok = sb->read && sb->reachable;
+	bool ex = ok && sb->slot_exists;
+
+	json_object_set_new(o, "reachable", json_boolean(ok));
+	json_object_set_new(o, "read_at", j_time(ok ? sb->read_at_us : 0));
+	json_object_set_new(o, "server_version_num",
+	                    ok && sb->server_version > 0
+	                        ? json_integer(sb->server_version) : json_null());
+	json_object_set_new(o, "in_recovery",
+	                    ok ? json_boolean(sb->in_recovery) : json_null());
+	json_object_set_new(o, "slot_exists",
+	                    ok ? json_boolean(sb->slot_exists) : json_null());
+	json_object_set_new(o, "synced", j_flag(ex, sb->synced));
+	json_object_set_new(o, "failover", j_flag(ex, sb->failover));
+	json_object_set_new(o, "confirmed_flush_lsn",
+	                    j_lsn(ex ? sb->confirmed_flush_lsn : LSN_INVALID));
+	json_object_set_new(o, "restart_lsn",
+	                    j_lsn(ex ? sb->restart_lsn : LSN_INVALID));
+	json_object_set_new(o, "invalidation_reason",
+	                    ex && sb->invalidation_reason[0] != '\0'
+	                        ? j_str_fixed(sb->invalidation_reason,
+	                                      sizeof(sb->invalidation_reason))
+	                        : json_null());
+	json_object_set_new(o, "replay_lsn",
+	                    j_lsn(ok ? sb->replay_lsn : LSN_INVALID));
+	json_object_set_new(o, "receive_lsn",
+	                    j_lsn(ok ? sb->receive_lsn : LSN_INVALID));
+	json_object_set_new(o, "lag_bytes", j_known(slot_standby_lag(sf, sb)));
+	json_object_set_new(o, "error",
+	                    sb->read && !sb->reachable
+	                        ? j_str_fixed(sb->error, sizeof(sb->error))
+	                        : json_null());
+	return o;
+}
+
 static json_t *j_latency_s(const struct hist *h, uint64_t us)
 {
 	return h->count > 0 ? json_real((double)us / 1e6) : json_null();
@@ -742,6 +838,10 @@ char *health_render_slot_json(const struct health_snapshot *s, bool pretty)
 	json_object_set_new(root, "thresholds", thresholds_json(&s->thresholds));
 	json_object_set_new(root, "server",
 	                    s->slot.valid ? server_json(&s->slot) : json_null());
+	json_object_set_new(root, "standby",
+	                    s->standby.configured
+	                        ? standby_json(&s->slot, &s->standby)
+	                        : json_null());
 	json_object_set_new(root, "relay", relay_json(&s->relay));
 	json_object_set_new(root, "growth_bytes_per_second",
 	                    j_real(ev->growth_bytes_per_s));
@@ -1098,6 +1198,35 @@ static const struct {
 #undef RU
 };
 
+/* The standby's copy (slot.standby.conninfo): every sample absent when
+ * it is not configured. */
+static void standby_metrics(struct mbuf *b, const struct health_snapshot *s)
+{
+	const struct slot_standby *sb = &s->standby;
+	bool ok = sb->configured && sb->read && sb->reachable;
+	int64_t lag = slot_standby_lag(&s->slot, sb);
+
+	family(b, "slot_standby_up", "gauge",
+	       "1 when the watchdog's last read of the slot's copy on the standby "
+	       "(slot.standby.conninfo) worked; absent when none is configured.");
+	if (sb->configured)
+		sample_u(b, "slot_standby_up", ok ? 1 : 0);
+	family(b, "slot_standby_synced", "gauge",
+	       "1 when the standby holds a synced copy of the slot "
+	       "(pg_replication_slots.synced there, PostgreSQL 17), 0 when the "
+	       "copy is missing or not synced; absent when unknown.");
+	if (ok && sb->server_version >= SLOT_PG_FAILOVER &&
+	    (!sb->slot_exists || sb->synced != SLOT_FLAG_ABSENT))
+		sample_u(b, "slot_standby_synced",
+		         sb->slot_exists && sb->synced == SLOT_FLAG_TRUE);
+	family(b, "slot_standby_lag_bytes", "gauge",
+	       "The slot's confirmed_flush_lsn minus its standby copy's: what a "
+	       "relay would publish again after a failover to the standby; "
+	       "absent when unknown.");
+	if (ok && lag >= 0)
+		sample_i(b, "slot_standby_lag_bytes", lag);
+}
+
 /* The relay's state as a Prometheus state set: one series per state,
  * exactly one of them 1. */
 static void relay_state_set(struct mbuf *b, const struct relay_figures *rf)
@@ -1206,5 +1335,6 @@ char *health_render_metrics(const struct health_snapshot *s)
 		sample_i(&b, "kafka_queue_messages", rf->kafka_queue_msgs);
 
 	slot_metrics(&b, s);
+	standby_metrics(&b, s);
 	return b.p;
 }

@@ -41,6 +41,7 @@ struct monitor *mon_start(const struct relay_config *cfg, char *err,
 		.heartbeat_ms = cfg->heartbeat_interval_ms,
 		.heartbeat_prefix = cfg->heartbeat_prefix,
 		.heartbeat_query = cfg->heartbeat_action_query,
+		.standby_conninfo = cfg->slot_standby_conninfo,
 	};
 
 	m->cfg = cfg;
@@ -141,8 +142,10 @@ enum health_state mon_update(struct monitor *m, const struct relay_figures *rf,
 		memcpy(s->topics[i], topics[i], sizeof(s->topics[i]));
 		s->topic_events[i] = topic_events[i];
 	}
+	wd_standby(m->wd, &s->standby);
 	health_evaluate(&s->slot, &s->relay, &s->thresholds,
 	                health_window_rate(&m->window), now, &s->eval);
+	health_evaluate_standby(&s->standby, &s->eval);
 	if (!m->have_state || s->eval.state != m->state) {
 		enum health_state prev = m->have_state ? m->state : HEALTH_OK;
 		if (m->have_state || s->eval.state != HEALTH_OK)

@@ -679,6 +679,89 @@ int slot_sample(PGconn *conn, const char *name, int64_t deadline_us,
 	return 0;
 }
 
+/* ------------------------------------------------------------ standby */
+
+/* The copy's columns after the five every version has, each selected as
+ * its stand-in before the version that has it (a 15 or 16 standby
+ * answers too: the copy is then missing or never synced). */
+static const struct {
+	const char *expr;
+	int since;
+	const char *older;
+} standby_cols[] = {
+	{ "s.synced", SLOT_PG_FAILOVER, "NULL::boolean" },
+	{ "s.failover", SLOT_PG_FAILOVER, "NULL::boolean" },
+	{ "coalesce(s.invalidation_reason, '')", SLOT_PG_FAILOVER,
+	  "CASE WHEN s.wal_status = 'lost' THEN 'wal_removed' ELSE '' END" },
+};
+
+#define NSTANDBY_BASE 6
+#define NSTANDBY (NSTANDBY_BASE + \
+                  (int)(sizeof(standby_cols) / sizeof(standby_cols[0])))
+
+char *slot_standby_sql(int version)
+{
+	char more[512] = "";
+	size_t n = 0;
+	char *sql;
+
+	for (size_t i = 0; i < sizeof(standby_cols) / sizeof(standby_cols[0]); i++)
+		n += (size_t)snprintf(more + n, sizeof(more) - n, ", %s",
+		                      version < standby_cols[i].since
+		                          ? standby_cols[i].older
+		                          : standby_cols[i].expr);
+	n = strlen(more) + 600;
+	sql = xmalloc(n);
+	/* One row whether or not the copy exists. */
+	snprintf(sql, n,
+	         "SELECT pg_catalog.pg_is_in_recovery(), "
+	         "coalesce(pg_catalog.pg_last_wal_replay_lsn()::text, ''), "
+	         "coalesce(pg_catalog.pg_last_wal_receive_lsn()::text, ''), "
+	         "s.slot_name IS NOT NULL, "
+	         "coalesce(s.confirmed_flush_lsn::text, ''), "
+	         "coalesce(s.restart_lsn::text, '')%s "
+	         "FROM (SELECT 1) AS one "
+	         "LEFT JOIN pg_catalog.pg_replication_slots s "
+	         "ON s.slot_name = $1", more);
+	return sql;
+}
+
+int slot_standby_read(PGconn *conn, const char *name, int64_t deadline_us,
+                      struct slot_standby *sb, struct pgu_status *st,
+                      char *err, size_t errlen)
+{
+	const char *params[1] = { name };
+	int version = PQserverVersion(conn);
+	char *sql = slot_standby_sql(version);
+	PGresult *res = pgu_query(conn, sql, 1, params, deadline_us,
+	                          PGRES_TUPLES_OK, "reading the standby's slot",
+	                          st, err, errlen);
+
+	free(sql);
+	if (res == NULL)
+		return -1;
+	if (PQntuples(res) != 1 || PQnfields(res) != NSTANDBY) {
+		st->outcome = PGU_Q_NO_ANSWER;
+		errbuf_set(err, errlen, "reading the standby's slot: %d rows of %d "
+		           "columns", PQntuples(res), PQnfields(res));
+		PQclear(res);
+		return -1;
+	}
+	sb->server_version = version;
+	sb->in_recovery = pgu_bool(res, 0, 0);
+	sb->replay_lsn = pgu_lsn(res, 0, 1);
+	sb->receive_lsn = pgu_lsn(res, 0, 2);
+	sb->slot_exists = pgu_bool(res, 0, 3);
+	sb->confirmed_flush_lsn = pgu_lsn(res, 0, 4);
+	sb->restart_lsn = pgu_lsn(res, 0, 5);
+	sb->synced = slot_flag_of(res, NSTANDBY_BASE);
+	sb->failover = slot_flag_of(res, NSTANDBY_BASE + 1);
+	snprintf(sb->invalidation_reason, sizeof(sb->invalidation_reason), "%s",
+	         PQgetvalue(res, 0, NSTANDBY_BASE + 2));
+	PQclear(res);
+	return 0;
+}
+
 /* ------------------------------------------------------------ server */
 
 static int text_int(const char *v)

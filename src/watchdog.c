@@ -4,7 +4,12 @@
  * One ordinary (non-replication) connection, one query per sample that
  * returns every figure in a single row, and optional heartbeats written
  * with pg_logical_emit_message() so that an idle database on a busy
- * cluster still gives the slot something to move past. */
+ * cluster still gives the slot something to move past.
+ *
+ * With slot.standby.conninfo, each sample also reads the slot's copy on
+ * that standby, over a second connection: its failures are reported in
+ * the figures and logged, and touch neither the primary's figures nor
+ * pg_up. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -33,7 +38,10 @@ struct watchdog {
 	uint64_t seq;               /* under mu */
 	struct slot_figures figs;   /* under mu */
 	char last_err[512];         /* under mu */
+	struct slot_standby sb;     /* under mu */
 	PGconn *conn;               /* thread only */
+	PGconn *sconn;              /* thread only: the standby's */
+	char standby_logged[256];   /* thread only: the error last logged */
 };
 
 static void set_last_error(struct watchdog *w, const char *fmt, ...)
@@ -131,6 +139,68 @@ static void sample(struct watchdog *w)
 	pthread_mutex_unlock(&w->mu);
 }
 
+/* A standby read that failed: kept for /slot, logged once per distinct
+ * error, the connection dropped when it cannot be trusted. */
+static void standby_failed(struct watchdog *w, const char *err, bool drop)
+{
+	if (strcmp(err, w->standby_logged) != 0) {
+		log_warn("watchdog: standby: %s", err);
+		snprintf(w->standby_logged, sizeof(w->standby_logged), "%s", err);
+	}
+	if (drop) {
+		PQfinish(w->sconn);
+		w->sconn = NULL;
+	}
+	pthread_mutex_lock(&w->mu);
+	w->sb.read = true;
+	w->sb.reachable = false;
+	snprintf(w->sb.error, sizeof(w->sb.error), "%s", err);
+	pthread_mutex_unlock(&w->mu);
+}
+
+/* The slot's copy on the standby (slot.h), on a connection of its own
+ * with the same defaults and bounds as the primary's. */
+static void standby_sample(struct watchdog *w)
+{
+	struct slot_standby sb;
+	struct pgu_status st;
+	enum pgu_class cls;
+	char err[600];
+
+	if (w->opt.standby_conninfo[0] == '\0')
+		return;
+	if (w->sconn == NULL) {
+		w->sconn = pgu_connect(w->opt.standby_conninfo,
+		                       "outbox-relay-watchdog-standby", false,
+		                       "-c statement_timeout=5000", &cls, err,
+		                       sizeof(err));
+		if (w->sconn == NULL) {
+			standby_failed(w, err, false);
+			return;
+		}
+	}
+	memset(&sb, 0, sizeof(sb));
+	if (slot_standby_read(w->sconn, w->opt.slot,
+	                      now_mono_us() + WD_QUERY_TIMEOUT_US, &sb, &st, err,
+	                      sizeof(err)) < 0) {
+		/* A timed-out connection may still owe the answer. */
+		standby_failed(w, err, st.outcome == PGU_Q_NO_ANSWER ||
+		                       PQstatus(w->sconn) != CONNECTION_OK);
+		return;
+	}
+	if (w->standby_logged[0] != '\0') {
+		log_info("watchdog: standby: its copy of the slot can be read again");
+		w->standby_logged[0] = '\0';
+	}
+	sb.configured = true;
+	sb.read = true;
+	sb.reachable = true;
+	sb.read_at_us = now_wall_us();
+	pthread_mutex_lock(&w->mu);
+	w->sb = sb;
+	pthread_mutex_unlock(&w->mu);
+}
+
 /* Non-transactional, so it is decoded at once and needs no commit; its
  * content is the wall clock at sending, for the round-trip figure. */
 static void heartbeat(struct watchdog *w)
@@ -188,7 +258,10 @@ static void *wd_main(void *arg)
 		if (!wait_until(w, next))
 			break;
 		if (w->conn == NULL && !wd_connect(w)) {
-			/* Retry at the next period; the error is in last_err. */
+			/* Retry at the next period; the error is in last_err. The
+			 * standby is read all the same: it matters most when the
+			 * primary is gone. */
+			standby_sample(w);
 			next_sample = now_mono_us() + w->opt.interval_ms * 1000;
 			continue;
 		}
@@ -199,11 +272,14 @@ static void *wd_main(void *arg)
 		}
 		if (w->conn != NULL && now >= next_sample) {
 			sample(w);
+			standby_sample(w);
 			next_sample = now + w->opt.interval_ms * 1000;
 		}
 	}
 	PQfinish(w->conn);
 	w->conn = NULL;
+	PQfinish(w->sconn);
+	w->sconn = NULL;
 	return NULL;
 }
 
@@ -219,6 +295,9 @@ struct watchdog *wd_start(const struct wd_options *opt, char *err,
 	w->opt.slot = xstrdup(opt->slot);
 	w->opt.heartbeat_prefix = xstrdup(opt->heartbeat_prefix ? opt->heartbeat_prefix : "");
 	w->opt.heartbeat_query = xstrdup(opt->heartbeat_query ? opt->heartbeat_query : "");
+	w->opt.standby_conninfo = opt->standby_conninfo != NULL
+	                              ? opt->standby_conninfo : ""; /* borrowed */
+	w->sb.configured = w->opt.standby_conninfo[0] != '\0';
 	pthread_mutex_init(&w->mu, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -245,6 +324,13 @@ uint64_t wd_figures(struct watchdog *w, struct slot_figures *out)
 	seq = w->seq;
 	pthread_mutex_unlock(&w->mu);
 	return seq;
+}
+
+void wd_standby(struct watchdog *w, struct slot_standby *out)
+{
+	pthread_mutex_lock(&w->mu);
+	*out = w->sb;
+	pthread_mutex_unlock(&w->mu);
 }
 
 void wd_last_error(struct watchdog *w, char *out, size_t outlen)

@@ -22,7 +22,15 @@
 #       slot (ghosts after a failover), is ok once it does; the standby
 #       gets a synced copy of the slot, which --slot-status on the standby
 #       shows (failover and synced true); the standby stopped, --check
-#       warns that the relay waits for it;
+#       warns that the relay waits for it; a relay with
+#       slot.standby.conninfo pointing at the standby shows the copy in
+#       /slot ("standby": synced true, lag_bytes small) and /metrics
+#       (slot_standby_up, _synced, _lag_bytes); the standby stopped, it
+#       shows it unreachable with a warn reason, and still streams and is
+#       ready;
+#   (f) before 17: slot.standby.conninfo pointing at a server without
+#       slot synchronization (the run's own) reads it and warns so; the
+#       relay streams and is ready;
 #   (e) 18: idle_replication_slot_timeout set: --check warns; --slot-status
 #       shows the time left (idle_timeout_eta_seconds); set to 1 s and a
 #       CHECKPOINT, the slot is invalidated (idle_timeout): --slot-status
@@ -89,6 +97,26 @@ py_json() {
 	else
 		not_ok "$desc" "$out"
 	fi
+}
+
+# wait_slot PORT FILE SECS EXPR...: /slot into FILE until every Python
+# expression over d holds (or SECS pass); py_json then tells.
+wait_slot() {
+	local port=$1 file=$2 secs=$3 i
+	shift 3
+	for ((i = 0; i < secs * 2; i++)); do
+		if curl -sf "http://127.0.0.1:$port/slot" >"$file" &&
+			python3 - "$file" "$@" >/dev/null 2>&1 <<-'PY'
+			import json, sys
+			d = json.load(open(sys.argv[1]))
+			sys.exit(0 if all(eval(e) for e in sys.argv[2:]) else 1)
+			PY
+		then
+			return 0
+		fi
+		sleep 0.5
+	done
+	return 1
 }
 
 db=t435_failover
@@ -219,6 +247,10 @@ if [[ -n $port ]] && curl -sf "http://127.0.0.1:$port/slot" >"$IT_TEST_DIR/slot.
 		it_check "(b) /metrics: no slot_failover sample before 17" \
 			bash -c "! grep -q '^outbox_relay_slot_failover ' '$IT_TEST_DIR/metrics.txt'"
 	fi
+	py_json "(b) /slot: standby null without slot.standby.conninfo" \
+		"$IT_TEST_DIR/slot.json" 'd["standby"] is None'
+	it_check "(b) /metrics: no slot_standby_up sample without it" \
+		bash -c "! grep -q '^outbox_relay_slot_standby_up ' '$IT_TEST_DIR/metrics.txt'"
 	it_check "(b) /metrics: slot_invalidation_reason wal_removed 0" grep -qx \
 		'outbox_relay_slot_invalidation_reason{reason="wal_removed"} 0' \
 		"$IT_TEST_DIR/metrics.txt"
@@ -228,6 +260,36 @@ fi
 rc=0
 it_stop_relay || rc=$?
 it_check "(b) relay exits 0 on SIGTERM (exit $rc)" test "$rc" -eq 0
+
+# ---------------------------------------------------------------- (f)
+if ((major < 17)); then
+	flog=$IT_TEST_DIR/relay_f.log
+	it_start_relay "$cfg" "$flog" --set "slot.standby.conninfo=$(it_conninfo "$db")"
+	fport=$(it_health_port "$flog") || fport=
+	if [[ -n $fport ]] && wait_slot "$fport" "$IT_TEST_DIR/f_slot.json" 20 \
+		'd["standby"]["reachable"]' 'd["relay"]["state"] == "streaming"'; then
+		ok "(f) the relay reads slot.standby.conninfo's server and streams"
+	else
+		not_ok "(f) the relay reads slot.standby.conninfo's server and streams" \
+			"$(it_show_log "$flog")"
+	fi
+	py_json "(f) /slot: standby read, synced null, a warn reason" \
+		"$IT_TEST_DIR/f_slot.json" 'd["standby"]["reachable"] is True' \
+		"d['standby']['server_version_num'] == $ver" \
+		'd["standby"]["synced"] is None' 'd["standby"]["slot_exists"] is True' \
+		'd["standby"]["in_recovery"] is False' 'd["state"] == "warn"' \
+		'any("synchronizes no slots (17 and later)" in r for r in d["reasons"])'
+	it_check "(f) /readyz 200 with the standby warning" \
+		curl -sf "http://127.0.0.1:$fport/readyz"
+	curl -sf "http://127.0.0.1:$fport/metrics" >"$IT_TEST_DIR/f_metrics.txt" || true
+	it_check "(f) /metrics: slot_standby_up 1" grep -qx \
+		'outbox_relay_slot_standby_up 1' "$IT_TEST_DIR/f_metrics.txt"
+	it_check "(f) /metrics: no slot_standby_synced sample before 17" \
+		bash -c "! grep -q '^outbox_relay_slot_standby_synced ' '$IT_TEST_DIR/f_metrics.txt'"
+	rc=0
+	it_stop_relay || rc=$?
+	it_check "(f) relay exits 0 on SIGTERM (exit $rc)" test "$rc" -eq 0
+fi
 
 # ---------------------------------------------------------------- (c)
 run c_check --config "$cfg" --check
@@ -335,7 +397,11 @@ else
 		"ok    synchronized_standby_slots: '$sbslot': every standby streaming"
 	# The slot moves (the relay confirms an event), so that the standby's
 	# copy can be made at a position the standby has.
-	it_start_relay "$cfg" "$log"
+	dlog=$IT_TEST_DIR/relay_d.log
+	it_start_relay "$cfg" "$dlog" --set \
+		"slot.standby.conninfo=host=127.0.0.1 port=$sport user=postgres dbname=$db"
+	log=$dlog
+	dport=$(it_health_port "$dlog") || dport=0
 	id=$(cat /proc/sys/kernel/random/uuid)
 	it_sql "$db" "$INS ('$id', '$type', 'a2', 'created', '{\"n\": 2}')" >/dev/null
 	if it_consume_wait "$topic" "$IT_TEST_DIR/d_events.json" 2 60; then
@@ -357,9 +423,35 @@ else
 		sleep 1
 	done
 	it_check "(d) the standby has a synced copy of the slot" test "$synced" = t
-	rc=0
-	it_stop_relay || rc=$?
-	it_check "(d) relay exits 0 on SIGTERM (exit $rc)" test "$rc" -eq 0
+	# More events: the copy follows (the slot sync worker's period is up
+	# to 30 s), lag_bytes small.
+	for n in 3 4 5; do
+		id=$(cat /proc/sys/kernel/random/uuid)
+		it_sql "$db" "$INS ('$id', '$type', 'a$n', 'created', '{\"n\": $n}')" >/dev/null
+	done
+	it_consume_wait "$topic" "$IT_TEST_DIR/d_events2.json" 5 60 || true
+	if wait_slot "$dport" "$IT_TEST_DIR/d_slot.json" 60 \
+		'd["standby"]["synced"] is True' \
+		'd["standby"]["lag_bytes"] is not None and d["standby"]["lag_bytes"] < 1048576'; then
+		ok "(d) /slot: the standby's copy synced and current"
+	else
+		not_ok "(d) /slot: the standby's copy synced and current" \
+			"$(head -c 3000 "$IT_TEST_DIR/d_slot.json")"
+	fi
+	py_json "(d) /slot standby: reachable, synced, failover, lag < 1 MiB, no reason" \
+		"$IT_TEST_DIR/d_slot.json" 'd["standby"]["reachable"] is True' \
+		'd["standby"]["synced"] is True' 'd["standby"]["failover"] is True' \
+		'd["standby"]["in_recovery"] is True' \
+		'd["standby"]["confirmed_flush_lsn"] is not None' \
+		'0 <= d["standby"]["lag_bytes"] < 1048576' 'd["standby"]["error"] is None' \
+		'not any(r.startswith("standby:") for r in d["reasons"])'
+	curl -sf "http://127.0.0.1:$dport/metrics" >"$IT_TEST_DIR/d_metrics.txt" || true
+	it_check "(d) /metrics: slot_standby_up 1, slot_standby_synced 1" \
+		grep -qx -e 'outbox_relay_slot_standby_up 1' "$IT_TEST_DIR/d_metrics.txt"
+	it_check "(d) /metrics: slot_standby_synced 1" \
+		grep -qx -e 'outbox_relay_slot_standby_synced 1' "$IT_TEST_DIR/d_metrics.txt"
+	it_check "(d) /metrics: slot_standby_lag_bytes present" \
+		grep -q '^outbox_relay_slot_standby_lag_bytes [0-9]' "$IT_TEST_DIR/d_metrics.txt"
 	scfg=$IT_TEST_DIR/standby.conf
 	it_write_config "$scfg" "$db" "$slot"
 	sed -i "s/port=$PGPORT /port=$sport /" "$scfg"
@@ -379,6 +471,38 @@ else
 		"warn  synchronized_standby_slots: '$sbslot': no standby streams from $sbslot now"
 	it_sql postgres "ALTER SYSTEM RESET synchronized_standby_slots" >/dev/null
 	it_sql postgres "SELECT pg_reload_conf()" >/dev/null
+	# The standby down: the relay says so, warns, and goes on.
+	if wait_slot "$dport" "$IT_TEST_DIR/d_slot_down.json" 20 \
+		'd["standby"]["reachable"] is False'; then
+		ok "(d) /slot: the stopped standby unreachable"
+	else
+		not_ok "(d) /slot: the stopped standby unreachable" \
+			"$(head -c 3000 "$IT_TEST_DIR/d_slot_down.json")"
+	fi
+	py_json "(d) /slot standby down: error, synced null, a warn reason" \
+		"$IT_TEST_DIR/d_slot_down.json" 'd["standby"]["error"]' \
+		'd["standby"]["synced"] is None' 'd["standby"]["lag_bytes"] is None' \
+		'd["state"] == "warn"' \
+		'any(r.startswith("standby: its copy of the slot cannot be read") for r in d["reasons"])'
+	curl -sf "http://127.0.0.1:$dport/metrics" >"$IT_TEST_DIR/d_metrics_down.txt" || true
+	it_check "(d) /metrics: slot_standby_up 0" grep -qx \
+		'outbox_relay_slot_standby_up 0' "$IT_TEST_DIR/d_metrics_down.txt"
+	it_check "(d) /metrics: pg_up 1 with the standby down" grep -qx \
+		'outbox_relay_pg_up 1' "$IT_TEST_DIR/d_metrics_down.txt"
+	id=$(cat /proc/sys/kernel/random/uuid)
+	it_sql "$db" "$INS ('$id', '$type', 'a6', 'created', '{\"n\": 6}')" >/dev/null
+	if it_consume_wait "$topic" "$IT_TEST_DIR/d_events3.json" 6 60; then
+		ok "(d) the relay still publishes with the standby down"
+	else
+		not_ok "(d) the relay still publishes with the standby down" "$(it_show_log "$dlog")"
+	fi
+	it_check "(d) /readyz 200 with the standby down" \
+		curl -sf "http://127.0.0.1:$dport/readyz"
+	it_check "(d) the log warns once about the standby, no conninfo in it" \
+		bash -c "grep -q 'watchdog: standby: ' '$dlog' && ! grep -q 'port=$sport' '$dlog'"
+	rc=0
+	it_stop_relay || rc=$?
+	it_check "(d) relay exits 0 on SIGTERM (exit $rc)" test "$rc" -eq 0
 	it_sql postgres "SELECT pg_drop_replication_slot('$sbslot')" >/dev/null
 fi
 

@@ -292,8 +292,13 @@ START_TEST(test_print_redacts)
 	                              sizeof(err)), 0);
 	ck_assert_int_eq(cfg_set_flag(&cfg, "alert.webhook.url=https://hooks/T0k3n",
 	                              err, sizeof(err)), 0);
+	ck_assert_int_eq(cfg_set_flag(&cfg, "slot.standby.conninfo=host=s "
+	                              "password=hunter4", err, sizeof(err)), 0);
+	ck_assert_int_eq(cfg_validate(&cfg, err, sizeof(err)), 0);
 	cfg_print(&cfg, f);
 	fclose(f);
+	ck_assert_ptr_null(strstr(buf, "hunter4"));
+	ck_assert_ptr_nonnull(strstr(buf, "slot.standby.conninfo = <redacted> # flag"));
 	ck_assert_ptr_null(strstr(buf, "hunter2"));
 	ck_assert_ptr_null(strstr(buf, "hunter3"));
 	ck_assert_ptr_null(strstr(buf, "T0k3n"));
@@ -302,6 +307,24 @@ START_TEST(test_print_redacts)
 	ck_assert_ptr_nonnull(strstr(buf, "slot.name = outbox_relay # default"));
 	ck_assert_ptr_nonnull(strstr(buf, "kafka.bootstrap.servers = 127.0.0.1:1 # flag"));
 	free(buf);
+	cfg_free(&cfg);
+}
+END_TEST
+
+/* slot.standby.conninfo must parse, and the refusal quotes none of it. */
+START_TEST(test_standby_conninfo_checked)
+{
+	struct relay_config cfg;
+	char err[512];
+
+	base_cfg(&cfg);
+	ck_assert_str_eq(cfg.slot_standby_conninfo, "");
+	ck_assert_int_eq(cfg_validate(&cfg, err, sizeof(err)), 0);
+	ck_assert_int_eq(cfg_set_flag(&cfg, "slot.standby.conninfo=host=s "
+	                              "password='hunter5", err, sizeof(err)), 0);
+	ck_assert_int_eq(cfg_validate(&cfg, err, sizeof(err)), -1);
+	ck_assert_str_eq(err, "slot.standby.conninfo is not a valid connection "
+	                 "string or URI");
 	cfg_free(&cfg);
 }
 END_TEST
@@ -551,6 +574,7 @@ Suite *config_suite(void)
 	tcase_add_test(tc, test_env_errors);
 	tcase_add_test(tc, test_validate_safety);
 	tcase_add_test(tc, test_print_redacts);
+	tcase_add_test(tc, test_standby_conninfo_checked);
 	tcase_add_test(tc, test_listen_parse);
 	tcase_add_test(tc, test_conninfo_uri_split);
 	tcase_add_test(tc, test_load_text);

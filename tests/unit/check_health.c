@@ -1349,7 +1349,7 @@ static struct prom *render_prom(const struct health_snapshot *s)
 		ck_abort_msg("%s", p->err);
 	}
 	/* Every family, with or without samples, is announced. */
-	ck_assert_uint_eq(p->nf, 50);
+	ck_assert_uint_eq(p->nf, 53);
 	for (size_t i = 0; i < p->nf; i++)
 		ck_assert_msg(strncmp(p->f[i].name, PFX, strlen(PFX)) == 0, "%s",
 		              p->f[i].name);
@@ -1690,6 +1690,196 @@ START_TEST(test_slot_json_versions)
 }
 END_TEST
 
+/* A synced copy on a 17 standby, 4096 bytes behind the primary's. */
+static void standby_synced(struct health_snapshot *s)
+{
+	struct slot_standby *sb = &s->standby;
+
+	memset(sb, 0, sizeof(*sb));
+	sb->configured = true;
+	sb->read = true;
+	sb->reachable = true;
+	sb->read_at_us = NOW_US;
+	sb->server_version = 170006;
+	sb->in_recovery = true;
+	sb->slot_exists = true;
+	sb->synced = SLOT_FLAG_TRUE;
+	sb->failover = SLOT_FLAG_TRUE;
+	sb->confirmed_flush_lsn = s->slot.confirmed_flush_lsn - 4096;
+	sb->restart_lsn = s->slot.restart_lsn;
+	sb->replay_lsn = s->slot.current_lsn;
+	sb->receive_lsn = s->slot.current_lsn;
+}
+
+/* Not configured: null in /slot, no samples, no reason (the default
+ * path is unchanged). */
+START_TEST(test_standby_off)
+{
+	static struct health_snapshot s;
+	struct health_eval before;
+	struct prom *p;
+	json_t *root;
+
+	full_snapshot(&s);
+	health_evaluate(&s.slot, &s.relay, &s.thresholds, 0, s.now_us, &s.eval);
+	before = s.eval;
+	health_evaluate_standby(&s.standby, &s.eval);
+	ck_assert(memcmp(&before, &s.eval, sizeof(before)) == 0);
+	root = render_parse(&s, false);
+	jnull(root, "standby");
+	json_decref(root);
+	p = render_prom(&s);
+	pabsent(p, PFX "slot_standby_up");
+	pabsent(p, PFX "slot_standby_synced");
+	pabsent(p, PFX "slot_standby_lag_bytes");
+	free(p);
+}
+END_TEST
+
+START_TEST(test_standby_synced)
+{
+	static struct health_snapshot s;
+	struct prom *p;
+	json_t *root;
+
+	full_snapshot(&s);
+	standby_synced(&s);
+	ck_assert_int_eq(slot_standby_lag(&s.slot, &s.standby), 4096);
+	health_evaluate(&s.slot, &s.relay, &s.thresholds, 0, s.now_us, &s.eval);
+	health_evaluate_standby(&s.standby, &s.eval);
+	ck_assert_int_eq(s.eval.state, HEALTH_OK);
+	ck_assert_uint_eq(s.eval.nreasons, 0);
+	root = render_parse(&s, false);
+	jbool(root, "standby.reachable", true);
+	jbool(root, "standby.synced", true);
+	jbool(root, "standby.failover", true);
+	jbool(root, "standby.slot_exists", true);
+	jstr(root, "standby.confirmed_flush_lsn", "16/B2FFF000");
+	jint(root, "standby.lag_bytes", 4096);
+	jint(root, "standby.server_version_num", 170006);
+	jstr(root, "standby.replay_lsn", "16/B374D848");
+	jnull(root, "standby.invalidation_reason");
+	jnull(root, "standby.error");
+	json_decref(root);
+	p = render_prom(&s);
+	pval(p, PFX "slot_standby_up", "", 1);
+	pval(p, PFX "slot_standby_synced", "", 1);
+	pval(p, PFX "slot_standby_lag_bytes", "", 4096);
+	free(p);
+
+	/* Read a moment after the primary's sample: ahead is 0, not
+	 * negative. */
+	s.standby.confirmed_flush_lsn = s.slot.confirmed_flush_lsn + 8;
+	ck_assert_int_eq(slot_standby_lag(&s.slot, &s.standby), 0);
+	/* Not sync-ready yet (NULL confirmed_flush_lsn): unknown. */
+	s.standby.confirmed_flush_lsn = LSN_INVALID;
+	ck_assert_int_eq(slot_standby_lag(&s.slot, &s.standby), -1);
+}
+END_TEST
+
+/* Each way the copy fails a failover: one warn reason, never worse, and
+ * a worse reason of the primary's stays first. */
+START_TEST(test_standby_rules)
+{
+	static struct health_snapshot s;
+	struct prom *p;
+	json_t *root;
+
+	full_snapshot(&s);
+	standby_synced(&s);
+	s.standby.synced = SLOT_FLAG_FALSE;
+	health_evaluate(&s.slot, &s.relay, &s.thresholds, 0, s.now_us, &s.eval);
+	health_evaluate_standby(&s.standby, &s.eval);
+	ck_assert_int_eq(s.eval.state, HEALTH_WARN);
+	ck_assert_uint_eq(s.eval.nreasons, 1);
+	ck_assert_str_eq(s.eval.reason[0], "standby: its copy of the slot is not "
+	                 "synced (synced=false): a failover to it would lose the "
+	                 "slot");
+	p = render_prom(&s);
+	pval(p, PFX "slot_standby_synced", "", 0);
+	free(p);
+
+	s.standby.synced = SLOT_FLAG_TRUE;
+	snprintf(s.standby.invalidation_reason,
+	         sizeof(s.standby.invalidation_reason), "rows_removed");
+	health_evaluate(&s.slot, &s.relay, &s.thresholds, 0, s.now_us, &s.eval);
+	health_evaluate_standby(&s.standby, &s.eval);
+	ck_assert_str_eq(s.eval.reason[0], "standby: its copy of the slot is "
+	                 "invalidated (rows_removed): a failover to it would lose "
+	                 "the slot");
+
+	/* Missing: synced 0 (known), lag unknown. */
+	standby_synced(&s);
+	s.standby.slot_exists = false;
+	health_evaluate(&s.slot, &s.relay, &s.thresholds, 0, s.now_us, &s.eval);
+	health_evaluate_standby(&s.standby, &s.eval);
+	ck_assert_int_eq(s.eval.state, HEALTH_WARN);
+	ck_assert(strstr(s.eval.reason[0], "standby: the slot has no copy there")
+	          == s.eval.reason[0]);
+	root = render_parse(&s, false);
+	jbool(root, "standby.slot_exists", false);
+	jnull(root, "standby.synced");
+	jnull(root, "standby.lag_bytes");
+	json_decref(root);
+	p = render_prom(&s);
+	pval(p, PFX "slot_standby_up", "", 1);
+	pval(p, PFX "slot_standby_synced", "", 0);
+	pabsent(p, PFX "slot_standby_lag_bytes");
+	free(p);
+
+	/* A 15 standby: no synchronization; synced unknown. */
+	s.standby.server_version = 150014;
+	health_evaluate(&s.slot, &s.relay, &s.thresholds, 0, s.now_us, &s.eval);
+	health_evaluate_standby(&s.standby, &s.eval);
+	ck_assert_str_eq(s.eval.reason[0], "standby: PostgreSQL 15.0 synchronizes "
+	                 "no slots (17 and later): a failover to it would lose "
+	                 "the slot");
+	p = render_prom(&s);
+	pabsent(p, PFX "slot_standby_synced");
+	free(p);
+
+	/* Unreachable: up 0, the error shown, everything else unknown. */
+	standby_synced(&s);
+	s.standby.reachable = false;
+	snprintf(s.standby.error, sizeof(s.standby.error), "connection refused");
+	health_evaluate(&s.slot, &s.relay, &s.thresholds, 0, s.now_us, &s.eval);
+	health_evaluate_standby(&s.standby, &s.eval);
+	ck_assert_int_eq(s.eval.state, HEALTH_WARN);
+	ck_assert_str_eq(s.eval.reason[0], "standby: its copy of the slot cannot "
+	                 "be read (connection refused): whether a failover to it "
+	                 "would lose the slot is unknown");
+	root = render_parse(&s, false);
+	jbool(root, "standby.reachable", false);
+	jstr(root, "standby.error", "connection refused");
+	jnull(root, "standby.synced");
+	jnull(root, "standby.lag_bytes");
+	jnull(root, "standby.read_at");
+	json_decref(root);
+	p = render_prom(&s);
+	pval(p, PFX "slot_standby_up", "", 0);
+	pabsent(p, PFX "slot_standby_synced");
+	pabsent(p, PFX "slot_standby_lag_bytes");
+	free(p);
+
+	/* Not read yet: nothing to say. */
+	s.standby.read = false;
+	health_evaluate(&s.slot, &s.relay, &s.thresholds, 0, s.now_us, &s.eval);
+	health_evaluate_standby(&s.standby, &s.eval);
+	ck_assert_int_eq(s.eval.state, HEALTH_OK);
+
+	/* Behind a critical reason: the state stays critical, the warn
+	 * comes after it. */
+	standby_synced(&s);
+	s.standby.synced = SLOT_FLAG_FALSE;
+	s.slot.wal_status = WAL_STATUS_UNRESERVED;
+	health_evaluate(&s.slot, &s.relay, &s.thresholds, 0, s.now_us, &s.eval);
+	health_evaluate_standby(&s.standby, &s.eval);
+	ck_assert_int_eq(s.eval.state, HEALTH_CRITICAL);
+	ck_assert(strncmp(s.eval.reason[0], "wal_status unreserved", 21) == 0);
+	ck_assert(strncmp(s.eval.reason[s.eval.nreasons - 1], "standby: ", 9) == 0);
+}
+END_TEST
+
 START_TEST(test_metrics_topics_dedup)
 {
 	static struct health_snapshot s;
@@ -1885,6 +2075,9 @@ Suite *health_suite(void)
 	tcase_add_test(tm, test_metrics_versions);
 	tcase_add_test(tm, test_metrics_state_set);
 	tcase_add_test(tm, test_metrics_topics_dedup);
+	tcase_add_test(tm, test_standby_off);
+	tcase_add_test(tm, test_standby_synced);
+	tcase_add_test(tm, test_standby_rules);
 	tcase_add_test(tm, test_metrics_histogram);
 	tcase_add_test(tm, test_metrics_histogram_conservative);
 	tcase_add_test(tm, test_metrics_no_secrets_no_junk);

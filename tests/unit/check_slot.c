@@ -213,6 +213,37 @@ START_TEST(test_read_sql)
 }
 END_TEST
 
+/* The standby's read: 9 columns on every version, one row whether the
+ * copy exists or not, the slot name a parameter. */
+START_TEST(test_standby_sql)
+{
+	static const struct {
+		int version;
+		const char *has, *lacks;
+	} v[] = {
+		{ 150000, "THEN 'wal_removed'", "s.synced" },
+		{ 160000, "NULL::boolean", "s.failover" },
+		{ 170000, "s.synced", "NULL::boolean" },
+		{ 180000, "s.invalidation_reason", "THEN 'wal_removed'" },
+	};
+
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		char *sql = slot_standby_sql(v[i].version);
+		ck_assert_int_eq(select_columns(sql), 9);
+		ck_assert_msg(strstr(sql, v[i].has) != NULL, "%d: no %s",
+		              v[i].version, v[i].has);
+		ck_assert_msg(strstr(sql, v[i].lacks) == NULL, "%d: %s",
+		              v[i].version, v[i].lacks);
+		ck_assert_ptr_nonnull(strstr(sql, "pg_last_wal_replay_lsn()"));
+		ck_assert_ptr_nonnull(strstr(sql, "pg_last_wal_receive_lsn()"));
+		ck_assert_ptr_nonnull(strstr(sql, "LEFT JOIN pg_catalog."
+		                                  "pg_replication_slots s ON "
+		                                  "s.slot_name = $1"));
+		free(sql);
+	}
+}
+END_TEST
+
 /* 18's idle_timeout (and any other reason) is a lost slot, named; 15's
  * wal_removed keeps the wal_status wording. */
 START_TEST(test_invalidation_reason)
@@ -482,6 +513,7 @@ Suite *slot_suite(void)
 	tcase_add_test(tc, test_table_text);
 	tcase_add_test(tc, test_sample_sql);
 	tcase_add_test(tc, test_read_sql);
+	tcase_add_test(tc, test_standby_sql);
 	tcase_add_test(tc, test_invalidation_reason);
 	tcase_add_test(tc, test_failover_wanted);
 	tcase_add_test(tc, test_create_sql);

@@ -479,10 +479,9 @@ void health_evaluate_standby(const struct slot_standby *sb,
 		                  "read (%s): whether %s is unknown",
 		                  err[0] != '\0' ? err : "no answer", lose);
 	} else if (sb->server_version < SLOT_PG_FAILOVER) {
-		health_reason_add(out, "standby: PostgreSQL %d.%d synchronizes no "
+		health_reason_add(out, "standby: PostgreSQL %d synchronizes no "
 		                  "slots (17 and later): %s",
-		                  sb->server_version / 10000,
-		                  sb->server_version % 10000 / 100, lose);
+		                  sb->server_version / 10000, lose);
 	} else if (!sb->slot_exists) {
 		health_reason_add(out, "standby: the slot has no copy there "
 		                  "(slot.failover, sync_replication_slots: see the "

@@ -41,7 +41,9 @@ struct watchdog {
 	struct slot_standby sb;     /* under mu */
 	PGconn *conn;               /* thread only */
 	PGconn *sconn;              /* thread only: the standby's */
-	char standby_logged[256];   /* thread only: the error last logged */
+	char standby_logged[600];   /* thread only: the error last logged
+	                             * (as long as the one read, so that a
+	                             * long one is not logged at every sample) */
 };
 
 static void set_last_error(struct watchdog *w, const char *fmt, ...)

@@ -278,7 +278,7 @@ if ((major < 17)); then
 		"d['standby']['server_version_num'] == $ver" \
 		'd["standby"]["synced"] is None' 'd["standby"]["slot_exists"] is True' \
 		'd["standby"]["in_recovery"] is False' 'd["state"] == "warn"' \
-		'any("synchronizes no slots (17 and later)" in r for r in d["reasons"])'
+		"any(r.startswith('standby: PostgreSQL $major synchronizes no slots (17 and later)') for r in d['reasons'])"
 	it_check "(f) /readyz 200 with the standby warning" \
 		curl -sf "http://127.0.0.1:$fport/readyz"
 	curl -sf "http://127.0.0.1:$fport/metrics" >"$IT_TEST_DIR/f_metrics.txt" || true

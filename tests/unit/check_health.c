@@ -1831,7 +1831,7 @@ START_TEST(test_standby_rules)
 	s.standby.server_version = 150014;
 	health_evaluate(&s.slot, &s.relay, &s.thresholds, 0, s.now_us, &s.eval);
 	health_evaluate_standby(&s.standby, &s.eval);
-	ck_assert_str_eq(s.eval.reason[0], "standby: PostgreSQL 15.0 synchronizes "
+	ck_assert_str_eq(s.eval.reason[0], "standby: PostgreSQL 15 synchronizes "
 	                 "no slots (17 and later): a failover to it would lose "
 	                 "the slot");
 	p = render_prom(&s);

@@ -131,6 +131,10 @@ struct fuzz {
 	bool verifying;
 	struct w_txn verify;   /* the commit looked for */
 	struct w_txn last_commit; /* newest commit the watermark moved to */
+	uint64_t produced;     /* WAL a server must hold for every event
+	                        * produced (lsn_tracker's must_have): the
+	                        * newest such commit's end, or its start + 1
+	                        * on pgoutput's stream; undone ones count */
 	bool have_last_commit;
 	struct s_txn stx[MAX_WAL];
 	int nstx;
@@ -359,6 +363,8 @@ static void op_event(struct fuzz *f)
 	if (!f->in_txn || f->cur_verdict != LSN_PUBLISH || f->ntok == MAX_TOK)
 		return;
 	token = lsn_event(&f->lt, p);
+	f->produced = max_u64(f->produced, f->pgo ? f->wal[f->cur_wal].final + 1
+	                                          : f->wal[f->cur_wal].end);
 	f->stx[f->cur_stx].events++;
 	if ((p & 7) == 7) {
 		/* produce() refused it at once (queue full, fatal). */
@@ -550,7 +556,9 @@ static void op_reconnect(struct fuzz *f, enum reconnect how)
 	if (f->known_system >= 0 && (f->system != f->known_system ||
 	                             f->timeline != f->known_timeline))
 		want = LSN_RESUME_REWOUND;
-	else if (f->known_system >= 0 && f->wal_pos < acked)
+	/* A WAL end before an event produced, acked or not (its ack may
+	 * come after the connection dropped: it may be in Kafka). */
+	else if (f->known_system >= 0 && f->wal_pos < max_u64(acked, f->produced))
 		want = LSN_RESUME_REWOUND;
 	else if (f->have_last_commit && f->last_commit.end > slot)
 		want = LSN_RESUME_VERIFY;

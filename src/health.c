@@ -1037,6 +1037,25 @@ static const struct {
 
 #define NREASONS (sizeof(inval_reasons) / sizeof(inval_reasons[0]))
 
+/* The slot's flags of newer versions, one gauge each: absent where the
+ * server has no such column. */
+struct flag_metric {
+	const char *name, *help;
+	size_t off;                 /* of the enum slot_flag in slot_figures */
+};
+static const struct flag_metric flag_metrics[] = {
+	{ "slot_failover", "1 when the slot is a failover slot, synchronized to "
+	  "standbys (pg_replication_slots.failover, PostgreSQL 17); absent "
+	  "before.", offsetof(struct slot_figures, failover) },
+	{ "slot_synced", "1 when the slot is a standby's synchronized copy of a "
+	  "failover slot (pg_replication_slots.synced, PostgreSQL 17); absent "
+	  "before.", offsetof(struct slot_figures, synced) },
+	{ "slot_conflicting", "1 when a logical slot on a standby was invalidated "
+	  "by a conflict with recovery (pg_replication_slots.conflicting, "
+	  "PostgreSQL 16); absent before.",
+	  offsetof(struct slot_figures, conflicting) },
+};
+
 static void slot_metrics(struct mbuf *b, const struct health_snapshot *s)
 {
 	static const enum wal_status statuses[] = {
@@ -1070,23 +1089,13 @@ static void slot_metrics(struct mbuf *b, const struct health_snapshot *s)
 			          wal_status_name(statuses[i]), sf->wal_status == statuses[i]);
 
 	/* Columns of newer versions: absent where the server has none. */
-	family(b, "slot_failover", "gauge",
-	       "1 when the slot is a failover slot, synchronized to standbys "
-	       "(pg_replication_slots.failover, PostgreSQL 17); absent before.");
-	if (have && sf->failover != SLOT_FLAG_ABSENT)
-		sample_u(b, "slot_failover", sf->failover == SLOT_FLAG_TRUE);
-	family(b, "slot_synced", "gauge",
-	       "1 when the slot is a standby's synchronized copy of a failover "
-	       "slot (pg_replication_slots.synced, PostgreSQL 17); absent "
-	       "before.");
-	if (have && sf->synced != SLOT_FLAG_ABSENT)
-		sample_u(b, "slot_synced", sf->synced == SLOT_FLAG_TRUE);
-	family(b, "slot_conflicting", "gauge",
-	       "1 when a logical slot on a standby was invalidated by a conflict "
-	       "with recovery (pg_replication_slots.conflicting, PostgreSQL 16); "
-	       "absent before.");
-	if (have && sf->conflicting != SLOT_FLAG_ABSENT)
-		sample_u(b, "slot_conflicting", sf->conflicting == SLOT_FLAG_TRUE);
+	for (size_t i = 0; i < sizeof(flag_metrics) / sizeof(flag_metrics[0]); i++) {
+		const struct flag_metric *m = &flag_metrics[i];
+		enum slot_flag v = *(const enum slot_flag *)((const char *)sf + m->off);
+		family(b, m->name, "gauge", m->help);
+		if (have && v != SLOT_FLAG_ABSENT)
+			sample_u(b, m->name, v == SLOT_FLAG_TRUE);
+	}
 	family(b, "slot_invalidation_reason", "gauge",
 	       "pg_replication_slots.invalidation_reason: 1 for the slot's reason, "
 	       "0 for the others the server can report (15 and 16: wal_removed, "

@@ -52,6 +52,7 @@
 #                                    (124: still running after the timeout,
 #                                    then killed)
 #   it_wait_slot_active DB SLOT [SECS]
+#   it_wait_exit PID SECS            true once PID has exited
 #   it_consume TOPIC OUTFILE         all records, one kcat JSON object a line
 #   it_consume_wait TOPIC OUTFILE N [SECS]  until at least N records
 #   it_count FILE                    records in an it_consume file
@@ -319,6 +320,17 @@ it_wait_slot_active() {
 		[[ $(it_sql "$db" "SELECT active FROM pg_replication_slots
 			WHERE slot_name = '$slot'") == t ]] && return 0
 		sleep 0.2
+	done
+	return 1
+}
+
+# it_wait_exit PID SECS: true once PID has exited (a zombie counts as
+# gone), false if it still runs after SECS. The caller reaps it (wait).
+it_wait_exit() {
+	local i
+	for ((i = 0; i < $2 * 10; i++)); do
+		_env_pid_alive "$1" || return 0
+		sleep 0.1
 	done
 	return 1
 }

@@ -66,14 +66,6 @@ restore_data() { # NAME: stop, put the copy back, start
 	cp -a "$own/pg/$1" "$own/pg/data"
 	pg_launch "$own"
 }
-wait_exit() { # PID SECS: true once it has exited
-	local i
-	for ((i = 0; i < $2 * 10; i++)); do
-		_env_pid_alive "$1" || return 0
-		sleep 0.1
-	done
-	return 1
-}
 wait_confirmed_own() { # LSN SECS
 	local i cur
 	for ((i = 0; i < $2 * 5; i++)); do
@@ -128,7 +120,7 @@ for ((i = 0; i < 30; i++)); do
 	sleep 0.5
 done
 it_check "(a) the slot never passed the restored server's WAL${past:+ ($past)}" test -z "$past"
-if wait_exit "$pid" 30; then
+if it_wait_exit "$pid" 30; then
 	rc=0
 	wait "$pid" 2>/dev/null || rc=$?
 	it_check "(a) the relay stopped with exit 69 after the restore" test "$rc" -eq 69
@@ -173,7 +165,7 @@ cur=$(sql "SELECT pg_current_wal_lsn()")
 it_check "(b) the restored server's WAL ($cur) passed what was confirmed ($lsn)" \
 	lsn_ge "$cur" "$lsn"
 kill -CONT "$pid"
-if wait_exit "$pid" 40; then
+if it_wait_exit "$pid" 40; then
 	rc=0
 	wait "$pid" 2>/dev/null || rc=$?
 	it_check "(b) the relay stopped with exit 69" test "$rc" -eq 69

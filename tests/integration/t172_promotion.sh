@@ -78,14 +78,6 @@ copy_data() { # NAME: stop, copy the data directory, start again
 timeline() {
 	sql "SELECT timeline_id FROM pg_control_checkpoint()"
 }
-wait_exit() { # PID SECS: true once it has exited
-	local i
-	for ((i = 0; i < $2 * 10; i++)); do
-		_env_pid_alive "$1" || return 0
-		sleep 0.1
-	done
-	return 1
-}
 wait_confirmed_own() { # LSN SECS
 	local i cur
 	for ((i = 0; i < $2 * 5; i++)); do
@@ -162,7 +154,7 @@ it_check "(b) the relay confirmed them ($lsn)" wait_confirmed_own "$lsn" 15
 promote_under "$pid" copy1
 tl2=$(timeline)
 it_check "(b) the copy was promoted (timeline $tl2)" test "$tl2" -gt "$tl1"
-if wait_exit "$pid" 30; then
+if it_wait_exit "$pid" 30; then
 	rc=0
 	wait "$pid" 2>/dev/null || rc=$?
 	it_check "(b) the relay stopped with exit 69" test "$rc" -eq 69
@@ -187,7 +179,7 @@ sed -i 's/^http.listen = .*/http.listen =/' "$conf"
 log=$IT_TEST_DIR/relay.c.log
 it_start_relay "$conf" "$log"
 pid=$IT_RELAY_PID
-if wait_exit "$pid" 30; then
+if it_wait_exit "$pid" 30; then
 	rc=0
 	wait "$pid" 2>/dev/null || rc=$?
 	it_check "(c) a relay without its slot on a promoted server exits 69" test "$rc" -eq 69

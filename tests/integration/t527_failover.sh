@@ -138,14 +138,6 @@ writer_stop() {
 }
 env_on_cleanup writer_stop
 
-wait_exit() { # PID SECS: true once it has exited
-	local i
-	for ((i = 0; i < $2 * 10; i++)); do
-		_env_pid_alive "$1" || return 0
-		sleep 0.1
-	done
-	return 1
-}
 
 # wait_slot_confirmed PDIR DB SLOT LSN SECS
 wait_slot_confirmed() {
@@ -462,7 +454,7 @@ case_b() {
 	it_diag "(b) writer: $(cat "$dbb/writer.done" 2>/dev/null) (bursts, failed bursts)"
 	exited=
 	rc=
-	if wait_exit "$pid" "$EXIT_SECS"; then
+	if it_wait_exit "$pid" "$EXIT_SECS"; then
 		rc=0
 		wait "$pid" 2>/dev/null || rc=$?
 		exited=1
@@ -549,7 +541,7 @@ case_c() {
 	for ((i = 1; i <= 5; i++)); do
 		pair_sql "$sc" "$db" "SELECT emit($i)" >/dev/null
 	done
-	if wait_exit "$pid" "$EXIT_SECS"; then
+	if it_wait_exit "$pid" "$EXIT_SECS"; then
 		rc=0
 		wait "$pid" 2>/dev/null || rc=$?
 		it_check "(c) the relay exits 69 after the promotion" test "$rc" -eq 69

@@ -15,10 +15,11 @@
 #include <librdkafka/rdkafka.h>
 #include <libpq-fe.h>
 
-#include "config.h"
-#include "log.h"
-#include "relay.h"
-#include "cli.h"
+#include "lib/config.h"
+#include "lib/log.h"
+#include "kafka/kafka_conf.h"
+#include "relay/relay.h"
+#include "cli/cli.h"
 
 extern char **environ;
 
@@ -112,7 +113,7 @@ int main(int argc, char **argv)
 		code = cli_run(&cfg, &args);
 		goto out;
 	}
-	if (cfg_validate(&cfg, err, sizeof(err)) < 0) {
+	if (kc_validate_config(&cfg, err, sizeof(err)) < 0) {
 		fprintf(stderr, "outbox-relay: %s\n", err);
 		code = RELAY_EXIT_CONFIG;
 		goto out;

@@ -214,8 +214,8 @@ void check_kafka(struct cli_checks *c, const struct relay_config *cfg,
 	rd_kafka_t *rk;
 	size_t nt = 0, total = 0, n = 0;
 
-	/* cfg_validate() only reads; its signature predates const. */
-	if (cfg_validate((struct relay_config *)cfg, err, sizeof(err)) < 0) {
+	/* kc_validate_config() only reads; its signature predates const. */
+	if (kc_validate_config((struct relay_config *)cfg, err, sizeof(err)) < 0) {
 		check_item(c, "kafka_config", CHECK_FAIL, RELAY_EXIT_CONFIG,
 		           "fix the kafka.* (or other) setting named", "%s", err);
 		return;

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "cli_int.h"
-#include "route.h"
+#include "decode/route.h"
 
 #define SHOW_EVENTS 100             /* events listed */
 #define DLQ_REASON "skipped by operator"
@@ -214,8 +214,8 @@ static int skip_to_dlq(const struct relay_config *cfg, PGconn *conn,
 	uint64_t events = k->ids.total;
 	int rc = RELAY_EXIT_UNAVAILABLE;
 
-	/* cfg_validate() only reads; its signature predates const. */
-	if (cfg_validate((struct relay_config *)cfg, err, sizeof(err)) < 0) {
+	/* kc_validate_config() only reads; its signature predates const. */
+	if (kc_validate_config((struct relay_config *)cfg, err, sizeof(err)) < 0) {
 		cli_err("%s", err);
 		return RELAY_EXIT_CONFIG;
 	}

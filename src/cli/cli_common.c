@@ -8,7 +8,7 @@
 #include <time.h>
 
 #include "cli_int.h"
-#include "pgutil.h"
+#include "pg/pgutil.h"
 
 #define CLI_STATEMENT_BOUND_US (600 * INT64_C(1000000))
 #define CLI_LEDGER_TIMEOUT_MS 10000

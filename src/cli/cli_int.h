@@ -13,14 +13,15 @@
 #include <libpq-fe.h>
 #include <librdkafka/rdkafka.h>
 
-#include "cli.h"
-#include "common.h"
-#include "config.h"
-#include "event.h"
-#include "kafka_conf.h"
-#include "ledger.h"
-#include "slot.h"
-#include "stream_spec.h"
+#include "cli/cli.h"
+#include "lib/common.h"
+#include "lib/config.h"
+#include "decode/event.h"
+#include "kafka/kafka_conf.h"
+#include "kafka/ledger.h"
+#include "pg/slot.h"
+#include "health/health.h"
+#include "decode/stream_spec.h"
 
 #define CLI_SHOW_IDS 10             /* ids named in a summary line */
 #define CLI_ID_LEN 80

@@ -417,7 +417,7 @@ static int cmd_produce(struct opts *o)
 		"enable.idempotence=true", "acks=all", "partitioner=murmur2_random",
 		"message.timeout.ms=0", "enable.gapless.guarantee=true",
 		"client.id=bench-tool", "queue.buffering.max.messages=101024",
-		/* the relay's own defaults besides (src/kafka_conf.c) */
+		/* the relay's own defaults besides (src/kafka/kafka_conf.c) */
 		"linger.ms=20", "max.in.flight.requests.per.connection=1",
 	};
 	const char *props[MAX_PROPS + 8];

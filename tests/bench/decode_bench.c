@@ -21,9 +21,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common.h"
-#include "pgo.h"
-#include "w2j.h"
+#include "lib/common.h"
+#include "decode/pgo.h"
+#include "decode/w2j.h"
 
 int w2j_decode_slow(const char *line, size_t len,
                     const struct w2j_spec *spec, struct w2j_record *rec,

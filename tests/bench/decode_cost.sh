@@ -83,7 +83,7 @@ PM_PID=$(head -n1 "$DIR/pg/data/postmaster.pid")
 HZ=$(getconf CLK_TCK)
 children_ticks() { awk '{ print $16 + $17 }' "/proc/$PM_PID/stat"; }
 
-# The relay's wal2json options (repl_start_command() in src/repl.c).
+# The relay's wal2json options (repl_start_command() in src/pg/repl.c).
 W2J_OPTS=(-o format-version=2 -o include-lsn=1 -o include-xids=1
 	-o include-transaction=1 -o include-timestamp=1 -o actions=insert
 	-o add-tables=public.outbox

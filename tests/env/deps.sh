@@ -23,7 +23,7 @@ cd "$(dirname "$0")/../.."
 # Build: compiler, pkg-config and the client libraries' headers.
 # Tests: PostgreSQL 15 with the wal2json plugin, kcat, the Check framework.
 # libmicrohttpd/libcurl: the relay's health endpoint and its tests.
-# libsystemd-dev: sd_notify() (Type=notify, src/notify.c).
+# libsystemd-dev: sd_notify() (Type=notify, src/health/notify.c).
 # clang + libclang-rt-14-dev: libFuzzer and the sanitizers (make fuzz,
 # make check-asan); llvm: llvm-symbolizer for their stack traces;
 # valgrind (make check-valgrind); cppcheck (make lint).

@@ -24,8 +24,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config.h"
-#include "log.h"
+#include "lib/config.h"
+#include "kafka/kafka_conf.h"
+#include "lib/log.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerInitialize(int *argc, char ***argv);
@@ -156,7 +157,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		check_message(rc, err);
 	}
 	if (!(stop && rc != 0)) {
-		rc = cfg_validate(&cfg, err, sizeof(err));
+		rc = kc_validate_config(&cfg, err, sizeof(err));
 		check_message(rc, err);
 	}
 	check_print(&cfg);

@@ -32,8 +32,8 @@
 
 #include <arpa/inet.h>
 
-#include "http.h"
-#include "log.h"
+#include "health/http.h"
+#include "lib/log.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerInitialize(int *argc, char ***argv);

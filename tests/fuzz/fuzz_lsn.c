@@ -56,7 +56,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "lsn_tracker.h"
+#include "relay/lsn_tracker.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -23,9 +23,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "json_check.h"
-#include "pgo.h"
-#include "w2j.h"
+#include "decode/json_check.h"
+#include "decode/pgo.h"
+#include "decode/w2j.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

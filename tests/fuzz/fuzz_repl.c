@@ -27,10 +27,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pgo.h"
-#include "pgutil.h"
-#include "repl.h"
-#include "w2j.h"
+#include "decode/pgo.h"
+#include "pg/pgutil.h"
+#include "pg/repl.h"
+#include "decode/w2j.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

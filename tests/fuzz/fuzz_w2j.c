@@ -20,8 +20,8 @@
 
 #include <jansson.h>
 
-#include "json_check.h"
-#include "w2j.h"
+#include "decode/json_check.h"
+#include "decode/w2j.h"
 
 int w2j_decode_fast(const char *line, size_t len,
                     const struct w2j_spec *spec, struct w2j_record *rec);

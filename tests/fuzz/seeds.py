@@ -145,8 +145,8 @@ def config(outdir):
 
 
 def config_dict(outdir):
-    """Every key of the table in src/config.c, for the dictionary."""
-    with open(os.path.join(ROOT, "src", "config.c")) as f:
+    """Every key of the table in src/lib/config.c, for the dictionary."""
+    with open(os.path.join(ROOT, "src", "lib", "config.c")) as f:
         keys = sorted(set(re.findall(r'\{ "([a-z.]+)", CFG_', f.read())))
     words = keys + [k.upper().replace(".", "_") for k in keys]
     words += ["kafka.", "KAFKA_", "OUTBOX_RELAY_", "true", "false", "=",

@@ -29,9 +29,9 @@ rule()
 # 1. The runbook is reached through main.c only: no other daemon module
 #    includes its headers, so the CLI never becomes a dependency of the
 #    relay.
-rule "only main.c includes cli.h" \
-	"$(grep -rlE '#include "(cli|cli_int|check_int)\.h"' src include |
-		grep -vE '^(src/main\.c|src/cli/|include/cli\.h$)')"
+rule "only main.c includes cli/cli.h" \
+	"$(grep -rlE '#include "(cli/cli|cli_int|check_int)\.h"' src include |
+		grep -vE '^(src/main\.c|src/cli/|include/cli/cli\.h$)')"
 
 # 2. The SQL about the slot and the table lives in slot.c: src/cli/ names
 #    pg_replication_slots or pg_attribute only in comments, never in a
@@ -48,14 +48,59 @@ rule "src/cli/ sets no producer property (kafka_conf.c does)" \
 #    the START_REPLICATION command string.
 rule "wal2json options come from stream_spec.c" \
 	"$(grep -rnE '"(include-xids|add-msg-prefixes|format-version)"' src |
-		grep -v '^src/stream_spec\.c:')"
+		grep -v '^src/decode/stream_spec\.c:')"
 
 # 5. relay.c reads the LSN tracker and the replication stream through
 #    their functions (lsn_tracker.h, repl.h), not their fields: the loop
 #    then cannot come to depend on how either keeps its books.
 rule "relay.c reads the tracker and the stream through their functions" \
-	"$(grep -nE '(r->|\b)(lt|rs)(\.|->)[a-z_]' src/relay.c |
+	"$(grep -nE '(r->|\b)(lt|rs)(\.|->)[a-z_]' src/relay/relay.c |
 		grep -vE '^[0-9]+:[[:space:]]*(/?\*)')"
+
+# 6. The folders are layers of the pipeline (docs/design.md): a folder
+#    includes headers of its own and of the folders below it, never of one
+#    above. lib/ is the floor; the decoders know nothing of PostgreSQL's
+#    connection or of Kafka; the watchdog and health rules read the slot
+#    (pg/) but are not read by it; only the loop (relay/) sees everything,
+#    and the runbook (cli/) shares every module but the loop.
+declare -A below=(
+	[lib]="lib"
+	[decode]="lib decode"
+	[pg]="lib decode pg"
+	[kafka]="lib decode kafka"
+	[health]="lib decode pg health"
+	[relay]="lib decode pg kafka health relay"
+	[cli]="lib decode pg kafka health cli"
+)
+for d in lib decode pg kafka health relay cli; do
+	allowed=${below[$d]// /|}
+	rule "$d/ includes only from $(printf '%s/ ' ${below[$d]})" \
+		"$(grep -rnE '#include "[a-z_]+/' "src/$d" "include/$d" 2>/dev/null |
+			grep -vE "#include \"($allowed)/")"
+done
+
+# 7. No two modules call each other, by the symbols their objects define
+#    and use (make boundaries builds them first): a circle means neither
+#    can be read, tested or replaced alone.
+circles=
+if compgen -G 'build/obj/*/*.o' >/dev/null; then
+	tmp=$(mktemp -d)
+	for o in build/obj/*/*.o; do
+		m=${o#build/obj/}
+		m=${m%.o}
+		nm --defined-only -g "$o" | awk -v m="$m" '{print $3, m}' >>"$tmp/defs"
+		nm -u "$o" | awk -v m="$m" '{print m, $2}' >>"$tmp/uses"
+	done
+	circles=$(awk 'NR == FNR { d[$1] = $2; next }
+		($2 in d) && d[$2] != $1 { e[$1 " " d[$2]] = 1 }
+		END { for (k in e) { split(k, p, " ")
+			if ((p[2] " " p[1]) in e && p[1] < p[2]) print p[1] " <-> " p[2] } }' \
+		"$tmp/defs" "$tmp/uses")
+	rm -rf "$tmp"
+else
+	circles="build/obj has no objects: run make all first"
+fi
+rule "no two modules call each other (nm over build/obj)" "$circles"
 
 echo "$pass passed, $fail failed"
 ((fail == 0))

@@ -18,7 +18,7 @@
 #include <jansson.h>
 #include <microhttpd.h>
 
-#include "alert.h"
+#include "health/alert.h"
 
 /* Time bounds stretch under valgrind, which runs threads one at a time
  * and many times slower. */
@@ -32,7 +32,7 @@
 #define TIME_SCALE 1
 #endif
 
-/* Test-only knob in src/alert.c: the first backoff in milliseconds. */
+/* Test-only knob in src/health/alert.c: the first backoff in milliseconds. */
 void alert_set_backoff_for_tests(int ms);
 
 #define RECV_MAX 128

@@ -8,7 +8,8 @@
 
 #include <libpq-fe.h>
 
-#include "config.h"
+#include "lib/config.h"
+#include "kafka/kafka_conf.h"
 
 static char tmp_path[64];
 
@@ -245,14 +246,14 @@ START_TEST(test_validate_safety)
 	base_cfg(&cfg);
 	ck_assert_int_eq(cfg_set_flag(&cfg, "kafka.no.such.property=1", err,
 	                              sizeof(err)), 0);
-	ck_assert_int_eq(cfg_validate(&cfg, err, sizeof(err)), -1);
+	ck_assert_int_eq(kc_validate_config(&cfg, err, sizeof(err)), -1);
 	ck_assert_msg(strncmp(err, "kafka.no.such.property (from flag): ", 36) == 0,
 	              "%s", err);
 	cfg_free(&cfg);
 
 	base_cfg(&cfg);
 	ck_assert_int_eq(cfg_set_flag(&cfg, "kafka.linger.ms=-5", err, sizeof(err)), 0);
-	ck_assert_int_eq(cfg_validate(&cfg, err, sizeof(err)), -1);
+	ck_assert_int_eq(kc_validate_config(&cfg, err, sizeof(err)), -1);
 	cfg_free(&cfg);
 
 	base_cfg(&cfg);

@@ -13,10 +13,10 @@
 
 #include <check.h>
 
-#include "config.h"
-#include "repl.h"
-#include "stream_spec.h"
-#include "w2j.h"
+#include "lib/config.h"
+#include "pg/repl.h"
+#include "decode/stream_spec.h"
+#include "decode/w2j.h"
 
 /* Test hooks of w2j.c (see check_w2j.c). */
 int w2j_decode_fast(const char *line, size_t len,

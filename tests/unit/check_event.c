@@ -15,11 +15,11 @@
 
 #include <check.h>
 
-#include "config.h"
-#include "event.h"
-#include "route.h"
-#include "stream_spec.h"
-#include "w2j.h"
+#include "lib/config.h"
+#include "decode/event.h"
+#include "decode/route.h"
+#include "decode/stream_spec.h"
+#include "decode/w2j.h"
 
 #ifndef FIXTURE_DIR
 #define FIXTURE_DIR "tests/fixtures"

@@ -10,7 +10,7 @@
 
 #include <jansson.h>
 
-#include "health.h"
+#include "health/health.h"
 
 #define KiB ((int64_t)1024)
 #define MiB (1024 * KiB)

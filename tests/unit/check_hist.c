@@ -3,7 +3,7 @@
 #include <check.h>
 #include <stdlib.h>
 
-#include "hist.h"
+#include "lib/hist.h"
 
 static int cmp_u64(const void *a, const void *b)
 {

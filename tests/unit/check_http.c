@@ -25,7 +25,7 @@
 #include <curl/curl.h>
 #include <jansson.h>
 
-#include "http.h"
+#include "health/http.h"
 
 /* Time bounds stretch under valgrind, which runs threads one at a time
  * and many times slower. */

@@ -16,7 +16,7 @@
 #include <check.h>
 #include <jansson.h>
 
-#include "json_check.h"
+#include "decode/json_check.h"
 #include "unit_scale.h"
 
 #ifndef FIXTURE_DIR

@@ -6,7 +6,7 @@
 
 #include <check.h>
 
-#include "ledger.h"
+#include "kafka/ledger.h"
 
 START_TEST(test_key)
 {

@@ -7,7 +7,7 @@
 #include <check.h>
 #include <jansson.h>
 
-#include "log.h"
+#include "lib/log.h"
 
 /* 2026-11-29T20:09:17.537Z */
 #define WALL_US (INT64_C(1795982957) * 1000000 + 537000)

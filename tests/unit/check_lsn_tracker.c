@@ -12,7 +12,7 @@
 
 #include <check.h>
 
-#include "lsn_tracker.h"
+#include "relay/lsn_tracker.h"
 #include "unit_scale.h"
 
 static struct lsn_tracker lt;

@@ -5,7 +5,7 @@
 
 #include <check.h>
 
-#include "notify.h"
+#include "health/notify.h"
 
 #define WALL_US (INT64_C(1795982957) * 1000000 + 537000)
 

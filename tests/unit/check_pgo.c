@@ -21,10 +21,10 @@
 #include <check.h>
 #include <jansson.h>
 
-#include "json_check.h"
-#include "pgo.h"
+#include "decode/json_check.h"
+#include "decode/pgo.h"
 #include "unit_scale.h"
-#include "w2j.h"
+#include "decode/w2j.h"
 
 #ifndef FIXTURE_DIR
 #define FIXTURE_DIR "tests/fixtures"

@@ -7,10 +7,10 @@
 
 #include <check.h>
 
-#include "common.h"
-#include "config.h"
-#include "log.h"
-#include "publisher.h"
+#include "lib/common.h"
+#include "lib/config.h"
+#include "lib/log.h"
+#include "kafka/publisher.h"
 
 struct seen {
 	int reports;

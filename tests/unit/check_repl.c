@@ -6,9 +6,9 @@
 
 #include <stdlib.h>
 
-#include "pgutil.h"
-#include "repl.h"
-#include "stream_spec.h"
+#include "pg/pgutil.h"
+#include "pg/repl.h"
+#include "decode/stream_spec.h"
 
 /* The START_REPLICATION command for spec and the add-msg-prefixes value
  * prefixes (NULL: none), as the relay builds it (stream_spec.h), into

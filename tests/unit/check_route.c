@@ -7,9 +7,9 @@
 
 #include <check.h>
 
-#include "common.h"
-#include "route.h"
-#include "w2j.h"
+#include "lib/common.h"
+#include "decode/route.h"
+#include "decode/w2j.h"
 
 #define TMPL "outbox.event.${routedByValue}"
 

@@ -7,7 +7,7 @@
 
 #include <check.h>
 
-#include "slot.h"
+#include "pg/slot.h"
 
 /* Row fields, the allow flags of the action, the verdict, a substring of
  * the full sentence. */

@@ -15,7 +15,7 @@
 #include <check.h>
 #include <jansson.h>
 
-#include "w2j.h"
+#include "decode/w2j.h"
 #include "unit_scale.h"
 
 #ifndef FIXTURE_DIR

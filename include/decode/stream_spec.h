@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* stream_spec.h -- what the relay asks its output plugin for, in one place.
+ *
+ * The relay's START_REPLICATION and the runbook's peeks
+ * (pg_logical_slot_peek_changes) must decode the same records, or the
+ * runbook shows, counts and skips something other than what the relay
+ * publishes. So the wal2json options are built once, from the
+ * configuration, as a list of name/value pairs, and rendered into either
+ * form here. The logical message prefixes the relay reads (its own
+ * heartbeats, outbox_emit() events) are decided here and nowhere else. */
+#ifndef RELAY_STREAM_SPEC_H
+#define RELAY_STREAM_SPEC_H
+
+#include <stddef.h>
+
+#include "lib/config.h"
+#include "decode/w2j.h"
+
+#define SS_MAX_OPTIONS 8
+
+/* One wal2json option; both strings owned by the spec. */
+struct ss_option {
+	const char *name;
+	char *value;
+};
+
+/* The slot's output plugin (slot.plugin). */
+enum ss_plugin {
+	SS_PLUGIN_WAL2JSON = 0,
+	SS_PLUGIN_PGOUTPUT,
+};
+
+struct stream_spec {
+	enum ss_plugin plugin;
+	const char *publication;      /* pgoutput only; borrowed */
+	struct w2j_spec w2j;          /* table and columns, borrowed from cfg */
+	const char *heartbeat_prefix; /* non-transactional heartbeats; borrowed */
+	const char *emit_prefix;      /* transactional outbox_emit() events;
+	                               * "" off; borrowed */
+	const char *topic_template;   /* route.topic.replacement; borrowed */
+	struct ss_option opt[SS_MAX_OPTIONS];
+	size_t nopt;
+};
+
+/* What a logical decoding message is to the relay. */
+enum ss_message {
+	SS_MSG_OTHER = 0,   /* not ours: stepped over */
+	SS_MSG_HEARTBEAT,   /* the watchdog's heartbeat (never published) */
+	SS_MSG_EMIT,        /* an outbox_emit() event */
+};
+
+/* Fills ss from cfg (borrowed for the spec's lifetime). Release with
+ * ss_free(). */
+void ss_init(struct stream_spec *ss, const struct relay_config *cfg);
+
+/* The same from its parts (tests, tools): the table and columns, the
+ * message prefixes ("" none) and the topic template, all borrowed. */
+void ss_init_parts(struct stream_spec *ss, const struct w2j_spec *w2j,
+                   const char *heartbeat_prefix, const char *emit_prefix,
+                   const char *topic_template);
+void ss_free(struct stream_spec *ss);
+
+/* Turns a spec made by ss_init_parts() into a pgoutput one: the options
+ * become proto_version 1, publication_names (publication, borrowed,
+ * [a-z0-9_] by config.c) and messages on. The publication, not an
+ * option, selects the table; every message prefix comes, and
+ * ss_message_kind() keeps the same rules. Never binary, streaming or
+ * two_phase: pgo.c refuses what they produce. */
+void ss_use_pgoutput(struct stream_spec *ss, const char *publication);
+
+/* "wal2json" or "pgoutput": the plugin a slot must have. */
+const char *ss_plugin_name(const struct stream_spec *ss);
+
+/* The SQL peek function for the runbook: pg_logical_slot_peek_changes
+ * for wal2json (text), pg_logical_slot_peek_binary_changes for pgoutput
+ * (bytea: one pgoutput message a row). */
+const char *ss_peek_function(const struct stream_spec *ss);
+
+/* A message's meaning, by its prefix and whether it is transactional:
+ * heartbeats are written outside transactions, outbox_emit() events
+ * inside them (sql/emit.sql). */
+enum ss_message ss_message_kind(const struct stream_spec *ss,
+                                bool transactional, const char *prefix);
+
+/* START_REPLICATION SLOT "slot" LOGICAL 0/0 (options): always from the
+ * slot's own position. slot is [a-z0-9_] (config.c) and needs no
+ * escaping. Returns a malloc'd string (caller frees). */
+char *ss_start_command(const struct stream_spec *ss, const char *slot);
+
+/* The same options as a PostgreSQL text[] literal ({"name","value",...})
+ * for the VARIADIC argument of pg_logical_slot_peek_changes(). Returns a
+ * malloc'd string (caller frees). */
+char *ss_peek_options(const struct stream_spec *ss);
+
+#endif

@@ -1,0 +1,133 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* publisher.h -- the Kafka producer (librdkafka).
+ *
+ * Delivery reports are served on the caller's thread by pub_poll(), so
+ * the LSN tracker they update needs no lock. The queue's event fd lets
+ * the main poll() loop wake up when reports are waiting. */
+#ifndef RELAY_PUBLISHER_H
+#define RELAY_PUBLISHER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lib/common.h"
+#include "lib/config.h"
+#include "decode/route.h"
+
+struct publisher;
+
+/* One delivery report. Strings are valid during the callback only. */
+struct pub_report {
+	uint64_t token;         /* as given to pub_send() */
+	bool ok;
+	int err;                /* rd_kafka_resp_err_t; 0 when ok */
+	const char *errstr;     /* "topic T partition P event id E: why"; NULL
+	                         * when ok */
+	const char *topic;
+	int32_t partition;
+	const char *event_id;   /* the id header, NUL-terminated; "?" if none */
+	size_t bytes;           /* key + value */
+	int64_t at_wall_us;     /* now_wall_us() when it was served (read
+	                         * once per pub_poll() for all its reports) */
+};
+
+/* Called once per produced message from pub_poll(). */
+typedef void (*pub_dr_fn)(void *opaque, const struct pub_report *rep);
+
+/* What a failed delivery means for the relay. */
+enum pub_err_class {
+	PUB_ERR_TRANSIENT,  /* rebuild the producer and replay from the slot */
+	PUB_ERR_PERMANENT,  /* the broker refuses this record: poison once
+	                     * isolated (replayed alone, it fails again) */
+	PUB_ERR_PURGED,     /* purged by our own teardown: no information */
+};
+
+/* Classifies a delivery report's or a fatal error's code (table in
+ * publisher.c). */
+enum pub_err_class pub_err_classify(int err);
+
+/* One sentence saying which topic or producer setting to change for a
+ * permanent error, "" when there is none. Static storage. */
+const char *pub_err_advice(int err);
+
+/* librdkafka's short name of an error code ("MSG_SIZE_TOO_LARGE") and
+ * its description ("Broker: Message size too large"). */
+const char *pub_err_name(int err);
+const char *pub_err_str(int err);
+
+/* Creates a producer from cfg's kafka.* properties plus the safety
+ * defaults. Returns NULL with err filled. */
+struct publisher *pub_new(const struct relay_config *cfg, pub_dr_fn dr,
+                          void *opaque, char *err, size_t errlen);
+
+enum pub_send_result {
+	PUB_SENT = 0,
+	PUB_FULL,     /* local queue full: poll, then retry the same event */
+	PUB_REJECTED, /* this event can never be produced (size, topic) */
+	PUB_FATAL,    /* producer is dead: tear down and replay */
+};
+
+/* Produces one record (key, value and headers are copied; h may be
+ * NULL: no headers). */
+enum pub_send_result pub_send(struct publisher *p, const char *topic,
+                              const char *key, size_t key_len,
+                              const char *value, size_t value_len,
+                              const struct route_headers *h, uint64_t token,
+                              char *err, size_t errlen);
+
+/* Serves delivery reports and errors for up to timeout_ms. */
+void pub_poll(struct publisher *p, int timeout_ms);
+
+/* Sends what the producer holds now instead of when linger.ms expires,
+ * if the first of it was produced after a quiet period (no pub_send()
+ * for linger.ms) or if force is set; blocks for at most
+ * PUB_NUDGE_WAIT_MS, serving delivery reports meanwhile. The relay calls
+ * it when its input has run dry, so a lone event is not held back by a
+ * linger that has nothing to batch it with, while under load the linger
+ * keeps batching (a send is then never a quiet start). */
+#define PUB_NUDGE_WAIT_MS 10
+void pub_nudge(struct publisher *p, bool force);
+
+/* Fd that becomes readable when reports are waiting (-1 if none). */
+int pub_event_fd(const struct publisher *p);
+/* Drains the event fd after poll() reported it readable. */
+void pub_event_fd_drain(struct publisher *p);
+
+/* True once librdkafka reported a fatal error; err gets the reason and
+ * *code (when not NULL) the underlying error code. */
+bool pub_fatal(struct publisher *p, char *err, size_t errlen, int *code);
+
+/* True when the brokers keep refusing the producer's credentials (SASL):
+ * librdkafka reported authentication errors (RD_KAFKA_RESP_ERR__
+ * AUTHENTICATION) at least twice, the first ten seconds ago or more, and
+ * no broker has answered (an ack or the contact probe) since. librdkafka
+ * itself retries such a broker forever. err gets one line saying so,
+ * with librdkafka's latest reason (secrets masked) and the settings to
+ * check. Call it on the thread that calls pub_poll(), after pub_poll(). */
+bool pub_auth_failed(struct publisher *p, char *err, size_t errlen);
+
+/* Messages queued or in flight inside librdkafka. */
+int pub_outq_len(const struct publisher *p);
+
+/* Microseconds since a broker last answered: an ack, or the metadata
+ * request a probe thread sends when nothing else did for a while. */
+int64_t pub_contact_age_us(const struct publisher *p);
+
+/* True when at least one broker connection is up. */
+bool pub_broker_up(const struct publisher *p);
+
+/* Figures from librdkafka's statistics (kafka.statistics.interval.ms):
+ * average broker round trip in µs and messages in the producer queues;
+ * -1 until the first statistics arrive. */
+void pub_stats(const struct publisher *p, int64_t *broker_rtt_us,
+               int64_t *queue_msgs);
+
+/* Errors reported by librdkafka's error callback so far. */
+uint64_t pub_error_count(const struct publisher *p);
+
+/* Drops everything queued (their reports come back failed) and destroys
+ * the producer. */
+void pub_free(struct publisher *p);
+
+#endif

@@ -1,0 +1,255 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* event.c -- the per-record policy of the relay (event.h).
+ *
+ * Moved here from relay.c so that the runbook reads records by the same
+ * rules: which records are events, in which order the checks run, and
+ * what each refusal says. */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "decode/event.h"
+
+void ev_txn_reset(struct ev_txn *txn)
+{
+	txn->open = false;
+	txn->xid = -1;
+	txn->commit_lsn = LSN_INVALID;
+	txn->header_lsn = LSN_INVALID;
+}
+
+void ev_record_clear(struct ev_record *out)
+{
+	w2j_record_clear(&out->rec);
+	memset(out, 0, sizeof(*out));
+}
+
+static void poison(struct ev_record *out, const char *fmt, ...)
+	RELAY_PRINTF(2, 3);
+
+static void poison(struct ev_record *out, const char *fmt, ...)
+{
+	va_list ap;
+
+	out->kind = EV_POISON;
+	va_start(ap, fmt);
+	vsnprintf(out->reason, sizeof(out->reason), fmt, ap);
+	va_end(ap);
+}
+
+/* The id of an event the decoder refused, for the lists an operator
+ * reads: a line that is an insert into the outbox table (any table of
+ * the schema for schema.*) is an event whatever else is wrong with it.
+ * Returns true for one, with its id in out ("?" when unreadable). */
+static bool raw_event_id(const struct w2j_spec *spec, const char *raw,
+                         size_t len, char *out, size_t outlen)
+{
+	json_t *root = json_loadb(raw, len, JSON_DECODE_ANY, NULL);
+	const char *action, *schema, *table;
+	json_t *col;
+	size_t i;
+	bool is_event = false;
+
+	snprintf(out, outlen, "?");
+	if (!json_is_object(root))
+		goto out;
+	action = json_string_value(json_object_get(root, "action"));
+	schema = json_string_value(json_object_get(root, "schema"));
+	table = json_string_value(json_object_get(root, "table"));
+	if (action == NULL || strcmp(action, "I") != 0 || schema == NULL ||
+	    table == NULL || strcmp(schema, spec->schema) != 0 ||
+	    (strcmp(spec->table, "*") != 0 && strcmp(table, spec->table) != 0))
+		goto out;
+	is_event = true;
+	json_array_foreach(json_object_get(root, "columns"), i, col) {
+		const char *name = json_string_value(json_object_get(col, "name"));
+		json_t *v = json_object_get(col, "value");
+		if (name == NULL || strcmp(name, spec->col_id) != 0)
+			continue;
+		if (json_is_string(v))
+			snprintf(out, outlen, "%s", json_string_value(v));
+		else if (json_is_integer(v))
+			snprintf(out, outlen, "%" JSON_INTEGER_FORMAT,
+			         json_integer_value(v));
+		break;
+	}
+out:
+	json_decref(root);
+	return is_event;
+}
+
+/* The "id" member of an outbox_emit() message that did not decode. */
+static void emit_id(const struct w2j_str *content, char *out, size_t outlen)
+{
+	json_t *root = json_loadb(content->ptr, content->len, 0, NULL);
+	const char *id = json_string_value(json_object_get(root, "id"));
+
+	snprintf(out, outlen, "%s", id != NULL ? id : "?");
+	json_decref(root);
+}
+
+/* An event record (a row, or an outbox_emit() decoded into one): the
+ * transaction check, then its topic and headers. */
+static void event(const struct stream_spec *ss, const struct ev_txn *txn,
+                  bool emitted, struct ev_record *out)
+{
+	struct w2j_record *rec = &out->rec;
+	struct ev_event *ev = &out->ev;
+	char err[512];
+
+	ev->id = rec->id;
+	ev->key = rec->key;
+	ev->value = rec->payload;
+	ev->bytes = rec->payload.len + rec->key.len;
+	route_headers(&ev->headers, rec, txn->header_lsn);
+	out->decoded = true;
+	out->is_event = true;
+	{
+		/* snprintf("%s")'s truncation, without its cost per event. */
+		const char *id = rec->id.ptr != NULL ? rec->id.ptr : "?";
+		size_t n = strnlen(id, sizeof(out->event_id) - 1);
+		memcpy(out->event_id, id, n);
+		out->event_id[n] = '\0';
+	}
+	if (!txn->open) {
+		poison(out, "%s outside a transaction (is include-transaction "
+		       "off?)", emitted ? "outbox message" : "insert record");
+		return;
+	}
+	if (route_topic(ss->topic_template, rec->route.ptr, rec->route.len,
+	                ev->topic, sizeof(ev->topic), err, sizeof(err)) < 0) {
+		ev->topic[0] = '\0';
+		poison(out, "event id %s: %s", rec->id.ptr, err);
+		return;
+	}
+	out->kind = EV_EVENT;
+}
+
+static void message(const struct stream_spec *ss, const struct ev_txn *txn,
+                    struct ev_record *out)
+{
+	struct w2j_record *rec = &out->rec;
+	char err[512];
+
+	switch (ss_message_kind(ss, rec->transactional, rec->msg_prefix.ptr)) {
+	case SS_MSG_HEARTBEAT:
+		/* Its content is the wall clock when the watchdog wrote it. */
+		out->kind = EV_HEARTBEAT;
+		out->heartbeat_sent_us = strtoll(rec->msg_content.ptr, NULL, 10);
+		if (out->heartbeat_sent_us < 0)
+			out->heartbeat_sent_us = 0;
+		return;
+	case SS_MSG_EMIT:
+		/* outbox_emit() (sql/emit.sql): an event without a row,
+		 * published exactly like one. */
+		if (!txn->open) {
+			out->is_event = true;
+			emit_id(&rec->msg_content, out->event_id,
+			        sizeof(out->event_id));
+			poison(out, "outbox message outside a transaction (is "
+			       "include-transaction off?)");
+			return;
+		}
+		if (w2j_decode_emit(rec->msg_content.ptr, rec->msg_content.len, rec,
+		                    err, sizeof(err)) < 0) {
+			out->is_event = true;
+			emit_id(&rec->msg_content, out->event_id,
+			        sizeof(out->event_id));
+			poison(out, "%s", err);
+			return;
+		}
+		event(ss, txn, true, out);
+		return;
+	case SS_MSG_OTHER:
+		out->kind = EV_SKIP;
+		return;
+	}
+}
+
+/* The verdict on a record that decode (rc, err) left in out->rec. */
+static void judge(const struct stream_spec *ss, const struct pgo_state *pgo,
+                  int rc, const char *err, const char *data, size_t len,
+                  struct ev_txn *txn, struct ev_record *out)
+{
+	if (rc < 0) {
+		memset(&out->rec, 0, sizeof(out->rec));
+		out->rec.xid = -1;
+		/* A refused outbox row is still an event: the runbook lists
+		 * and counts it by its id, read from the raw record. */
+		if (ss->plugin == SS_PLUGIN_PGOUTPUT) {
+			if (pgo != NULL)
+				out->is_event = pgo_event_id(pgo, data, len,
+				                             out->event_id,
+				                             sizeof(out->event_id));
+		} else
+			out->is_event = raw_event_id(&ss->w2j, data, len,
+			                             out->event_id,
+			                             sizeof(out->event_id));
+		poison(out, "%s", err);
+		return;
+	}
+	switch (out->rec.kind) {
+	case W2J_BEGIN:
+		txn->open = true;
+		txn->xid = out->rec.xid;
+		txn->commit_lsn = out->rec.nextlsn;
+		/* pgoutput's Begin has no end (nextlsn 0): its events are
+		 * produced before the Commit brings it, so they carry the
+		 * commit LSN, which the Begin has. */
+		txn->header_lsn = ss->plugin == SS_PLUGIN_PGOUTPUT ? out->rec.lsn
+		                                                   : out->rec.nextlsn;
+		out->kind = EV_BEGIN;
+		return;
+	case W2J_COMMIT:
+		/* The xid and commit end stay: messages about a record after
+		 * the commit name the last transaction. */
+		txn->open = false;
+		out->kind = EV_COMMIT;
+		return;
+	case W2J_EVENT:
+		event(ss, txn, false, out);
+		return;
+	case W2J_MESSAGE:
+		message(ss, txn, out);
+		return;
+	case W2J_SKIP:
+		out->kind = EV_SKIP;
+		return;
+	}
+}
+
+void ev_next(const struct stream_spec *ss, const char *line, size_t len,
+             struct ev_txn *txn, struct ev_record *out)
+{
+	char err[1024];
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	rc = w2j_decode(line, len, &ss->w2j, &out->rec, err, sizeof(err));
+	judge(ss, NULL, rc, err, line, len, txn, out);
+}
+
+void ev_next_at(const struct stream_spec *ss, struct pgo_state *pgo,
+                const char *data, size_t len, uint64_t wal_start,
+                struct ev_txn *txn, struct ev_record *out)
+{
+	char err[1024];
+	int rc = -1;
+
+	if (ss->plugin != SS_PLUGIN_PGOUTPUT) {
+		ev_next(ss, data, len, txn, out);
+		return;
+	}
+	memset(out, 0, sizeof(*out));
+	if (pgo == NULL)
+		snprintf(err, sizeof(err), "pgoutput record without a decoder "
+		         "state (a bug: please report)");
+	else
+		rc = pgo_decode(pgo, data, len, wal_start, &out->rec, err,
+		                sizeof(err));
+	judge(ss, pgo, rc, err, data, len, txn, out);
+}

@@ -1,0 +1,465 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* ledger.c -- the slot ledger (see ledger.h): record codec, the check,
+ * and the short-lived Kafka clients that read and write records.
+ *
+ * The clients here block (bounded by a timeout): they run at the start
+ * of a session and in the runbook CLI, never per event. The relay's own
+ * records while it streams go through its producer (relay.c). */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <jansson.h>
+#include <librdkafka/rdkafka.h>
+
+#include "kafka/kafka_conf.h"
+#include "kafka/ledger.h"
+#include "lib/log.h"
+
+int ledger_key(const char *system_id, const char *database, const char *slot,
+               char *out, size_t outlen)
+{
+	int n = snprintf(out, outlen, "%s/%s/%s", system_id, database, slot);
+
+	return n < 0 || (size_t)n >= outlen ? -1 : n;
+}
+
+char *ledger_value(const char *system_id, const char *database,
+                   const char *slot, uint64_t lsn, const char *by)
+{
+	char lsnbuf[32], at[32];
+	time_t now = time(NULL);
+	struct tm tm;
+	json_t *o;
+	char *s;
+
+	snprintf(lsnbuf, sizeof(lsnbuf), LSN_FMT, LSN_ARGS(lsn));
+	gmtime_r(&now, &tm);
+	strftime(at, sizeof(at), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "slot", slot,
+	              "system_id", system_id, "database", database, "lsn", lsnbuf,
+	              "by", by, "at", at);
+	s = json_dumps(o, JSON_COMPACT);
+	json_decref(o);
+	if (s == NULL)
+		abort(); /* jansson only fails on allocation */
+	return s;
+}
+
+int ledger_parse(const char *value, size_t len, struct ledger_entry *e)
+{
+	json_t *o = json_loadb(value, len, 0, NULL);
+	const char *lsn, *by, *at;
+	int rc = -1;
+
+	memset(e, 0, sizeof(*e));
+	if (!json_is_object(o))
+		goto out;
+	lsn = json_string_value(json_object_get(o, "lsn"));
+	by = json_string_value(json_object_get(o, "by"));
+	at = json_string_value(json_object_get(o, "at"));
+	if (lsn == NULL || lsn_parse(lsn, strlen(lsn), &e->lsn) < 0)
+		goto out;
+	snprintf(e->by, sizeof(e->by), "%s", by ? by : "?");
+	snprintf(e->at, sizeof(e->at), "%s", at ? at : "?");
+	e->found = true;
+	rc = 0;
+out:
+	json_decref(o);
+	return rc;
+}
+
+int ledger_check(const struct ledger_entry *e, const char *slot,
+                 uint64_t slot_lsn, char *err, size_t errlen)
+{
+	if (!e->found || slot_lsn <= e->lsn)
+		return 0;
+	errbuf_set(err, errlen, "replication slot \"%s\" is at " LSN_FMT ", past "
+	        LSN_FMT " which the slot ledger last recorded (by %s at %s): it "
+	        "was dropped and created again, or moved by something that does "
+	        "not record it; events committed between the two may never be "
+	        "published. The relay refuses it (runbook: slot moved behind the "
+	        "relay's back); if the move was deliberate, record it with "
+	        "outbox-relay --accept-slot --yes", slot, LSN_ARGS(slot_lsn),
+	        LSN_ARGS(e->lsn), e->by, e->at);
+	return -1;
+}
+
+/* ---- Kafka clients ---- */
+
+/* What librdkafka's callbacks tell the blocking calls below. */
+struct ledger_client {
+	const struct relay_config *cfg;
+	char last_error[512];
+	int dr_err;             /* -1: no report yet */
+};
+
+/* librdkafka's texts may quote a property value: secret values go. */
+/* Kafka texts can in principle quote a property value: secrets are
+ * masked before anything is printed. */
+static void mask_secrets(const struct relay_config *cfg, char *buf)
+{
+	struct kc_secrets *s = kc_secrets_new(cfg);
+	size_t n = strlen(buf) + 1;
+	char *out = xmalloc(n + 16);
+
+	kc_redact(s, buf, out, n);
+	memcpy(buf, out, n);
+	free(out);
+	kc_secrets_free(s);
+}
+
+static void on_error(rd_kafka_t *rk, int err, const char *reason, void *opaque)
+{
+	struct ledger_client *c = opaque;
+
+	(void)rk;
+	snprintf(c->last_error, sizeof(c->last_error), "%s: %s",
+	         rd_kafka_err2name((rd_kafka_resp_err_t)err), reason);
+	mask_secrets(c->cfg, c->last_error);
+}
+
+static void on_log(const rd_kafka_t *rk, int level, const char *fac,
+                   const char *buf)
+{
+	/* These clients live for a second: their chatter (a producer
+	 * property on a consumer, say) stays out of the relay's log. */
+	(void)rk, (void)level, (void)fac, (void)buf;
+}
+
+static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m,
+                        void *opaque)
+{
+	struct ledger_client *c = opaque;
+
+	(void)rk;
+	c->dr_err = (int)m->err;
+}
+
+static rd_kafka_t *client_new(struct ledger_client *c, rd_kafka_type_t type,
+                              char *err, size_t errlen)
+{
+	rd_kafka_conf_t *kc;
+	char kerr[512];
+	rd_kafka_t *rk;
+
+	kc = kc_conf_new(c->cfg, type == RD_KAFKA_PRODUCER ? KC_LEDGER_PRODUCER
+	                                                   : KC_LEDGER_CONSUMER,
+	                 NULL, 0, err, errlen);
+	if (kc == NULL)
+		return NULL;
+	if (type == RD_KAFKA_PRODUCER)
+		rd_kafka_conf_set_dr_msg_cb(kc, on_delivery);
+	rd_kafka_conf_set_opaque(kc, c);
+	rd_kafka_conf_set_error_cb(kc, on_error);
+	rd_kafka_conf_set_log_cb(kc, on_log);
+	/* rd_kafka_new() takes ownership of kc on success only. */
+	rk = rd_kafka_new(type, kc, kerr, sizeof(kerr));
+	if (rk == NULL) {
+		mask_secrets(c->cfg, kerr);
+		errbuf_set(err, errlen, "creating a Kafka client for the slot ledger: %s",
+		        kerr);
+		rd_kafka_conf_destroy(kc);
+	}
+	return rk;
+}
+
+static int64_t left_ms(int64_t deadline_us)
+{
+	int64_t ms = (deadline_us - now_mono_us()) / 1000;
+
+	return ms > 0 ? ms : 0;
+}
+
+/* Creates the ledger topic: compacted (only the newest record per slot
+ * matters), one partition, the broker's default replication factor. */
+static int create_topic(struct ledger_client *c, rd_kafka_t *rk,
+                        const char *topic, int64_t deadline_us, char *err,
+                        size_t errlen)
+{
+	char kerr[512];
+	rd_kafka_NewTopic_t *nt = rd_kafka_NewTopic_new(topic, 1, -1, kerr,
+	                                                sizeof(kerr));
+	rd_kafka_queue_t *q = NULL;
+	rd_kafka_event_t *ev = NULL;
+	const rd_kafka_topic_result_t **res;
+	size_t nres = 0;
+	int rc = -1;
+
+	if (nt == NULL) {
+		errbuf_set(err, errlen, "slot ledger topic %s: %s", topic, kerr);
+		return -1;
+	}
+	if (rd_kafka_NewTopic_set_config(nt, "cleanup.policy", "compact") !=
+	    RD_KAFKA_RESP_ERR_NO_ERROR) {
+		errbuf_set(err, errlen, "slot ledger topic %s: cannot set its config",
+		        topic);
+		goto out;
+	}
+	q = rd_kafka_queue_new(rk);
+	rd_kafka_CreateTopics(rk, &nt, 1, NULL, q);
+	ev = rd_kafka_queue_poll(q, (int)left_ms(deadline_us));
+	if (ev == NULL) {
+		errbuf_set(err, errlen, "creating the slot ledger topic %s: timed out%s%s",
+		        topic, c->last_error[0] ? "; " : "", c->last_error);
+		goto out;
+	}
+	if (rd_kafka_event_error(ev) != RD_KAFKA_RESP_ERR_NO_ERROR) {
+		errbuf_set(err, errlen, "creating the slot ledger topic %s: %s", topic,
+		        rd_kafka_event_error_string(ev));
+		goto out;
+	}
+	res = rd_kafka_CreateTopics_result_topics(
+		rd_kafka_event_CreateTopics_result(ev), &nres);
+	if (nres == 1 && rd_kafka_topic_result_error(res[0]) !=
+	                     RD_KAFKA_RESP_ERR_NO_ERROR &&
+	    rd_kafka_topic_result_error(res[0]) !=
+	        RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS) {
+		errbuf_set(err, errlen, "creating the slot ledger topic %s: %s", topic,
+		        rd_kafka_topic_result_error_string(res[0]));
+		goto out;
+	}
+	log_info("slot ledger: created topic %s (cleanup.policy=compact)", topic);
+	rc = 0;
+out:
+	if (ev != NULL)
+		rd_kafka_event_destroy(ev);
+	if (q != NULL)
+		rd_kafka_queue_destroy(q);
+	rd_kafka_NewTopic_destroy(nt);
+	return rc;
+}
+
+/* The newest record of a key over all partitions. Within a partition
+ * the offset orders them; across partitions only the record's time can
+ * (a ledger topic made with several partitions, or written by producers
+ * that partitioned differently: the newest record is the slot's, not the
+ * one on the partition read last). Equal times: the higher position. */
+struct newest {
+	bool have;
+	struct ledger_entry e;
+	int64_t ts_ms;          /* CreateTime (-1 when the broker has none) */
+};
+
+static void newest_offer(struct newest *n, const struct ledger_entry *e,
+                         int64_t ts_ms)
+{
+	if (!n->have || ts_ms > n->ts_ms ||
+	    (ts_ms == n->ts_ms && e->lsn > n->e.lsn)) {
+		n->have = true;
+		n->e = *e;
+		n->ts_ms = ts_ms;
+	}
+}
+
+/* Reads one partition from its low to its high watermark and offers the
+ * partition's newest record of key to best. */
+static int read_partition(struct ledger_client *c, rd_kafka_t *rk,
+                          rd_kafka_topic_t *rkt, int32_t part, const char *key,
+                          struct newest *best, int64_t deadline_us,
+                          char *err, size_t errlen)
+{
+	const char *topic = rd_kafka_topic_name(rkt);
+	int64_t lo = 0, hi = 0, ts = -1;
+	size_t klen = strlen(key);
+	rd_kafka_resp_err_t kerr;
+	struct ledger_entry cur, *e = &cur;
+	bool seen = false;
+	int rc = -1;
+
+	memset(&cur, 0, sizeof(cur));
+	kerr = rd_kafka_query_watermark_offsets(rk, topic, part, &lo, &hi,
+	                                        (int)left_ms(deadline_us));
+	if (kerr != RD_KAFKA_RESP_ERR_NO_ERROR) {
+		errbuf_set(err, errlen, "reading the slot ledger %s [%d]: %s", topic,
+		        (int)part, rd_kafka_err2str(kerr));
+		return -1;
+	}
+	if (hi <= lo)
+		return 0;
+	if (rd_kafka_consume_start(rkt, part, lo) < 0) {
+		errbuf_set(err, errlen, "reading the slot ledger %s [%d]: %s", topic,
+		        (int)part, rd_kafka_err2str(rd_kafka_last_error()));
+		return -1;
+	}
+	for (;;) {
+		rd_kafka_message_t *m = rd_kafka_consume(rkt, part,
+		                                         (int)left_ms(deadline_us));
+		bool last;
+
+		if (m == NULL) {
+			errbuf_set(err, errlen, "reading the slot ledger %s [%d]: timed out "
+			        "at offset %lld of %lld%s%s", topic, (int)part,
+			        (long long)lo, (long long)hi,
+			        c->last_error[0] ? "; " : "", c->last_error);
+			goto out;
+		}
+		if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
+			rd_kafka_message_destroy(m);
+			break;
+		}
+		if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+			errbuf_set(err, errlen, "reading the slot ledger %s [%d]: %s", topic,
+			        (int)part, rd_kafka_err2str(m->err));
+			rd_kafka_message_destroy(m);
+			goto out;
+		}
+		if (m->key_len == klen && memcmp(m->key, key, klen) == 0) {
+			struct ledger_entry got;
+			/* A record that does not parse is someone else's: keep the
+			 * last good one rather than trusting it. */
+			rd_kafka_timestamp_type_t tt;
+			int64_t mts = rd_kafka_message_timestamp(m, &tt);
+			if (m->payload != NULL &&
+			    ledger_parse(m->payload, m->len, &got) == 0) {
+				*e = got;
+				ts = mts;
+				seen = true;
+			} else if (m->payload == NULL) {
+				memset(e, 0, sizeof(*e)); /* a tombstone */
+				ts = mts;
+				seen = true;
+			}
+		}
+		last = m->offset >= hi - 1;
+		rd_kafka_message_destroy(m);
+		if (last)
+			break;
+	}
+	if (seen)
+		newest_offer(best, &cur, ts);
+	rc = 0;
+out:
+	rd_kafka_consume_stop(rkt, part);
+	return rc;
+}
+
+struct ledger {
+	struct ledger_client c;
+	rd_kafka_t *rk;
+};
+
+struct ledger *ledger_open(const struct relay_config *cfg, char *err,
+                           size_t errlen)
+{
+	struct ledger *l = xcalloc(1, sizeof(*l));
+
+	l->c.cfg = cfg;
+	l->c.dr_err = -1;
+	l->rk = client_new(&l->c, RD_KAFKA_CONSUMER, err, errlen);
+	if (l->rk == NULL) {
+		free(l);
+		return NULL;
+	}
+	return l;
+}
+
+void ledger_close(struct ledger *l)
+{
+	if (l == NULL)
+		return;
+	rd_kafka_destroy(l->rk);
+	free(l);
+}
+
+int ledger_read(struct ledger *l, const char *key, bool create,
+                struct ledger_entry *e, int timeout_ms, char *err,
+                size_t errlen)
+{
+	const struct relay_config *cfg = l->c.cfg;
+	struct ledger_client *cp = &l->c;
+	int64_t deadline = now_mono_us() + (int64_t)timeout_ms * 1000;
+	const struct rd_kafka_metadata *md = NULL;
+	rd_kafka_topic_t *rkt = NULL;
+	rd_kafka_resp_err_t kerr;
+	rd_kafka_t *rk = l->rk;
+	int rc = -1;
+
+	memset(e, 0, sizeof(*e));
+	cp->last_error[0] = '\0';
+	rkt = rd_kafka_topic_new(rk, cfg->slot_ledger_topic, NULL);
+	if (rkt == NULL) {
+		errbuf_set(err, errlen, "slot ledger topic %s: %s",
+		        cfg->slot_ledger_topic, rd_kafka_err2str(rd_kafka_last_error()));
+		goto out;
+	}
+	kerr = rd_kafka_metadata(rk, 0, rkt, &md, (int)left_ms(deadline));
+	if (kerr != RD_KAFKA_RESP_ERR_NO_ERROR) {
+		errbuf_set(err, errlen, "reading the slot ledger %s: %s%s%s",
+		        cfg->slot_ledger_topic, rd_kafka_err2str(kerr),
+		        cp->last_error[0] ? "; " : "", cp->last_error);
+		goto out;
+	}
+	if (md->topic_cnt != 1 ||
+	    md->topics[0].err == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART) {
+		/* First use: nothing recorded yet. */
+		e->no_topic = true;
+		rc = create ? create_topic(cp, rk, cfg->slot_ledger_topic, deadline,
+		                           err, errlen)
+		            : 0;
+		goto out;
+	}
+	if (md->topics[0].err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+		errbuf_set(err, errlen, "reading the slot ledger %s: %s",
+		        cfg->slot_ledger_topic, rd_kafka_err2str(md->topics[0].err));
+		goto out;
+	}
+	{
+		struct newest best = { .have = false };
+		for (int i = 0; i < md->topics[0].partition_cnt; i++)
+			if (read_partition(cp, rk, rkt, md->topics[0].partitions[i].id,
+			                   key, &best, deadline, err, errlen) < 0)
+				goto out;
+		if (best.have)
+			*e = best.e;
+	}
+	rc = 0;
+out:
+	if (md != NULL)
+		rd_kafka_metadata_destroy(md);
+	if (rkt != NULL)
+		rd_kafka_topic_destroy(rkt);
+	return rc;
+}
+
+int ledger_write(const struct relay_config *cfg, const char *key,
+                 const char *value, int timeout_ms, char *err, size_t errlen)
+{
+	struct ledger_client c = { .cfg = cfg, .dr_err = -1 };
+	int64_t deadline = now_mono_us() + (int64_t)timeout_ms * 1000;
+	rd_kafka_resp_err_t kerr;
+	rd_kafka_t *rk;
+	int rc = -1;
+
+	rk = client_new(&c, RD_KAFKA_PRODUCER, err, errlen);
+	if (rk == NULL)
+		return -1;
+	kerr = rd_kafka_producev(rk, RD_KAFKA_V_TOPIC(cfg->slot_ledger_topic),
+	                         RD_KAFKA_V_KEY(key, strlen(key)),
+	                         RD_KAFKA_V_VALUE((void *)value, strlen(value)),
+	                         RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
+	                         RD_KAFKA_V_END);
+	if (kerr != RD_KAFKA_RESP_ERR_NO_ERROR) {
+		errbuf_set(err, errlen, "writing the slot ledger %s: %s",
+		        cfg->slot_ledger_topic, rd_kafka_err2str(kerr));
+		goto out;
+	}
+	while (c.dr_err < 0 && left_ms(deadline) > 0)
+		rd_kafka_poll(rk, (int)(left_ms(deadline) < 100 ? left_ms(deadline)
+		                                                : 100));
+	if (c.dr_err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+		errbuf_set(err, errlen, "writing the slot ledger %s: %s%s%s",
+		        cfg->slot_ledger_topic,
+		        c.dr_err < 0 ? "no acknowledgement in time"
+		                     : rd_kafka_err2str((rd_kafka_resp_err_t)c.dr_err),
+		        c.last_error[0] ? "; " : "", c.last_error);
+		goto out;
+	}
+	rc = 0;
+out:
+	rd_kafka_purge(rk, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+	rd_kafka_destroy(rk);
+	return rc;
+}

@@ -38,9 +38,8 @@
 #   make check-valgrind  unit tests under valgrind: no error, no leak
 #   make lint        cppcheck over src/ against tests/lint/cppcheck.supp
 #   make WERROR=1 ...  any target with warnings as errors (CI)
-#   make TEST_HOOKS=0 ...  leave the test hooks out (the image does; the
-#                    unit tests and t300 need them, so they are on by
-#                    default)
+#   make test-build  the relay and the unit tests with the test hooks, in
+#                    build/test/ (make check, the integration targets)
 
 PKGS     := libpq rdkafka jansson libmicrohttpd libcurl libsystemd
 PREFIX   ?= /usr/local
@@ -52,9 +51,11 @@ ifneq ($(WERROR),)
 WARN     += -Werror
 endif
 OPT      ?= -O2 -g
-# Test hooks (RELAY_TEST_STALL_MS, alert_set_backoff_for_tests): compiled
-# in by default because the unit tests and t300 use the default build.
-TEST_HOOKS ?= 1
+# Test hooks (RELAY_TEST_STALL_MS, alert_set_backoff_for_tests): only in
+# the test build, build/test/ (make test-build), which the unit and
+# integration tests use. make, make install and the image never have them.
+TEST_HOOKS ?= 0
+TEST_BUILD ?= $(BUILD)/test
 ifneq ($(TEST_HOOKS),0)
 HOOKS    := -DOUTBOX_RELAY_TEST_HOOKS
 endif
@@ -78,7 +79,7 @@ MAIN_OBJ := $(BUILD)/obj/main.o
 UNIT_SRCS := $(wildcard tests/unit/*.c)
 UNIT_OBJS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/obj/unit/%.o)
 
-.PHONY: all deps check unit integration integration-pgoutput check-pg-matrix \
+.PHONY: all test-build deps check unit integration integration-pgoutput check-pg-matrix \
         check-kafka4 check-kafka-cluster boundaries demo bench-smoke \
         bench-decode bench bench-full bench-deps clean install \
         reliability soak image check-image check-deploy \
@@ -92,6 +93,12 @@ $(BUILD)/outbox-relay: $(LIB_OBJS) $(MAIN_OBJ)
 $(BUILD)/obj/%.o: src/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(FINAL_CFLAGS) -c -o $@ $<
+
+# The same sources again with the hooks on, in a folder of their own so
+# that neither build ever links the other's objects.
+test-build:
+	@$(MAKE) --no-print-directory BUILD=$(TEST_BUILD) TEST_HOOKS=1 \
+		$(TEST_BUILD)/outbox-relay $(TEST_BUILD)/unit-tests
 
 $(BUILD)/obj/unit/%.o: tests/unit/%.c
 	@mkdir -p $(dir $@)
@@ -127,8 +134,8 @@ $(BUILD)/decode-bench: tests/bench/decode_bench.c $(LIB_OBJS)
 deps:
 	@tests/env/deps.sh
 
-unit: $(BUILD)/unit-tests
-	$(BUILD)/unit-tests
+unit: test-build
+	$(TEST_BUILD)/unit-tests
 
 integration: all $(BUILD)/kafka-mock $(BUILD)/tcp-proxy
 	tests/integration/run.sh
@@ -145,7 +152,7 @@ integration-pgoutput: all $(BUILD)/kafka-mock $(BUILD)/tcp-proxy
 # the back-in-time guard, runbook actions, slot checks, watchdog, health,
 # heartbeats) on each other pinned major (tests/env/pgdist.sh --list).
 check-pg-matrix: deps
-	$(MAKE) all $(BUILD)/kafka-mock $(BUILD)/tcp-proxy
+	$(MAKE) all test-build $(BUILD)/kafka-mock $(BUILD)/tcp-proxy
 	tests/integration/matrix.sh
 
 # The tests that exercise the broker's protocol, against Apache Kafka 4.x
@@ -157,7 +164,7 @@ check-pg-matrix: deps
 KAFKA4_TESTS := t000 t100 t120 t130 t185 t250 t265 t300 t420
 check-kafka4:
 	@tests/env/deps.sh kafka4
-	$(MAKE) all $(BUILD)/kafka-mock $(BUILD)/tcp-proxy
+	$(MAKE) all test-build $(BUILD)/kafka-mock $(BUILD)/tcp-proxy
 	KAFKA_JARS=$(CURDIR)/tests/kafka4/target/dependency tests/integration/run.sh $(KAFKA4_TESTS)
 
 # t800 on its own: three more brokers (a replicated KRaft cluster on
@@ -165,7 +172,7 @@ check-kafka4:
 # (134 to 158 s measured), so not part of make check (one SKIP there).
 # KAFKA_JARS=$(CURDIR)/tests/kafka4/target/dependency runs it on 4.x.
 check-kafka-cluster: deps
-	$(MAKE) all
+	$(MAKE) all test-build
 	IT_KAFKA_CLUSTER=1 tests/integration/run.sh t800
 
 # One copy of each rule: who may call whom (docs/design.md), by grep.
@@ -173,7 +180,7 @@ boundaries: all
 	tests/lint/boundaries.sh
 
 check: deps
-	$(MAKE) all $(BUILD)/unit-tests
+	$(MAKE) all test-build
 	$(MAKE) unit
 	$(MAKE) boundaries
 	$(MAKE) fuzz-regress
@@ -201,7 +208,7 @@ image: deps
 # machine is busy), too long to add to every make check. It
 # skips, saying why, where images cannot be built (build-image.sh exit 2).
 check-image: deps
-	$(MAKE) all
+	$(MAKE) all test-build
 	IT_IMAGE=1 tests/integration/run.sh t610
 
 demo: deps
@@ -210,12 +217,12 @@ demo: deps
 
 # The fault matrix (docs/reliability.md): one row per scenario.
 reliability: deps
-	$(MAKE) all $(BUILD)/kafka-mock
+	$(MAKE) all test-build $(BUILD)/kafka-mock
 	tests/reliability/run.sh
 
 # The same with more rounds (F1 100 kills, a 300 s crash loop).
 soak: deps
-	$(MAKE) all $(BUILD)/kafka-mock
+	$(MAKE) all test-build $(BUILD)/kafka-mock
 	SOAK=1 tests/reliability/run.sh
 
 bench-smoke: deps
@@ -314,7 +321,7 @@ SAN_ENV = ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1:de
           LSAN_OPTIONS=suppressions=$(CURDIR)/tests/sanitize/lsan.supp:print_suppressions=0 \
           UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 check-asan: deps
-	$(MAKE) BUILD=$(ASAN_BUILD) CC=$(FUZZ_CC) OPT="-O1 -g $(SAN_FLAGS)" \
+	$(MAKE) BUILD=$(ASAN_BUILD) CC=$(FUZZ_CC) OPT="-O1 -g $(SAN_FLAGS)" TEST_HOOKS=1 \
 		all $(ASAN_BUILD)/unit-tests $(FUZZERS:%=$(ASAN_BUILD)/fuzz-replay/fuzz_%)
 	$(SAN_ENV) CK_TIMEOUT_MULTIPLIER=4 $(ASAN_BUILD)/unit-tests
 	$(SAN_ENV) tests/fuzz/replay.sh $(ASAN_BUILD) $(FUZZERS)
@@ -330,14 +337,14 @@ VALGRIND_FLAGS := --error-exitcode=99 --leak-check=full \
                   --errors-for-leak-kinds=definite,indirect \
                   --suppressions=tests/sanitize/valgrind.supp --num-callers=30
 check-valgrind: deps
-	$(MAKE) $(BUILD)/unit-tests
+	$(MAKE) test-build
 	CK_FORK=no UNIT_PROPERTY_SCALE=10 UNIT_SLOW=1 \
-		valgrind $(VALGRIND_FLAGS) $(BUILD)/unit-tests
+		valgrind $(VALGRIND_FLAGS) $(TEST_BUILD)/unit-tests
 
 # cppcheck over src/: clean but for tests/lint/cppcheck.supp, where each
 # suppression says why.
 lint: deps
-	cppcheck --quiet --error-exitcode=1 --std=c11 -D_GNU_SOURCE $(HOOKS) -Iinclude \
+	cppcheck --quiet --error-exitcode=1 --std=c11 -D_GNU_SOURCE -DOUTBOX_RELAY_TEST_HOOKS -Iinclude \
 		--enable=warning,style,performance,portability --inline-suppr \
 		--suppressions-list=tests/lint/cppcheck.supp src/
 

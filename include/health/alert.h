@@ -34,4 +34,12 @@ size_t alert_dropped(const struct alerter *a);
  * NULL is a no-op. */
 void alert_stop(struct alerter *a, int timeout_ms);
 
+#ifdef OUTBOX_RELAY_TEST_HOOKS
+/* The first backoff in milliseconds (default 500; 0 restores it), so a
+ * unit test sees several attempts in well under a second. Only in the
+ * test build (build/test/, make check): make and make install leave it
+ * out. */
+void alert_set_backoff_for_tests(int ms);
+#endif
+
 #endif

@@ -57,11 +57,6 @@ static void curl_init_once(void)
 }
 
 #ifdef OUTBOX_RELAY_TEST_HOOKS
-/* Test-only knob, declared in tests/unit/check_alert.c and nowhere else:
- * the first backoff in milliseconds (default 500). Only in a build with
- * test hooks (Makefile TEST_HOOKS=1, the default; the unit tests need it). */
-void alert_set_backoff_for_tests(int ms);
-
 void alert_set_backoff_for_tests(int ms)
 {
 	atomic_store(&backoff_first_ms, ms > 0 ? ms : ALERT_BACKOFF_FIRST_MS);

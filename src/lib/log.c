@@ -15,7 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "log.h"
+#include "lib/log.h"
 
 enum log_level log_current_level = LOG_LVL_INFO;
 static enum log_format log_current_format = LOG_FMT_TEXT;

@@ -85,7 +85,7 @@
 # Knobs: RELAY_PLUGIN (wal2json or pgoutput: the plugin of the slots
 # it_setup_db creates and the slot.plugin it_write_config writes),
 # IT_PGPORT (25450), IT_KAFKA_PORT (19150, controller +1), RELAY_BIN
-# (build/outbox-relay), IT_CONSUME_TIMEOUT (30 s per kcat run),
+# (build/test/outbox-relay: the test hooks), IT_CONSUME_TIMEOUT (30 s per kcat run),
 # IT_RELAY_STOP_TIMEOUT (30 s), ENV_KEEP_TMP=1 (keep the temp dir). Also
 # exported for tests: PGHOST=127.0.0.1 PGUSER=postgres.
 
@@ -108,7 +108,7 @@ wal2json | pgoutput) ;;
 esac
 # The relay's default slot.publication.
 IT_PUBLICATION=outbox_pub
-RELAY_BIN=${RELAY_BIN:-$IT_ROOT/build/outbox-relay}
+RELAY_BIN=${RELAY_BIN:-$IT_ROOT/build/test/outbox-relay}
 IT_CONSUME_TIMEOUT=${IT_CONSUME_TIMEOUT:-30}
 IT_RELAY_STOP_TIMEOUT=${IT_RELAY_STOP_TIMEOUT:-30}
 

@@ -102,5 +102,17 @@ else
 fi
 rule "no two modules call each other (nm over build/obj)" "$circles"
 
+# 8. The test hooks stay in the test build (build/test/): the binary that
+#    make builds and make install installs has neither the stall hook nor
+#    the alert backoff knob.
+hooks=
+if [[ -x build/outbox-relay ]]; then
+	hooks=$(grep -ac 'RELAY_TEST_STALL_MS' build/outbox-relay | grep -v '^0$'
+		nm build/outbox-relay 2>/dev/null | grep -w alert_set_backoff_for_tests)
+else
+	hooks="build/outbox-relay missing: run make all first"
+fi
+rule "build/outbox-relay has no test hook" "$hooks"
+
 echo "$pass passed, $fail failed"
 ((fail == 0))

@@ -32,8 +32,6 @@
 #define TIME_SCALE 1
 #endif
 
-/* Test-only knob in src/health/alert.c: the first backoff in milliseconds. */
-void alert_set_backoff_for_tests(int ms);
 
 #define RECV_MAX 128
 

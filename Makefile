@@ -90,7 +90,15 @@ all: $(BUILD)/outbox-relay
 $(BUILD)/outbox-relay: $(LIB_OBJS) $(MAIN_OBJ)
 	$(CC) $(FINAL_CFLAGS) -o $@ $^ $(FINAL_LIBS)
 
-$(BUILD)/obj/%.o: src/%.c
+# Objects depend on the flags they were built with: switching CC, OPT or
+# TEST_HOOKS rebuilds them instead of linking stale ones.
+$(BUILD)/cflags: FORCE
+	@mkdir -p $(BUILD)
+	@echo '$(CC) $(FINAL_CFLAGS)' | cmp -s - $@ || echo '$(CC) $(FINAL_CFLAGS)' >$@
+
+FORCE:
+
+$(BUILD)/obj/%.o: src/%.c $(BUILD)/cflags
 	@mkdir -p $(dir $@)
 	$(CC) $(FINAL_CFLAGS) -c -o $@ $<
 

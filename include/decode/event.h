@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* event.h -- one wal2json record and its transaction to what the relay
- * does with it.
+/* event.h -- one record of either plugin (a wal2json line, a pgoutput
+ * message) and its transaction to what the relay does with it.
  *
- * Pure: a record's text in, a verdict out. A record begins or ends a
+ * Pure: a record's bytes in, a verdict out. A record begins or ends a
  * transaction, is an outbox event (topic, key, value, headers: exactly
  * what goes to Kafka), is the relay's own heartbeat, is nothing to
  * publish, or is poison: the relay fail-stops on it, for the reason
  * given. The relay, --dry-run, --drop-slot, --advance-slot and
- * --skip-transaction all read records through ev_next(), so what the
+ * --skip-transaction all read records through ev_next_at(), so what the
  * runbook shows, counts and skips is what the relay publishes. */
 #ifndef RELAY_EVENT_H
 #define RELAY_EVENT_H
@@ -19,7 +19,7 @@
 #include "decode/pgo.h"
 #include "decode/route.h"
 #include "decode/stream_spec.h"
-#include "decode/w2j.h"
+#include "decode/record.h"
 
 enum ev_kind {
 	EV_BEGIN,       /* B: txn now describes the transaction */
@@ -47,9 +47,9 @@ struct ev_txn {
  * ev_record holding it. */
 struct ev_event {
 	char topic[256];        /* "" when routing failed (EV_POISON) */
-	struct w2j_str id;
-	struct w2j_str key;
-	struct w2j_str value;   /* the payload text, byte for byte */
+	struct rec_str id;
+	struct rec_str key;
+	struct rec_str value;   /* the payload text, byte for byte */
 	struct route_headers headers;
 	size_t bytes;           /* key + value: what the in-flight window counts */
 };
@@ -58,7 +58,7 @@ struct ev_event {
  * Not to be copied (ev.headers points into the struct itself). */
 struct ev_record {
 	enum ev_kind kind;
-	struct w2j_record rec;  /* the decoded record (zeroed if undecodable) */
+	struct record rec;  /* the decoded record (zeroed if undecodable) */
 	struct ev_event ev;     /* EV_EVENT; also EV_POISON when decoded */
 	bool decoded;           /* EV_POISON: ev holds the event's fields
 	                         * (it decoded, then routing or the

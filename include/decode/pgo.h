@@ -3,7 +3,7 @@
  * protocol (proto_version 1, or 2 without streaming).
  *
  * Pure: one message in (the payload of an XLogData frame), a struct
- * w2j_record out, the same records w2j.c gives for wal2json, so that the
+ * record out, the same records w2j.c gives for wal2json, so that the
  * relay can read either plugin. No I/O, no globals: the relation cache
  * (pgoutput describes a table once, in a Relation message, and then names
  * it by OID) and the open transaction live in a struct pgo_state that the
@@ -17,7 +17,7 @@
 #include <stdint.h>
 
 #include "lib/common.h"
-#include "decode/w2j.h"
+#include "decode/record.h"
 
 /* pgoutput's timestamps count microseconds from 2000-01-01 00:00 UTC
  * (PostgreSQL's epoch); the relay's from 1970-01-01. */
@@ -26,7 +26,7 @@
 struct pgo_rel; /* one cached Relation message; private to pgo.c */
 
 struct pgo_state {
-	const struct w2j_spec *spec; /* borrowed; must outlive the state */
+	const struct record_spec *spec; /* borrowed; must outlive the state */
 	struct pgo_rel **rels;       /* open addressing on relid; owned */
 	size_t cap;                  /* slots in rels: 0 or a power of two */
 	size_t nrels;                /* relations cached */
@@ -41,7 +41,7 @@ struct pgo_state {
 };
 
 /* Sets up an empty state that decodes for spec (borrowed). */
-void pgo_init(struct pgo_state *st, const struct w2j_spec *spec);
+void pgo_init(struct pgo_state *st, const struct record_spec *spec);
 
 /* Forgets every relation and the open transaction, keeping the spec.
  * Call it whenever a new START_REPLICATION begins: the server sends the
@@ -57,17 +57,17 @@ void pgo_free(struct pgo_state *st);
  * carried it, the record's LSN where the message has none of its own
  * (Insert: the change's LSN, as wal2json's "lsn"). Returns 0 with rec
  * filled:
- *   Begin    W2J_BEGIN: lsn = final_lsn (the commit record's LSN), xid,
+ *   Begin    REC_BEGIN: lsn = final_lsn (the commit record's LSN), xid,
  *            commit_ts_us; nextlsn 0, which Begin does not carry;
- *   Commit   W2J_COMMIT: lsn = commit LSN, nextlsn = end LSN (what to
+ *   Commit   REC_COMMIT: lsn = commit LSN, nextlsn = end LSN (what to
  *            confirm), xid from the Begin, commit_ts_us;
- *   Insert   W2J_EVENT on the outbox table (xid and time of its Begin),
- *            W2J_SKIP on any other table;
- *   Message  W2J_MESSAGE: lsn, transactional, prefix and content; xid
+ *   Insert   REC_EVENT on the outbox table (xid and time of its Begin),
+ *            REC_SKIP on any other table;
+ *   Message  REC_MESSAGE: lsn, transactional, prefix and content; xid
  *            of the Begin when transactional, else -1; commit_ts_us 0, as
  *            w2j.c gives it;
- *   Relation, Type, Origin, Update, Delete, Truncate: W2J_SKIP.
- * The strings of rec are owned by rec until w2j_record_clear(). Returns
+ *   Relation, Type, Origin, Update, Delete, Truncate: REC_SKIP.
+ * The strings of rec are owned by rec until record_clear(). Returns
  * -1 with a message in err naming the cause (and the relation, event id,
  * LSN and xid that were known), rec cleared and st unchanged, on anything
  * malformed or refused: a message cut short or with bytes left over,
@@ -83,7 +83,7 @@ bool pgo_event_id(const struct pgo_state *st, const void *msg, size_t len,
                   char *id, size_t idlen);
 
 int pgo_decode(struct pgo_state *st, const void *msg, size_t len,
-               uint64_t wal_start, struct w2j_record *rec, char *err,
+               uint64_t wal_start, struct record *rec, char *err,
                size_t errlen) RELAY_MUSTCHECK;
 
 #endif

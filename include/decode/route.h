@@ -8,7 +8,7 @@
 
 #include "lib/common.h"
 
-struct w2j_record;
+struct record;
 
 /* Expands the topic template: every "${routedByValue}" becomes value.
  * Returns the length written, or -1 when out is too small or the result
@@ -38,7 +38,7 @@ struct route_headers {
 
 /* Fills h from an event record and its transaction's commit end LSN.
  * Values are borrowed from rec (and h's own buffers). */
-void route_headers(struct route_headers *h, const struct w2j_record *rec,
+void route_headers(struct route_headers *h, const struct record *rec,
                    uint64_t commit_lsn);
 
 #endif

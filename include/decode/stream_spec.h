@@ -14,7 +14,7 @@
 #include <stddef.h>
 
 #include "lib/config.h"
-#include "decode/w2j.h"
+#include "decode/record.h"
 
 #define SS_MAX_OPTIONS 8
 
@@ -33,7 +33,7 @@ enum ss_plugin {
 struct stream_spec {
 	enum ss_plugin plugin;
 	const char *publication;      /* pgoutput only; borrowed */
-	struct w2j_spec w2j;          /* table and columns, borrowed from cfg */
+	struct record_spec spec;      /* table and columns, borrowed from cfg */
 	const char *heartbeat_prefix; /* non-transactional heartbeats; borrowed */
 	const char *emit_prefix;      /* transactional outbox_emit() events;
 	                               * "" off; borrowed */
@@ -55,7 +55,7 @@ void ss_init(struct stream_spec *ss, const struct relay_config *cfg);
 
 /* The same from its parts (tests, tools): the table and columns, the
  * message prefixes ("" none) and the topic template, all borrowed. */
-void ss_init_parts(struct stream_spec *ss, const struct w2j_spec *w2j,
+void ss_init_parts(struct stream_spec *ss, const struct record_spec *spec,
                    const char *heartbeat_prefix, const char *emit_prefix,
                    const char *topic_template);
 void ss_free(struct stream_spec *ss);

@@ -20,7 +20,7 @@
 #include "lib/common.h"
 #include "pg/slot_figures.h"
 #include "pg/pgutil.h"
-#include "decode/w2j.h"
+#include "decode/record.h"
 
 /* One row of pg_replication_slots, with the server's WAL position. */
 struct slot_row {
@@ -115,7 +115,7 @@ struct slot_table {
  * ordinary table of the schema) has the configured columns and is an
  * ordinary table. Returns 0 with the verdict in t (a query that worked),
  * or -1 with st and err filled. */
-int slot_table_check(PGconn *conn, const struct w2j_spec *spec,
+int slot_table_check(PGconn *conn, const struct record_spec *spec,
                      int64_t deadline_us, struct slot_table *t,
                      struct pgu_status *st, char *err,
                      size_t errlen) RELAY_MUSTCHECK;
@@ -271,7 +271,7 @@ struct slot_pub {
 /* Reads it (simple protocol: a replication connection may run it).
  * Returns 0 with p filled (p->exists false when there is no such
  * publication), or -1 with st and err filled. */
-int slot_pub_read(PGconn *conn, const char *pub, const struct w2j_spec *spec,
+int slot_pub_read(PGconn *conn, const char *pub, const struct record_spec *spec,
                   int64_t deadline_us, struct slot_pub *p,
                   struct pgu_status *st, char *err,
                   size_t errlen) RELAY_MUSTCHECK;
@@ -292,19 +292,19 @@ enum slot_pub_verdict slot_pub_judge(const struct slot_pub *p);
 /* The finding ('"PUB" does not publish public.outbox') and the way out,
  * with the SQL to run. Pure. */
 void slot_pub_text(enum slot_pub_verdict v, const struct slot_pub *p,
-                   const char *pub, const struct w2j_spec *spec, char *what,
+                   const char *pub, const struct record_spec *spec, char *what,
                    size_t whatlen, char *fix, size_t fixlen);
 
 /* The statement that creates the relay's publication: CREATE PUBLICATION
  * "pub" FOR TABLE "schema"."table" WITH (publish = 'insert'), or FOR
  * TABLES IN SCHEMA for schema.*. Every name is quoted, so that a reserved
  * word or an upper-case name stays one identifier. Pure. */
-void slot_pub_create_sql(const char *pub, const struct w2j_spec *spec,
+void slot_pub_create_sql(const char *pub, const struct record_spec *spec,
                          char *out, size_t outlen);
 
 /* Runs slot_pub_create_sql(). Returns 0, or -1 with st (42501: the role
  * may not; 42710: it exists) and err filled. */
-int slot_pub_create(PGconn *conn, const char *pub, const struct w2j_spec *spec,
+int slot_pub_create(PGconn *conn, const char *pub, const struct record_spec *spec,
                     int64_t deadline_us, struct pgu_status *st, char *err,
                     size_t errlen) RELAY_MUSTCHECK;
 

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* relay.h -- the pipeline: slot -> wal2json decoder -> Kafka -> confirm.
+/* relay.h -- the pipeline: slot -> decoder (wal2json or pgoutput) -> Kafka
+ * -> confirm.
  *
  * One thread, one poll() loop over the replication socket, librdkafka's
  * queue fd, the signal pipe and timers. */

@@ -315,13 +315,13 @@ static void check_publication(struct cli_checks *c, PGconn *conn,
 	           "nothing to install (publication \"%s\")",
 	           cfg->slot_publication);
 	ss_init(&ss, cfg);
-	if (slot_pub_read(conn, cfg->slot_publication, &ss.w2j, cli_deadline(),
+	if (slot_pub_read(conn, cfg->slot_publication, &ss.spec, cli_deadline(),
 	                  &p, &st, err, sizeof(err)) < 0) {
 		check_item(c, "publication", CHECK_FAIL, RELAY_EXIT_UNAVAILABLE, NULL,
 		           "cannot read it: %s", err);
 	} else {
 		v = slot_pub_judge(&p);
-		slot_pub_text(v, &p, cfg->slot_publication, &ss.w2j, what,
+		slot_pub_text(v, &p, cfg->slot_publication, &ss.spec, what,
 		              sizeof(what), fix, sizeof(fix));
 		check_item(c, "publication", v == PUB_OK ? CHECK_OK : CHECK_FAIL,
 		           RELAY_EXIT_UNAVAILABLE, fix, "%s", what);
@@ -369,7 +369,7 @@ static void check_table(struct cli_checks *c, PGconn *conn,
 	const char *pt;
 
 	ss_init(&ss, cfg);
-	if (slot_table_check(conn, &ss.w2j, cli_deadline(), &t, &st, err,
+	if (slot_table_check(conn, &ss.spec, cli_deadline(), &t, &st, err,
 	                     sizeof(err)) < 0) {
 		check_item(c, "outbox_table", CHECK_FAIL, RELAY_EXIT_UNAVAILABLE, NULL,
 		           "cannot read its columns: %s", err);

@@ -78,17 +78,17 @@ static int create_publication(PGconn *conn, const struct relay_config *cfg,
 	int rc = RELAY_EXIT_UNAVAILABLE;
 
 	ss_init(&ss, cfg);
-	if (slot_pub_read(conn, cp->name, &ss.w2j, cli_deadline(), &p, &st, err,
+	if (slot_pub_read(conn, cp->name, &ss.spec, cli_deadline(), &p, &st, err,
 	                  sizeof(err)) < 0) {
 		cli_err("publication \"%s\": %s", cp->name, err);
 		goto out;
 	}
 	if (!p.exists && create) {
-		if (slot_pub_create(conn, cp->name, &ss.w2j, cli_deadline(), &st,
+		if (slot_pub_create(conn, cp->name, &ss.spec, cli_deadline(), &st,
 		                    err, sizeof(err)) == 0) {
 			cp->created = true;
 		} else if (strcmp(st.sqlstate, "42501") == 0) {
-			slot_pub_create_sql(cp->name, &ss.w2j, sql, sizeof(sql));
+			slot_pub_create_sql(cp->name, &ss.spec, sql, sizeof(sql));
 			/* FOR TABLE needs the table's owner, FOR TABLES IN
 			 * SCHEMA a superuser (PostgreSQL 15). */
 			cli_err("publication \"%s\" does not exist and role \"%s\" may "
@@ -105,7 +105,7 @@ static int create_publication(PGconn *conn, const struct relay_config *cfg,
 			        cp->name, err);
 			goto out;
 		}
-		if (slot_pub_read(conn, cp->name, &ss.w2j, cli_deadline(), &p, &st,
+		if (slot_pub_read(conn, cp->name, &ss.spec, cli_deadline(), &p, &st,
 		                  err, sizeof(err)) < 0) {
 			cli_err("publication \"%s\": %s", cp->name, err);
 			goto out;
@@ -113,7 +113,7 @@ static int create_publication(PGconn *conn, const struct relay_config *cfg,
 	}
 	v = slot_pub_judge(&p);
 	if (v == PUB_MISSING && !create) {
-		slot_pub_create_sql(cp->name, &ss.w2j, sql, sizeof(sql));
+		slot_pub_create_sql(cp->name, &ss.spec, sql, sizeof(sql));
 		cli_err("slot \"%s\" exists but its publication \"%s\" does not: "
 		        "pgoutput cannot decode the changes written before the "
 		        "publication exists. Create it (%s), then either advance the "
@@ -123,7 +123,7 @@ static int create_publication(PGconn *conn, const struct relay_config *cfg,
 		goto out;
 	}
 	if (v != PUB_OK) {
-		slot_pub_text(v, &p, cp->name, &ss.w2j, what, sizeof(what), fix,
+		slot_pub_text(v, &p, cp->name, &ss.spec, what, sizeof(what), fix,
 		              sizeof(fix));
 		cli_err("publication %s; %s%s", what, fix,
 		        create ? "; no slot was created" : "");

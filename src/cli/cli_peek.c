@@ -44,7 +44,7 @@ int cli_peek_run(PGconn *conn, const struct relay_config *cfg,
 	ss_init(&ss, cfg);
 	/* Every peek is a session of its own: pgoutput sends the Relation
 	 * messages again in each, so the cache starts empty. */
-	pgo_init(&c.pgo, &ss.w2j);
+	pgo_init(&c.pgo, &ss.spec);
 	ev_txn_reset(&c.txn);
 	sp.slot = pk->slot;
 	sp.function = ss_peek_function(&ss);

@@ -12,7 +12,9 @@
 
 #include <jansson.h>
 
+#include "decode/emit.h"
 #include "decode/event.h"
+#include "decode/w2j.h"
 
 void ev_txn_reset(struct ev_txn *txn)
 {
@@ -24,7 +26,7 @@ void ev_txn_reset(struct ev_txn *txn)
 
 void ev_record_clear(struct ev_record *out)
 {
-	w2j_record_clear(&out->rec);
+	record_clear(&out->rec);
 	memset(out, 0, sizeof(*out));
 }
 
@@ -45,7 +47,7 @@ static void poison(struct ev_record *out, const char *fmt, ...)
  * reads: a line that is an insert into the outbox table (any table of
  * the schema for schema.*) is an event whatever else is wrong with it.
  * Returns true for one, with its id in out ("?" when unreadable). */
-static bool raw_event_id(const struct w2j_spec *spec, const char *raw,
+static bool raw_event_id(const struct record_spec *spec, const char *raw,
                          size_t len, char *out, size_t outlen)
 {
 	json_t *root = json_loadb(raw, len, JSON_DECODE_ANY, NULL);
@@ -83,7 +85,7 @@ out:
 }
 
 /* The "id" member of an outbox_emit() message that did not decode. */
-static void emit_id(const struct w2j_str *content, char *out, size_t outlen)
+static void emit_id(const struct rec_str *content, char *out, size_t outlen)
 {
 	json_t *root = json_loadb(content->ptr, content->len, 0, NULL);
 	const char *id = json_string_value(json_object_get(root, "id"));
@@ -97,7 +99,7 @@ static void emit_id(const struct w2j_str *content, char *out, size_t outlen)
 static void event(const struct stream_spec *ss, const struct ev_txn *txn,
                   bool emitted, struct ev_record *out)
 {
-	struct w2j_record *rec = &out->rec;
+	struct record *rec = &out->rec;
 	struct ev_event *ev = &out->ev;
 	char err[512];
 
@@ -132,7 +134,7 @@ static void event(const struct stream_spec *ss, const struct ev_txn *txn,
 static void message(const struct stream_spec *ss, const struct ev_txn *txn,
                     struct ev_record *out)
 {
-	struct w2j_record *rec = &out->rec;
+	struct record *rec = &out->rec;
 	char err[512];
 
 	switch (ss_message_kind(ss, rec->transactional, rec->msg_prefix.ptr)) {
@@ -154,7 +156,7 @@ static void message(const struct stream_spec *ss, const struct ev_txn *txn,
 			       "include-transaction off?)");
 			return;
 		}
-		if (w2j_decode_emit(rec->msg_content.ptr, rec->msg_content.len, rec,
+		if (emit_decode(rec->msg_content.ptr, rec->msg_content.len, rec,
 		                    err, sizeof(err)) < 0) {
 			out->is_event = true;
 			emit_id(&rec->msg_content, out->event_id,
@@ -186,14 +188,14 @@ static void judge(const struct stream_spec *ss, const struct pgo_state *pgo,
 				                             out->event_id,
 				                             sizeof(out->event_id));
 		} else
-			out->is_event = raw_event_id(&ss->w2j, data, len,
+			out->is_event = raw_event_id(&ss->spec, data, len,
 			                             out->event_id,
 			                             sizeof(out->event_id));
 		poison(out, "%s", err);
 		return;
 	}
 	switch (out->rec.kind) {
-	case W2J_BEGIN:
+	case REC_BEGIN:
 		txn->open = true;
 		txn->xid = out->rec.xid;
 		txn->commit_lsn = out->rec.nextlsn;
@@ -204,19 +206,19 @@ static void judge(const struct stream_spec *ss, const struct pgo_state *pgo,
 		                                                   : out->rec.nextlsn;
 		out->kind = EV_BEGIN;
 		return;
-	case W2J_COMMIT:
+	case REC_COMMIT:
 		/* The xid and commit end stay: messages about a record after
 		 * the commit name the last transaction. */
 		txn->open = false;
 		out->kind = EV_COMMIT;
 		return;
-	case W2J_EVENT:
+	case REC_EVENT:
 		event(ss, txn, false, out);
 		return;
-	case W2J_MESSAGE:
+	case REC_MESSAGE:
 		message(ss, txn, out);
 		return;
-	case W2J_SKIP:
+	case REC_SKIP:
 		out->kind = EV_SKIP;
 		return;
 	}
@@ -229,7 +231,7 @@ void ev_next(const struct stream_spec *ss, const char *line, size_t len,
 	int rc;
 
 	memset(out, 0, sizeof(*out));
-	rc = w2j_decode(line, len, &ss->w2j, &out->rec, err, sizeof(err));
+	rc = w2j_decode(line, len, &ss->spec, &out->rec, err, sizeof(err));
 	judge(ss, NULL, rc, err, line, len, txn, out);
 }
 

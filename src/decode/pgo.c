@@ -45,7 +45,7 @@ enum {
 	PGO_JSONBOID = 3802,
 };
 
-/* The columns of an event, in struct w2j_spec order. */
+/* The columns of an event, in struct record_spec order. */
 enum pgo_role {
 	PGO_ID = 0,
 	PGO_KEY,
@@ -342,7 +342,7 @@ static void pgo_rel_put(struct pgo_state *st, struct pgo_rel *rel)
 	st->nrels++;
 }
 
-void pgo_init(struct pgo_state *st, const struct w2j_spec *spec)
+void pgo_init(struct pgo_state *st, const struct record_spec *spec)
 {
 	memset(st, 0, sizeof(*st));
 	st->spec = spec;
@@ -459,7 +459,7 @@ static int pgo_integer_text(const struct pgo_val *v, char out[24])
 
 /* Begin: Int64 final_lsn, Int64 commit time, Int32 xid. */
 static int pgo_begin(struct pgo_state *st, struct pgo_rd *r,
-                     struct pgo_ctx *c, struct w2j_record *rec)
+                     struct pgo_ctx *c, struct record *rec)
 {
 	uint64_t final_lsn, ts;
 	uint32_t xid;
@@ -481,7 +481,7 @@ static int pgo_begin(struct pgo_state *st, struct pgo_rd *r,
 	}
 	if (pgo_time(r, ts, &unix_us) != 0)
 		return -1;
-	rec->kind = W2J_BEGIN;
+	rec->kind = REC_BEGIN;
 	rec->lsn = final_lsn;
 	rec->xid = xid;
 	rec->commit_ts_us = unix_us;
@@ -495,7 +495,7 @@ static int pgo_begin(struct pgo_state *st, struct pgo_rd *r,
 /* Commit: Int8 flags (0), Int64 commit LSN, Int64 end LSN, Int64 commit
  * time. The end LSN is what the relay confirms. */
 static int pgo_commit(struct pgo_state *st, struct pgo_rd *r,
-                      struct pgo_ctx *c, struct w2j_record *rec)
+                      struct pgo_ctx *c, struct record *rec)
 {
 	uint64_t commit_lsn, end_lsn, ts;
 	int64_t unix_us;
@@ -523,7 +523,7 @@ static int pgo_commit(struct pgo_state *st, struct pgo_rd *r,
 		                 LSN_ARGS(commit_lsn));
 	if (pgo_time(r, ts, &unix_us) != 0)
 		return -1;
-	rec->kind = W2J_COMMIT;
+	rec->kind = REC_COMMIT;
 	rec->lsn = commit_lsn;
 	rec->nextlsn = end_lsn;
 	rec->xid = st->xid;
@@ -750,12 +750,12 @@ static int pgo_payload(const struct pgo_ctx *c, const char *col,
  * one block that rec owns. */
 static int pgo_event(const struct pgo_state *st, struct pgo_ctx *c,
                      const struct pgo_rel *rel, const struct pgo_val *vals,
-                     struct w2j_record *rec)
+                     struct record *rec)
 {
 	const char *want[PGO_NROLES] = { st->spec->col_id, st->spec->col_key,
 		                             st->spec->col_type, st->spec->col_route,
 		                             st->spec->col_payload };
-	struct w2j_str *dst[PGO_NROLES] = { &rec->id, &rec->key, &rec->type,
+	struct rec_str *dst[PGO_NROLES] = { &rec->id, &rec->key, &rec->type,
 		                                &rec->route, &rec->payload };
 	const char *txt[PGO_NROLES] = { NULL };
 	size_t len[PGO_NROLES] = { 0 };
@@ -820,16 +820,16 @@ static int pgo_event(const struct pgo_state *st, struct pgo_ctx *c,
 		dst[k]->len = len[k];
 		o += len[k] + 1;
 	}
-	rec->kind = W2J_EVENT;
+	rec->kind = REC_EVENT;
 	rec->xid = st->xid;
 	rec->commit_ts_us = st->commit_ts_us;
-	w2j_record_adopt(rec, buf);
+	record_adopt(rec, buf);
 	return 0;
 }
 
 /* Insert: Int32 relation OID, 'N', TupleData. */
 static int pgo_insert(const struct pgo_state *st, struct pgo_rd *r,
-                      struct pgo_ctx *c, struct w2j_record *rec)
+                      struct pgo_ctx *c, struct record *rec)
 {
 	struct pgo_val vals[PGO_NROLES];
 	const struct pgo_rel *rel;
@@ -960,7 +960,7 @@ static int pgo_origin(struct pgo_rd *r)
  * Int32 length, the content. Only with messages 'true'; pgoutput sends
  * every prefix (no filter like wal2json's add-msg-prefixes). */
 static int pgo_message(const struct pgo_state *st, struct pgo_rd *r,
-                       struct pgo_ctx *c, struct w2j_record *rec)
+                       struct pgo_ctx *c, struct record *rec)
 {
 	const unsigned char *content;
 	const char *prefix;
@@ -992,7 +992,7 @@ static int pgo_message(const struct pgo_state *st, struct pgo_rd *r,
 	memcpy(buf, prefix, plen + 1);
 	memcpy(buf + plen + 1, content, clen);
 	buf[plen + 1 + clen] = '\0';
-	rec->kind = W2J_MESSAGE;
+	rec->kind = REC_MESSAGE;
 	rec->lsn = lsn;
 	rec->transactional = flags & 1u;
 	rec->msg_prefix.ptr = buf;
@@ -1003,7 +1003,7 @@ static int pgo_message(const struct pgo_state *st, struct pgo_rd *r,
 	 * wal2json's M records (the relay takes it from the Begin). */
 	rec->xid = rec->transactional ? st->xid : -1;
 	rec->commit_ts_us = 0;
-	w2j_record_adopt(rec, buf);
+	record_adopt(rec, buf);
 	return 0;
 }
 
@@ -1064,7 +1064,7 @@ bool pgo_event_id(const struct pgo_state *st, const void *msg, size_t len,
 }
 
 int pgo_decode(struct pgo_state *st, const void *msg, size_t len,
-               uint64_t wal_start, struct w2j_record *rec, char *err,
+               uint64_t wal_start, struct record *rec, char *err,
                size_t errlen)
 {
 	const unsigned char *m = msg;
@@ -1076,7 +1076,7 @@ int pgo_decode(struct pgo_state *st, const void *msg, size_t len,
 	int rc;
 
 	memset(rec, 0, sizeof(*rec));
-	rec->kind = W2J_SKIP;
+	rec->kind = REC_SKIP;
 	rec->lsn = wal_start;
 	rec->xid = c.xid;
 	if (err != NULL && errlen > 0)
@@ -1137,7 +1137,7 @@ int pgo_decode(struct pgo_state *st, const void *msg, size_t len,
 	}
 	if (rc != 0) {
 		/* Nothing is adopted before the last check, but be sure. */
-		w2j_record_clear(rec);
+		record_clear(rec);
 		return -1;
 	}
 	return 0;

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "decode/route.h"
-#include "decode/w2j.h"
+#include "decode/record.h"
 
 #define ROUTE_PLACEHOLDER "${routedByValue}"
 #define ROUTE_TOPIC_MAX 249 /* Kafka's limit on a topic name's length */
@@ -109,7 +109,7 @@ int route_topic(const char *tmpl, const char *value, size_t value_len,
 	return (int)n;
 }
 
-void route_headers(struct route_headers *h, const struct w2j_record *rec,
+void route_headers(struct route_headers *h, const struct record *rec,
                    uint64_t commit_lsn)
 {
 	static const char *const names[ROUTE_H_COUNT] = {

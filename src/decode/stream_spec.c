@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "decode/stream_spec.h"
+#include "decode/w2j.h"
 
 /* A growing string; the out-of-memory case is fatal (xrealloc). */
 struct sbuf {
@@ -41,7 +42,7 @@ static void add(struct stream_spec *ss, const char *name, char *value)
 /* wal2json's add-tables value: "schema.table" with wal2json's escapes,
  * or for outbox.table = schema.* its own wildcard, unescaped, so that
  * partitions created later are read too. */
-static char *tables_value(const struct w2j_spec *w)
+static char *tables_value(const struct record_spec *w)
 {
 	bool all = strcmp(w->table, "*") == 0;
 	/* Each character may need a backslash; the '*' and the NUL. */
@@ -60,7 +61,7 @@ static char *tables_value(const struct w2j_spec *w)
 
 void ss_init(struct stream_spec *ss, const struct relay_config *cfg)
 {
-	const struct w2j_spec w2j = {
+	const struct record_spec spec = {
 		.schema = cfg->outbox_schema,
 		.table = cfg->outbox_table,
 		.col_id = cfg->field_id,
@@ -70,7 +71,7 @@ void ss_init(struct stream_spec *ss, const struct relay_config *cfg)
 		.col_payload = cfg->field_payload,
 	};
 
-	ss_init_parts(ss, &w2j, cfg->heartbeat_prefix, cfg->outbox_emit_prefix,
+	ss_init_parts(ss, &spec, cfg->heartbeat_prefix, cfg->outbox_emit_prefix,
 	              cfg->route_topic_replacement);
 	if (strcmp(cfg->slot_plugin, "pgoutput") == 0)
 		ss_use_pgoutput(ss, cfg->slot_publication);
@@ -104,7 +105,7 @@ const char *ss_peek_function(const struct stream_spec *ss)
 	           : "pg_logical_slot_peek_changes";
 }
 
-void ss_init_parts(struct stream_spec *ss, const struct w2j_spec *w2j,
+void ss_init_parts(struct stream_spec *ss, const struct record_spec *spec,
                    const char *heartbeat_prefix, const char *emit_prefix,
                    const char *topic_template)
 {
@@ -122,13 +123,13 @@ void ss_init_parts(struct stream_spec *ss, const struct w2j_spec *w2j,
 	struct sbuf prefixes = { 0 };
 
 	memset(ss, 0, sizeof(*ss));
-	ss->w2j = *w2j;
+	ss->spec = *spec;
 	ss->heartbeat_prefix = heartbeat_prefix;
 	ss->emit_prefix = emit_prefix;
 	ss->topic_template = topic_template;
 	for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
 		add(ss, fixed[i][0], xstrdup(fixed[i][1]));
-	add(ss, "add-tables", tables_value(&ss->w2j));
+	add(ss, "add-tables", tables_value(&ss->spec));
 	/* wal2json drops every message whose prefix is not listed, and the
 	 * slot then moves past it: an outbox_emit() event whose prefix is
 	 * missing here is lost. (cfg_validate() refuses prefixes with the

@@ -96,7 +96,7 @@ static enum repl_err check_slot(struct repl_stream *rs, const char *slot,
 /* The outbox table and the configured columns exist, so a typo in the
  * configuration fails at start instead of never matching (slot.h). */
 static enum repl_err check_table(struct repl_stream *rs,
-                                 const struct w2j_spec *spec, char *err,
+                                 const struct record_spec *spec, char *err,
                                  size_t errlen)
 {
 	struct slot_table t;
@@ -156,7 +156,7 @@ enum repl_err repl_start(struct repl_stream *rs, const char *conninfo,
 	}
 	if ((rc = check_slot(rs, slot, ss_plugin_name(ss), err, errlen)) != REPL_OK)
 		goto fail;
-	if ((rc = check_table(rs, &ss->w2j, err, errlen)) != REPL_OK)
+	if ((rc = check_table(rs, &ss->spec, err, errlen)) != REPL_OK)
 		goto fail;
 	cmd = ss_start_command(ss, slot);
 	res = pgu_exec(PGC(rs), cmd, 0, NULL, deadline(rs), &timed_out);

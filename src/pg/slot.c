@@ -316,7 +316,7 @@ static const char *const col_keys[NCOLS] = {
 	"route.by.field", "table.field.event.payload",
 };
 
-static void spec_cols(const struct w2j_spec *spec, const char *cols[NCOLS])
+static void spec_cols(const struct record_spec *spec, const char *cols[NCOLS])
 {
 	cols[0] = spec->col_id;
 	cols[1] = spec->col_key;
@@ -329,7 +329,7 @@ static void spec_cols(const struct w2j_spec *spec, const char *cols[NCOLS])
  * of their own): the schema must exist and every table in it must have
  * the configured columns, since an insert into any of them is an event.
  * A schema without tables yet passes: its inserts cannot happen. */
-static int check_schema(PGconn *conn, const struct w2j_spec *spec,
+static int check_schema(PGconn *conn, const struct record_spec *spec,
                         int64_t deadline_us, struct slot_table *t,
                         struct pgu_status *st, char *err, size_t errlen)
 {
@@ -405,7 +405,7 @@ out:
 	return rc;
 }
 
-int slot_table_check(PGconn *conn, const struct w2j_spec *spec,
+int slot_table_check(PGconn *conn, const struct record_spec *spec,
                      int64_t deadline_us, struct slot_table *t,
                      struct pgu_status *st, char *err, size_t errlen)
 {
@@ -941,7 +941,7 @@ static size_t quote_ident(const char *name, char *out, size_t outlen)
 }
 
 /* The publication's target: "s"."t", or TABLES IN SCHEMA "s". */
-static void pub_target(const struct w2j_spec *spec, char *out, size_t outlen)
+static void pub_target(const struct record_spec *spec, char *out, size_t outlen)
 {
 	char s[160], t[160];
 
@@ -954,7 +954,7 @@ static void pub_target(const struct w2j_spec *spec, char *out, size_t outlen)
 	snprintf(out, outlen, "TABLE %s.%s", s, t);
 }
 
-void slot_pub_create_sql(const char *pub, const struct w2j_spec *spec,
+void slot_pub_create_sql(const char *pub, const struct record_spec *spec,
                          char *out, size_t outlen)
 {
 	char q[160], target[400];
@@ -967,7 +967,7 @@ void slot_pub_create_sql(const char *pub, const struct w2j_spec *spec,
 	         "'insert');", q, target);
 }
 
-int slot_pub_create(PGconn *conn, const char *pub, const struct w2j_spec *spec,
+int slot_pub_create(PGconn *conn, const char *pub, const struct record_spec *spec,
                     int64_t deadline_us, struct pgu_status *st, char *err,
                     size_t errlen)
 {
@@ -981,7 +981,7 @@ int slot_pub_create(PGconn *conn, const char *pub, const struct w2j_spec *spec,
 	return res != NULL ? 0 : -1;
 }
 
-int slot_pub_read(PGconn *conn, const char *pub, const struct w2j_spec *spec,
+int slot_pub_read(PGconn *conn, const char *pub, const struct record_spec *spec,
                   int64_t deadline_us, struct slot_pub *p,
                   struct pgu_status *st, char *err, size_t errlen)
 {
@@ -1087,7 +1087,7 @@ enum slot_pub_verdict slot_pub_judge(const struct slot_pub *p)
 }
 
 void slot_pub_text(enum slot_pub_verdict v, const struct slot_pub *p,
-                   const char *pub, const struct w2j_spec *spec, char *what,
+                   const char *pub, const struct record_spec *spec, char *what,
                    size_t whatlen, char *fix, size_t fixlen)
 {
 	bool schema = strcmp(spec->table, "*") == 0;

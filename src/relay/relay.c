@@ -1420,7 +1420,7 @@ int relay_run(const struct relay_config *cfg, int sigfd)
 
 	r->cfg = cfg;
 	ss_init(&r->ss, cfg);
-	pgo_init(&r->pgo, &r->ss.w2j);
+	pgo_init(&r->pgo, &r->ss.spec);
 	ev_txn_reset(&r->txn);
 	lsn_init(&r->lt);
 	hist_reset(&r->lat);

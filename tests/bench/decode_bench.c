@@ -26,10 +26,10 @@
 #include "decode/w2j.h"
 
 int w2j_decode_slow(const char *line, size_t len,
-                    const struct w2j_spec *spec, struct w2j_record *rec,
+                    const struct record_spec *spec, struct record *rec,
                     char *err, size_t errlen);
 
-static const struct w2j_spec bench_spec = {
+static const struct record_spec bench_spec = {
 	.schema = "public", .table = "outbox", .col_id = "id",
 	.col_key = "aggregate_id", .col_type = "event_type",
 	.col_route = "aggregate_type", .col_payload = "payload",
@@ -156,7 +156,7 @@ bench_run(enum bench_mode mode, const struct bench_input *in, long rounds,
 			pgo_init(&st, &bench_spec);
 		for (size_t i = 0; i < in->n; i++) {
 			const struct bench_rec *r = &in->r[i];
-			struct w2j_record rec;
+			struct record rec;
 			int rc;
 
 			if (mode == BENCH_PGO)
@@ -175,8 +175,8 @@ bench_run(enum bench_mode mode, const struct bench_input *in, long rounds,
 				return -1;
 			}
 			out->records++;
-			out->events += rec.kind == W2J_EVENT;
-			w2j_record_clear(&rec);
+			out->events += rec.kind == REC_EVENT;
+			record_clear(&rec);
 		}
 		if (mode == BENCH_PGO)
 			pgo_free(&st);

@@ -23,13 +23,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "decode/emit.h"
 #include "decode/json_check.h"
 #include "decode/pgo.h"
 #include "decode/w2j.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static const struct w2j_spec fuzz_specs[] = {
+static const struct record_spec fuzz_specs[] = {
 	{ "public", "outbox", "id", "aggregate_id", "event_type",
 	  "aggregate_type", "payload" },
 	{ "public", "we\"ird tbl,v.2", "ID", "agg\"id", "event.type",
@@ -65,7 +66,7 @@ static uint64_t fuzz_be64(const uint8_t *p)
 }
 
 /* A string of an event: NUL-terminated at len, no NUL before, UTF-8. */
-static void fuzz_str(const struct w2j_str *s, bool may_be_null,
+static void fuzz_str(const struct rec_str *s, bool may_be_null,
                      const uint8_t *m, size_t len)
 {
 	if (s->ptr == NULL) {
@@ -79,27 +80,27 @@ static void fuzz_str(const struct w2j_str *s, bool may_be_null,
 		fuzz_fail("string not UTF-8", m, len);
 }
 
-static bool fuzz_inside(const struct w2j_str *s, const uint8_t *m,
+static bool fuzz_inside(const struct rec_str *s, const uint8_t *m,
                         size_t len)
 {
 	return s->len == 0 || memmem(m, len, s->ptr, s->len) != NULL;
 }
 
-static void fuzz_check(const struct w2j_record *rec, const uint8_t *m,
+static void fuzz_check(const struct record *rec, const uint8_t *m,
                        size_t len)
 {
 	switch (rec->kind) {
-	case W2J_BEGIN:
+	case REC_BEGIN:
 		if (len != 21 || rec->lsn != fuzz_be64(m + 1) || rec->root_ != NULL)
 			fuzz_fail("Begin fields", m, len);
 		break;
-	case W2J_COMMIT:
+	case REC_COMMIT:
 		if (len != 26 || rec->lsn != fuzz_be64(m + 2) ||
 		    rec->nextlsn != fuzz_be64(m + 10) || rec->nextlsn <= rec->lsn ||
 		    rec->root_ != NULL)
 			fuzz_fail("Commit fields", m, len);
 		break;
-	case W2J_EVENT:
+	case REC_EVENT:
 		fuzz_str(&rec->id, false, m, len);
 		fuzz_str(&rec->key, false, m, len);
 		fuzz_str(&rec->type, true, m, len);
@@ -109,7 +110,7 @@ static void fuzz_check(const struct w2j_record *rec, const uint8_t *m,
 		    rec->root_ == NULL || rec->xid < 0)
 			fuzz_fail("event is not of its Insert", m, len);
 		break;
-	case W2J_MESSAGE:
+	case REC_MESSAGE:
 		if (m[0] != 'M' || rec->root_ == NULL ||
 		    strlen(rec->msg_prefix.ptr) != rec->msg_prefix.len ||
 		    rec->msg_content.ptr[rec->msg_content.len] != '\0' ||
@@ -118,7 +119,7 @@ static void fuzz_check(const struct w2j_record *rec, const uint8_t *m,
 		    (rec->transactional != (rec->xid >= 0)))
 			fuzz_fail("message fields", m, len);
 		break;
-	case W2J_SKIP:
+	case REC_SKIP:
 		if (rec->root_ != NULL || len == 0 ||
 		    memchr("RUDTYOI", m[0], 7) == NULL)
 			fuzz_fail("skip of an unexpected message", m, len);
@@ -126,13 +127,13 @@ static void fuzz_check(const struct w2j_record *rec, const uint8_t *m,
 	}
 }
 
-static bool fuzz_same_str(const struct w2j_str *a, const struct w2j_str *b)
+static bool fuzz_same_str(const struct rec_str *a, const struct rec_str *b)
 {
 	return a->len == b->len && (a->ptr == NULL) == (b->ptr == NULL) &&
 	       (a->ptr == NULL || memcmp(a->ptr, b->ptr, a->len) == 0);
 }
 
-static bool fuzz_same(const struct w2j_record *a, const struct w2j_record *b)
+static bool fuzz_same(const struct record *a, const struct record *b)
 {
 	return a->kind == b->kind && a->lsn == b->lsn &&
 	       a->nextlsn == b->nextlsn && a->xid == b->xid &&
@@ -148,7 +149,7 @@ static bool fuzz_same(const struct w2j_record *a, const struct w2j_record *b)
 
 /* Decodes m in st and checks the outcome; returns it in rec/err. */
 static int fuzz_one(struct pgo_state *st, const uint8_t *m, size_t len,
-                    uint64_t lsn, struct w2j_record *rec, char *err,
+                    uint64_t lsn, struct record *rec, char *err,
                     size_t errlen)
 {
 	struct pgo_state before = *st;
@@ -171,7 +172,7 @@ static int fuzz_one(struct pgo_state *st, const uint8_t *m, size_t len,
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	const struct w2j_spec *spec;
+	const struct record_spec *spec;
 	struct pgo_state a, b;
 	uint64_t lsn = 0x1000000;
 	bool emit;
@@ -186,7 +187,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	pgo_init(&b, spec);
 	while (at + 2 <= size) {
 		size_t len = (size_t)data[at] << 8 | data[at + 1];
-		struct w2j_record ra, rb;
+		struct record ra, rb;
 		char ea[512], eb[512];
 		uint8_t *m;
 		int rca, rcb;
@@ -211,14 +212,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (rca != rcb || (rca != 0 && strcmp(ea, eb) != 0) ||
 		    (rca == 0 && !fuzz_same(&ra, &rb)))
 			fuzz_fail("two states disagree", m, len);
-		if (rca == 0 && emit && ra.kind == W2J_MESSAGE && ra.transactional &&
-		    w2j_decode_emit(ra.msg_content.ptr, ra.msg_content.len, &ra, ea,
+		if (rca == 0 && emit && ra.kind == REC_MESSAGE && ra.transactional &&
+		    emit_decode(ra.msg_content.ptr, ra.msg_content.len, &ra, ea,
 		                    sizeof(ea)) == 0 &&
-		    (ra.kind != W2J_EVENT || ra.payload.ptr == NULL))
+		    (ra.kind != REC_EVENT || ra.payload.ptr == NULL))
 			fuzz_fail("emit content not an event", m, len);
 		if (rca == 0) {
-			w2j_record_clear(&ra);
-			w2j_record_clear(&rb);
+			record_clear(&ra);
+			record_clear(&rb);
 		}
 		free(m);
 	}

@@ -34,7 +34,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static const struct w2j_spec fuzz_spec = {
+static const struct record_spec fuzz_spec = {
 	"public", "outbox", "id", "aggregate_id", "event_type",
 	"aggregate_type", "payload"
 };
@@ -104,20 +104,20 @@ static void decode_payload(struct pgo_state *pgo, const char *frame,
                            size_t len)
 {
 	struct repl_msg msg;
-	struct w2j_record rec;
+	struct record rec;
 	char err[512];
 
 	if (repl_parse_frame(frame, len, &msg, err, sizeof(err)) != 1 ||
 	    msg.type != 'w')
 		return;
 	if (w2j_decode(msg.data, msg.len, &fuzz_spec, &rec, err, sizeof(err)) == 0)
-		w2j_record_clear(&rec);
+		record_clear(&rec);
 	else if (err[0] == '\0')
 		fuzz_fail("w2j_decode refused a payload without a message", len);
 	err[0] = '\0';
 	if (pgo_decode(pgo, msg.data, msg.len, msg.wal_start, &rec, err,
 	               sizeof(err)) == 0)
-		w2j_record_clear(&rec);
+		record_clear(&rec);
 	else if (err[0] == '\0')
 		fuzz_fail("pgo_decode refused a payload without a message", len);
 }

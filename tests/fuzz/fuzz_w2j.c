@@ -20,17 +20,18 @@
 
 #include <jansson.h>
 
+#include "decode/emit.h"
 #include "decode/json_check.h"
 #include "decode/w2j.h"
 
 int w2j_decode_fast(const char *line, size_t len,
-                    const struct w2j_spec *spec, struct w2j_record *rec);
+                    const struct record_spec *spec, struct record *rec);
 int w2j_decode_slow(const char *line, size_t len,
-                    const struct w2j_spec *spec, struct w2j_record *rec,
+                    const struct record_spec *spec, struct record *rec,
                     char *err, size_t errlen);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static const struct w2j_spec fuzz_specs[] = {
+static const struct record_spec fuzz_specs[] = {
 	{ "public", "outbox", "id", "aggregate_id", "event_type",
 	  "aggregate_type", "payload" },
 	{ "public", "outbox_text", "id", "aggregate_id", "event_type",
@@ -51,7 +52,7 @@ static void fuzz_fail(const char *what, const char *line, size_t len)
 	abort();
 }
 
-static void fuzz_same_str(const struct w2j_str *a, const struct w2j_str *b,
+static void fuzz_same_str(const struct rec_str *a, const struct rec_str *b,
                           const char *line, size_t len)
 {
 	if ((a->ptr == NULL) != (b->ptr == NULL) || a->len != b->len)
@@ -61,7 +62,7 @@ static void fuzz_same_str(const struct w2j_str *a, const struct w2j_str *b,
 		fuzz_fail("string bytes", line, len);
 }
 
-static void fuzz_same(const struct w2j_record *a, const struct w2j_record *b,
+static void fuzz_same(const struct record *a, const struct record *b,
                       const char *line, size_t len)
 {
 	if (a->kind != b->kind || a->lsn != b->lsn || a->nextlsn != b->nextlsn ||
@@ -77,19 +78,19 @@ static void fuzz_same(const struct w2j_record *a, const struct w2j_record *b,
 /* The emit decoder: no crash, and a payload that is input text. */
 static void fuzz_emit(const char *line, size_t len)
 {
-	struct w2j_record rec;
+	struct record rec;
 	char err[512];
 
 	memset(&rec, 0, sizeof(rec));
-	rec.kind = W2J_MESSAGE;
+	rec.kind = REC_MESSAGE;
 	rec.xid = -1;
-	if (w2j_decode_emit(line, len, &rec, err, sizeof(err)) != 0)
+	if (emit_decode(line, len, &rec, err, sizeof(err)) != 0)
 		return;
 	if (rec.payload.ptr == NULL || rec.id.ptr == NULL ||
 	    rec.payload.ptr[rec.payload.len] != '\0' ||
 	    memmem(line, len, rec.payload.ptr, rec.payload.len) == NULL)
 		fuzz_fail("emit payload is not text of the content", line, len);
-	w2j_record_clear(&rec);
+	record_clear(&rec);
 }
 
 struct fuzz_tamed {
@@ -141,8 +142,8 @@ static void fuzz_jc(const char *line, size_t len)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	const struct w2j_spec *spec;
-	struct w2j_record a, b, f;
+	const struct record_spec *spec;
+	struct record a, b, f;
 	char ea[512] = "", eb[512] = "";
 	const char *line;
 	size_t len;
@@ -165,14 +166,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (rb != 0)
 			fuzz_fail("scanner took a line jansson refuses", line, len);
 		fuzz_same(&f, &b, line, len);
-		w2j_record_clear(&f);
+		record_clear(&f);
 	} else if (rf != 1 || f.root_ != NULL) {
 		fuzz_fail("scanner stepped aside badly", line, len);
 	}
 	if (ra == 0)
-		w2j_record_clear(&a);
+		record_clear(&a);
 	if (rb == 0)
-		w2j_record_clear(&b);
+		record_clear(&b);
 	if (data[0] & 0x80) {
 		fuzz_emit(line, len);
 		fuzz_jc(line, len);

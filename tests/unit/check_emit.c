@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* check_emit.c -- outbox_emit() messages and the "schema.*" outbox.
  *
- * w2j_decode_emit() against the content sql/emit.sql writes (copied from
+ * emit_decode() against the content sql/emit.sql writes (copied from
  * wal2json 2.5 on PostgreSQL 15.20) and against everything it must
  * refuse; the payload must come out as the exact text PostgreSQL printed.
  * Then outbox.table = schema.* (the partitioned outbox of sql/cleanup.sql):
@@ -15,20 +15,21 @@
 
 #include "lib/config.h"
 #include "pg/repl.h"
+#include "decode/emit.h"
 #include "decode/stream_spec.h"
 #include "decode/w2j.h"
 
 /* Test hooks of w2j.c (see check_w2j.c). */
 int w2j_decode_fast(const char *line, size_t len,
-                    const struct w2j_spec *spec, struct w2j_record *rec);
+                    const struct record_spec *spec, struct record *rec);
 int w2j_decode_slow(const char *line, size_t len,
-                    const struct w2j_spec *spec, struct w2j_record *rec,
+                    const struct record_spec *spec, struct record *rec,
                     char *err, size_t errlen);
 
 /* The START_REPLICATION command for spec and the add-msg-prefixes value
  * prefixes (NULL: none), as the relay builds it (stream_spec.h), into
  * cmd. Returns its length, or -1 when cmd is too small. */
-static int start_command(const char *slot, const struct w2j_spec *spec,
+static int start_command(const char *slot, const struct record_spec *spec,
                          const char *prefixes, char *cmd, size_t len)
 {
 	struct stream_spec ss;
@@ -46,13 +47,13 @@ static int start_command(const char *slot, const struct w2j_spec *spec,
 	return n;
 }
 
-static const struct w2j_spec outbox_spec = {
+static const struct record_spec outbox_spec = {
 	.schema = "public", .table = "outbox", .col_id = "id",
 	.col_key = "aggregate_id", .col_type = "event_type",
 	.col_route = "aggregate_type", .col_payload = "payload",
 };
 
-static const struct w2j_spec part_spec = {
+static const struct record_spec part_spec = {
 	.schema = "outbox_part", .table = "*", .col_id = "id",
 	.col_key = "aggregate_id", .col_type = "event_type",
 	.col_route = "aggregate_type", .col_payload = "payload",
@@ -74,14 +75,14 @@ static const char emit_payload[] =
 	"\"big\": 123456789012345678901234567890.000}";
 
 /* Decodes content alone into a zeroed record. */
-static int emit(const char *content, struct w2j_record *rec, char *err,
+static int emit(const char *content, struct record *rec, char *err,
                 size_t errlen)
 {
 	memset(rec, 0, sizeof(*rec));
 	rec->xid = -1;
-	rec->kind = W2J_MESSAGE;
+	rec->kind = REC_MESSAGE;
 	err[0] = '\0';
-	return w2j_decode_emit(content, strlen(content), rec, err, errlen);
+	return emit_decode(content, strlen(content), rec, err, errlen);
 }
 
 #define ck_str(s, want)                                                      \
@@ -96,18 +97,18 @@ static int emit(const char *content, struct w2j_record *rec, char *err,
 
 START_TEST(test_emit_from_wal2json_line)
 {
-	struct w2j_record rec;
+	struct record rec;
 	char err[512];
 
 	/* The way relay.c does it: content borrowed from the M record. */
 	ck_assert_int_eq(w2j_decode(emit_line, strlen(emit_line), &outbox_spec,
 	                            &rec, err, sizeof(err)), 0);
-	ck_assert_int_eq(rec.kind, W2J_MESSAGE);
+	ck_assert_int_eq(rec.kind, REC_MESSAGE);
 	ck_assert(rec.transactional);
 	ck_assert_str_eq(rec.msg_prefix.ptr, "outbox");
-	ck_assert_int_eq(w2j_decode_emit(rec.msg_content.ptr, rec.msg_content.len,
+	ck_assert_int_eq(emit_decode(rec.msg_content.ptr, rec.msg_content.len,
 	                                 &rec, err, sizeof(err)), 0);
-	ck_assert_int_eq(rec.kind, W2J_EVENT);
+	ck_assert_int_eq(rec.kind, REC_EVENT);
 	ck_str(rec.id, "a507c379-75ec-4340-9a3c-94328cd70007");
 	ck_str(rec.key, "o-1");
 	ck_str(rec.type, "Placed");
@@ -118,7 +119,7 @@ START_TEST(test_emit_from_wal2json_line)
 	ck_assert_int_eq(rec.xid, 764);
 	ck_assert_ptr_null(rec.msg_content.ptr);
 	ck_assert_ptr_null(rec.msg_prefix.ptr);
-	w2j_record_clear(&rec);
+	record_clear(&rec);
 	ck_assert_ptr_null(rec.root_);
 }
 END_TEST
@@ -152,7 +153,7 @@ START_TEST(test_emit_payload_text_kept)
 		{ "{\"id\":\"1\",\"aggregate_id\":\"k\",\"aggregate_type\":\"T\","
 		  "\"pay\\u006coad\":[3]}", "[3]" },
 	};
-	struct w2j_record rec;
+	struct record rec;
 	char err[512];
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -160,7 +161,7 @@ START_TEST(test_emit_payload_text_kept)
 		              "case %zu: %s", i, err);
 		ck_str(rec.payload, cases[i].payload);
 		ck_str(rec.id, "1");
-		w2j_record_clear(&rec);
+		record_clear(&rec);
 	}
 }
 END_TEST
@@ -170,34 +171,34 @@ START_TEST(test_emit_null_payload)
 	/* JSON null is a payload like any other, as for a jsonb 'null'
 	 * outbox row: the value is "null". (SQL NULL never gets here:
 	 * outbox_emit() refuses it.) */
-	struct w2j_record rec;
+	struct record rec;
 	char err[512];
 
 	ck_assert_int_eq(emit("{\"id\":\"1\",\"aggregate_id\":\"k\","
 	                      "\"aggregate_type\":\"T\",\"event_type\":\"E\","
 	                      "\"payload\":null}", &rec, err, sizeof(err)), 0);
 	ck_str(rec.payload, "null");
-	w2j_record_clear(&rec);
+	record_clear(&rec);
 }
 END_TEST
 
 START_TEST(test_emit_event_type_optional)
 {
-	struct w2j_record rec;
+	struct record rec;
 	char err[512];
 
 	ck_assert_int_eq(emit("{\"id\":\"1\",\"aggregate_id\":\"k\","
 	                      "\"aggregate_type\":\"T\",\"event_type\":null,"
 	                      "\"payload\":{}}", &rec, err, sizeof(err)), 0);
 	ck_assert_ptr_null(rec.type.ptr);
-	w2j_record_clear(&rec);
+	record_clear(&rec);
 	ck_assert_int_eq(emit("{\"id\":\"1\",\"aggregate_id\":\"k\","
 	                      "\"aggregate_type\":\"T\",\"payload\":{}}",
 	                      &rec, err, sizeof(err)), 0);
 	ck_assert_ptr_null(rec.type.ptr);
 	ck_str(rec.key, "k");
 	ck_str(rec.route, "T");
-	w2j_record_clear(&rec);
+	record_clear(&rec);
 }
 END_TEST
 
@@ -206,14 +207,14 @@ END_TEST
 /* Refused with a message containing want; rec left as it was. */
 static void refused(const char *content, const char *want)
 {
-	struct w2j_record rec;
+	struct record rec;
 	char err[512];
 
 	ck_assert_msg(emit(content, &rec, err, sizeof(err)) == -1,
 	              "accepted: %s", content);
 	ck_assert_msg(strstr(err, want) != NULL, "error \"%s\" lacks \"%s\"",
 	              err, want);
-	ck_assert_int_eq(rec.kind, W2J_MESSAGE);
+	ck_assert_int_eq(rec.kind, REC_MESSAGE);
 	ck_assert_ptr_null(rec.root_);
 	ck_assert_ptr_null(rec.payload.ptr);
 	ck_assert_ptr_null(rec.id.ptr);
@@ -271,7 +272,7 @@ START_TEST(test_emit_huge_numbers)
 		"{\"a\": {\"b\": [9e99999]}, \"n\": 19.90, \"s\": \"1e400\"}",
 	};
 	char content[1024], digits[401];
-	struct w2j_record rec;
+	struct record rec;
 	char err[512];
 
 	for (size_t i = 0; i < sizeof(payloads) / sizeof(payloads[0]); i++) {
@@ -284,7 +285,7 @@ START_TEST(test_emit_huge_numbers)
 		ck_str(rec.payload, payloads[i]);
 		ck_str(rec.id, "1");
 		ck_str(rec.type, "E");
-		w2j_record_clear(&rec);
+		record_clear(&rec);
 	}
 	/* A 400-digit integer, as a payload and beside it. */
 	for (size_t k = 0; k < 400; k++)
@@ -295,7 +296,7 @@ START_TEST(test_emit_huge_numbers)
 	         "\"extra\":%s,\"payload\":%s}", digits, digits);
 	ck_assert_msg(emit(content, &rec, err, sizeof(err)) == 0, "%s", err);
 	ck_str(rec.payload, digits);
-	w2j_record_clear(&rec);
+	record_clear(&rec);
 
 	/* Still no id, and still not JSON when something else is wrong. */
 	refused("{\"id\":1e400,\"aggregate_id\":\"k\",\"aggregate_type\":\"T\","
@@ -324,14 +325,14 @@ END_TEST
 
 START_TEST(test_emit_error_names_position)
 {
-	struct w2j_record rec;
+	struct record rec;
 	char err[512];
 
 	memset(&rec, 0, sizeof(rec));
-	rec.kind = W2J_MESSAGE;
+	rec.kind = REC_MESSAGE;
 	rec.lsn = 0x1DC3228;
 	rec.xid = 764;
-	ck_assert_int_eq(w2j_decode_emit("[]", 2, &rec, err, sizeof(err)), -1);
+	ck_assert_int_eq(emit_decode("[]", 2, &rec, err, sizeof(err)), -1);
 	ck_assert_str_eq(err, "outbox message content is a JSON array, not an "
 	                      "object (LSN 0/1DC3228, xid 764)");
 	ck_assert_uint_eq(rec.lsn, 0x1DC3228);
@@ -354,42 +355,42 @@ static const char part_line[] =
 
 START_TEST(test_schema_wildcard_both_paths)
 {
-	struct w2j_record fast, slow;
+	struct record fast, slow;
 	char err[512];
 
 	ck_assert_int_eq(w2j_decode_fast(part_line, strlen(part_line), &part_spec,
 	                                 &fast), 0);
 	ck_assert_int_eq(w2j_decode_slow(part_line, strlen(part_line), &part_spec,
 	                                 &slow, err, sizeof(err)), 0);
-	ck_assert_int_eq(fast.kind, W2J_EVENT);
-	ck_assert_int_eq(slow.kind, W2J_EVENT);
+	ck_assert_int_eq(fast.kind, REC_EVENT);
+	ck_assert_int_eq(slow.kind, REC_EVENT);
 	ck_str(fast.key, "a2");
 	ck_str(slow.key, "a2");
 	ck_str(fast.payload, "{}");
 	ck_str(slow.route, "A");
-	w2j_record_clear(&fast);
-	w2j_record_clear(&slow);
+	record_clear(&fast);
+	record_clear(&slow);
 
 	/* Another schema: skipped both ways. The plain spec does not take
 	 * the partition either: that is why "schema.*" exists. */
 	ck_assert_int_eq(w2j_decode_fast(part_line, strlen(part_line),
 	                                 &outbox_spec, &fast), 0);
-	ck_assert_int_eq(fast.kind, W2J_SKIP);
+	ck_assert_int_eq(fast.kind, REC_SKIP);
 	ck_assert_int_eq(w2j_decode_slow(part_line, strlen(part_line),
 	                                 &outbox_spec, &slow, err, sizeof(err)), 0);
-	ck_assert_int_eq(slow.kind, W2J_SKIP);
+	ck_assert_int_eq(slow.kind, REC_SKIP);
 }
 END_TEST
 
 START_TEST(test_schema_wildcard_command)
 {
 	char cmd[1024];
-	static const struct w2j_spec star_table = {
+	static const struct record_spec star_table = {
 		.schema = "public", .table = "a*", .col_id = "id",
 		.col_key = "k", .col_type = "t", .col_route = "r",
 		.col_payload = "p",
 	};
-	static const struct w2j_spec odd_schema = {
+	static const struct record_spec odd_schema = {
 		.schema = "my schema", .table = "*", .col_id = "id",
 		.col_key = "k", .col_type = "t", .col_route = "r",
 		.col_payload = "p",

@@ -187,7 +187,7 @@ static const char *const emit_txn[] = {
 
 #define NTXN (sizeof(emit_txn) / sizeof(emit_txn[0]))
 
-static void str_eq(const struct w2j_str *s, const char *want)
+static void str_eq(const struct rec_str *s, const char *want)
 {
 	ck_assert_ptr_nonnull(s->ptr);
 	ck_assert_uint_eq(s->len, strlen(want));
@@ -339,18 +339,18 @@ START_TEST(test_fixtures)
 		ss_init(&ss, &cfg);
 		ev_txn_reset(&txn);
 		while ((n = getline(&line, &cap, fp)) > 0) {
-			struct w2j_record rec;
+			struct record rec;
 			struct ev_record er;
 			char err[512], topic[256];
 			int rc;
 
 			if (line[n - 1] == '\n')
 				line[--n] = '\0';
-			rc = w2j_decode(line, (size_t)n, &ss.w2j, &rec, err, sizeof(err));
+			rc = w2j_decode(line, (size_t)n, &ss.spec, &rec, err, sizeof(err));
 			ev_next(&ss, line, (size_t)n, &txn, &er);
-			if (rc == 0 && rec.kind == W2J_BEGIN)
+			if (rc == 0 && rec.kind == REC_BEGIN)
 				commit = rec.nextlsn;
-			if (rc == 0 && rec.kind == W2J_EVENT &&
+			if (rc == 0 && rec.kind == REC_EVENT &&
 			    route_topic(ss.topic_template, rec.route.ptr, rec.route.len,
 			                topic, sizeof(topic), err, sizeof(err)) >= 0) {
 				struct route_headers h;
@@ -365,11 +365,11 @@ START_TEST(test_fixtures)
 						ck_assert_mem_eq(er.ev.headers.value[k], h.value[k],
 						                 h.len[k]);
 				events++;
-			} else if (rc == 0 && rec.kind != W2J_EVENT) {
+			} else if (rc == 0 && rec.kind != REC_EVENT) {
 				ck_assert_int_ne(er.kind, EV_EVENT);
 			}
 			if (rc == 0)
-				w2j_record_clear(&rec);
+				record_clear(&rec);
 			ev_record_clear(&er);
 		}
 		free(line);
@@ -528,7 +528,7 @@ START_TEST(test_pgoutput_same_events_as_wal2json)
 	                         "test", err, sizeof(err)), 0);
 	ss_init(&sp, &cfg);
 	ck_assert_int_eq(sp.plugin, SS_PLUGIN_PGOUTPUT);
-	pgo_init(&pgo, &sp.w2j);
+	pgo_init(&pgo, &sp.spec);
 
 	snprintf(path, sizeof(path), "%s/pgoutput/outbox.jsonl", FIXTURE_DIR);
 	ck_assert_ptr_nonnull(fp = fopen(path, "r"));

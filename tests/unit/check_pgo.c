@@ -21,6 +21,7 @@
 #include <check.h>
 #include <jansson.h>
 
+#include "decode/emit.h"
 #include "decode/json_check.h"
 #include "decode/pgo.h"
 #include "unit_scale.h"
@@ -32,37 +33,37 @@
 
 /* ------------------------------------------------------------- specs */
 
-static const struct w2j_spec outbox_spec = {
+static const struct record_spec outbox_spec = {
 	.schema = "public", .table = "outbox", .col_id = "id",
 	.col_key = "aggregate_id", .col_type = "event_type",
 	.col_route = "aggregate_type", .col_payload = "payload",
 };
 
-static const struct w2j_spec prisma_spec = {
+static const struct record_spec prisma_spec = {
 	.schema = "public", .table = "Outbox", .col_id = "id",
 	.col_key = "aggregateId", .col_type = "eventType",
 	.col_route = "aggregateType", .col_payload = "payload",
 };
 
-static const struct w2j_spec odd_spec = {
+static const struct record_spec odd_spec = {
 	.schema = "public", .table = "we\"ird tbl,v.2", .col_id = "ID",
 	.col_key = "agg\"id", .col_type = "event.type",
 	.col_route = "Agg Type", .col_payload = "pay load",
 };
 
-static const struct w2j_spec bigint_spec = {
+static const struct record_spec bigint_spec = {
 	.schema = "public", .table = "outbox_bigint", .col_id = "id",
 	.col_key = "aggregate_id", .col_type = "event_type",
 	.col_route = "aggregate_type", .col_payload = "payload",
 };
 
-static const struct w2j_spec text_spec = {
+static const struct record_spec text_spec = {
 	.schema = "public", .table = "outbox_text", .col_id = "id",
 	.col_key = "aggregate_id", .col_type = "event_type",
 	.col_route = "aggregate_type", .col_payload = "payload",
 };
 
-static const struct w2j_spec domain_spec = {
+static const struct record_spec domain_spec = {
 	.schema = "public", .table = "outbox_domain", .col_id = "id",
 	.col_key = "aggregate_id", .col_type = "event_type",
 	.col_route = "aggregate_type", .col_payload = "payload",
@@ -202,7 +203,7 @@ static void jfx_free(struct jfx *f)
 struct res {
 	int rc;
 	unsigned char type;    /* the message's type byte */
-	enum w2j_kind kind;
+	enum rec_kind kind;
 	uint64_t lsn, nextlsn;
 	int64_t xid, ts;
 	char *id, *key, *type_col, *route, *payload;
@@ -213,7 +214,7 @@ struct res {
 	char err[512];
 };
 
-static char *dup_str(const struct w2j_str *s)
+static char *dup_str(const struct rec_str *s)
 {
 	char *p;
 
@@ -227,14 +228,14 @@ static char *dup_str(const struct w2j_str *s)
 	return p;
 }
 
-static void res_take(struct res *r, struct w2j_record *rec)
+static void res_take(struct res *r, struct record *rec)
 {
 	r->kind = rec->kind;
 	r->lsn = rec->lsn;
 	r->nextlsn = rec->nextlsn;
 	r->xid = rec->xid;
 	r->ts = rec->commit_ts_us;
-	if (rec->kind == W2J_EVENT) {
+	if (rec->kind == REC_EVENT) {
 		ck_assert_ptr_nonnull(rec->root_);
 		r->id = dup_str(&rec->id);
 		r->key = dup_str(&rec->key);
@@ -242,7 +243,7 @@ static void res_take(struct res *r, struct w2j_record *rec)
 		r->route = dup_str(&rec->route);
 		r->payload = dup_str(&rec->payload);
 		r->payload_len = rec->payload.len;
-	} else if (rec->kind == W2J_MESSAGE) {
+	} else if (rec->kind == REC_MESSAGE) {
 		ck_assert_ptr_nonnull(rec->root_);
 		r->transactional = rec->transactional;
 		r->prefix = dup_str(&rec->msg_prefix);
@@ -255,7 +256,7 @@ static void res_take(struct res *r, struct w2j_record *rec)
 		/* Nothing else owns memory. */
 		ck_assert_ptr_null(rec->root_);
 	}
-	w2j_record_clear(rec);
+	record_clear(rec);
 	ck_assert_ptr_null(rec->root_);
 }
 
@@ -274,7 +275,7 @@ static void res_free(struct res *r, size_t n)
 }
 
 /* Decodes every message of f with spec in one session. */
-static struct res *pfx_decode(const struct pfx *f, const struct w2j_spec *spec)
+static struct res *pfx_decode(const struct pfx *f, const struct record_spec *spec)
 {
 	struct res *out = calloc(f->n, sizeof(*out));
 	struct pgo_state st;
@@ -282,7 +283,7 @@ static struct res *pfx_decode(const struct pfx *f, const struct w2j_spec *spec)
 	ck_assert_ptr_nonnull(out);
 	pgo_init(&st, spec);
 	for (size_t i = 0; i < f->n; i++) {
-		struct w2j_record rec;
+		struct record rec;
 		struct res *r = &out[i];
 
 		r->type = f->m[i].data[0];
@@ -335,7 +336,7 @@ static size_t check_stream(const struct pfx *f, const struct res *r)
 			continue;
 		}
 		switch (x->kind) {
-		case W2J_BEGIN:
+		case REC_BEGIN:
 			ck_assert_msg(b == NULL, "message %zu: Begin inside a txn", i + 1);
 			ck_assert_int_eq(x->type, 'B');
 			ck_assert_int_eq(x->xid, f->m[i].xid);
@@ -346,7 +347,7 @@ static size_t check_stream(const struct pfx *f, const struct res *r)
 			ck_assert_int_lt(x->ts, INT64_C(4102444800000000));
 			b = x;
 			break;
-		case W2J_COMMIT:
+		case REC_COMMIT:
 			ck_assert_msg(b != NULL, "message %zu: Commit without Begin",
 			              i + 1);
 			ck_assert_int_eq(x->type, 'C');
@@ -359,7 +360,7 @@ static size_t check_stream(const struct pfx *f, const struct res *r)
 			last_end = x->nextlsn;
 			b = NULL;
 			break;
-		case W2J_EVENT:
+		case REC_EVENT:
 			ck_assert_msg(b != NULL, "message %zu: event outside a txn",
 			              i + 1);
 			ck_assert_int_eq(x->type, 'I');
@@ -370,7 +371,7 @@ static size_t check_stream(const struct pfx *f, const struct res *r)
 			/* A change's own LSN lies before its commit record. */
 			ck_assert_uint_lt(x->lsn, b->lsn);
 			break;
-		case W2J_MESSAGE:
+		case REC_MESSAGE:
 			ck_assert_int_eq(x->type, 'M');
 			ck_assert_int_eq(x->ts, 0);
 			if (x->transactional) {
@@ -382,7 +383,7 @@ static size_t check_stream(const struct pfx *f, const struct res *r)
 				ck_assert_int_eq(x->ts, 0);
 			}
 			break;
-		case W2J_SKIP:
+		case REC_SKIP:
 			ck_assert(strchr("RIUDTYO", x->type) != NULL);
 			ck_assert_uint_eq(x->lsn, f->m[i].lsn);
 			if (x->type != 'R' && x->type != 'Y') {
@@ -400,7 +401,7 @@ static const struct res *find_event(const struct res *r, size_t n,
                                     const char *id)
 {
 	for (size_t i = 0; i < n; i++)
-		if (r[i].rc == 0 && r[i].kind == W2J_EVENT &&
+		if (r[i].rc == 0 && r[i].kind == REC_EVENT &&
 		    strcmp(r[i].id, id) == 0)
 			return &r[i];
 	ck_abort_msg("no event with id %s", id);
@@ -434,7 +435,7 @@ static void assert_outbox_events(const struct res *r, size_t n)
 	size_t want = expected_outbox_ids(ids, 64), k = 0;
 
 	for (size_t i = 0; i < n; i++) {
-		if (r[i].rc != 0 || r[i].kind != W2J_EVENT)
+		if (r[i].rc != 0 || r[i].kind != REC_EVENT)
 			continue;
 		ck_assert_msg(k < want, "unexpected extra event %s", r[i].id);
 		ck_assert_str_eq(r[i].id, ids[k]);
@@ -468,7 +469,7 @@ START_TEST(test_outbox_stream_shape)
 	for (size_t i = 0; i < f.n; i++) {
 		if (r[i].type == 'B')
 			ck_assert_int_ne(r[i + 1].type, 'C');
-		if (r[i].rc != 0 || r[i].kind != W2J_MESSAGE)
+		if (r[i].rc != 0 || r[i].kind != REC_MESSAGE)
 			continue;
 		msgs++;
 		/* No prefix filter in pgoutput: all of them come. */
@@ -631,9 +632,9 @@ START_TEST(test_all_changes_skipped)
 	pfx_load(&o, "outbox.pgo");
 	ro = pfx_decode(&o, &outbox_spec);
 	for (size_t i = 0, j = 0;; i++, j++) {
-		while (i < f.n && (r[i].rc != 0 || r[i].kind != W2J_EVENT))
+		while (i < f.n && (r[i].rc != 0 || r[i].kind != REC_EVENT))
 			i++;
-		while (j < o.n && (ro[j].rc != 0 || ro[j].kind != W2J_EVENT))
+		while (j < o.n && (ro[j].rc != 0 || ro[j].kind != REC_EVENT))
 			j++;
 		if (i == f.n || j == o.n) {
 			ck_assert(i == f.n && j == o.n);
@@ -661,7 +662,7 @@ static size_t events_of(const struct res *r, size_t n, const struct res **out,
 	size_t k = 0;
 
 	for (size_t i = 0; i < n; i++)
-		if (r[i].rc == 0 && r[i].kind == W2J_EVENT) {
+		if (r[i].rc == 0 && r[i].kind == REC_EVENT) {
 			ck_assert_uint_lt(k, cap);
 			out[k++] = &r[i];
 		}
@@ -790,7 +791,7 @@ END_TEST
 START_TEST(test_reset_forgets_relations)
 {
 	struct pgo_state st;
-	struct w2j_record rec;
+	struct record rec;
 	struct pfx f;
 	char err[512];
 	size_t ins = 0;
@@ -800,7 +801,7 @@ START_TEST(test_reset_forgets_relations)
 	for (size_t i = 0; i < f.n; i++) {
 		if (pgo_decode(&st, f.m[i].data, f.m[i].len, f.m[i].lsn, &rec, err,
 		               sizeof(err)) == 0)
-			w2j_record_clear(&rec);
+			record_clear(&rec);
 		if (f.m[i].data[0] == 'I' && ins == 0)
 			ins = i;
 	}
@@ -878,7 +879,7 @@ static void dseq_free(struct dseq *s)
 /* Feeds one decoded record (or a failure at LSN lsn, xid xid) to s as
  * the relay would take it; rec is cleared. Empty transactions (wal2json
  * sends them, pgoutput 15 does not) leave no commit entry. */
-static void dseq_feed(struct dseq *s, int rc, struct w2j_record *rec,
+static void dseq_feed(struct dseq *s, int rc, struct record *rec,
                       uint64_t lsn, int64_t xid)
 {
 	struct dent *d;
@@ -891,11 +892,11 @@ static void dseq_feed(struct dseq *s, int rc, struct w2j_record *rec,
 		return;
 	}
 	switch (rec->kind) {
-	case W2J_BEGIN:
+	case REC_BEGIN:
 		s->txn_start = s->n;
 		s->commit_lsn = rec->lsn;
 		break;
-	case W2J_COMMIT:
+	case REC_COMMIT:
 		ck_assert_uint_eq(rec->lsn, s->commit_lsn);
 		for (size_t i = s->txn_start; i < s->n; i++)
 			s->e[i].end_lsn = rec->nextlsn;
@@ -908,7 +909,7 @@ static void dseq_feed(struct dseq *s, int rc, struct w2j_record *rec,
 		}
 		s->commit_lsn = 0;
 		break;
-	case W2J_MESSAGE:
+	case REC_MESSAGE:
 		if (!rec->transactional &&
 		    strcmp(rec->msg_prefix.ptr, HB_PREFIX) == 0) {
 			d = dseq_add(s, D_BEAT);
@@ -920,7 +921,7 @@ static void dseq_feed(struct dseq *s, int rc, struct w2j_record *rec,
 		 * with add-msg-prefixes; pgoutput sends every prefix). */
 		if (!rec->transactional || strcmp(rec->msg_prefix.ptr, EMIT_PREFIX) != 0)
 			break;
-		if (w2j_decode_emit(rec->msg_content.ptr, rec->msg_content.len, rec,
+		if (emit_decode(rec->msg_content.ptr, rec->msg_content.len, rec,
 		                    err, sizeof(err)) != 0) {
 			d = dseq_add(s, D_ERROR);
 			d->lsn = rec->lsn;
@@ -929,7 +930,7 @@ static void dseq_feed(struct dseq *s, int rc, struct w2j_record *rec,
 		}
 		/* An event like a row's. */
 		/* fall through */
-	case W2J_EVENT:
+	case REC_EVENT:
 		d = dseq_add(s, D_EVENT);
 		d->id = dup_str(&rec->id);
 		d->key = dup_str(&rec->key);
@@ -941,21 +942,21 @@ static void dseq_feed(struct dseq *s, int rc, struct w2j_record *rec,
 		d->xid = rec->xid;
 		d->ts = rec->commit_ts_us;
 		break;
-	case W2J_SKIP:
+	case REC_SKIP:
 		break;
 	}
-	w2j_record_clear(rec);
+	record_clear(rec);
 }
 
 static void dseq_from_pgo(struct dseq *s, const struct pfx *f,
-                          const struct w2j_spec *spec)
+                          const struct record_spec *spec)
 {
 	struct pgo_state st;
 
 	memset(s, 0, sizeof(*s));
 	pgo_init(&st, spec);
 	for (size_t i = 0; i < f->n; i++) {
-		struct w2j_record rec;
+		struct record rec;
 		char err[512];
 		int rc = pgo_decode(&st, f->m[i].data, f->m[i].len, f->m[i].lsn,
 		                    &rec, err, sizeof(err));
@@ -965,11 +966,11 @@ static void dseq_from_pgo(struct dseq *s, const struct pfx *f,
 }
 
 static void dseq_from_w2j(struct dseq *s, const struct jfx *f,
-                          const struct w2j_spec *spec)
+                          const struct record_spec *spec)
 {
 	memset(s, 0, sizeof(*s));
 	for (size_t i = 0; i < f->n; i++) {
-		struct w2j_record rec;
+		struct record rec;
 		char err[512];
 		uint64_t lsn = 0;
 		int64_t xid = -1;
@@ -1077,7 +1078,7 @@ END_TEST
 START_TEST(test_differential_odd)
 {
 	static const struct {
-		const struct w2j_spec *spec;
+		const struct record_spec *spec;
 		size_t events, errors;
 	} cases[] = {
 		{ &prisma_spec, 2, 0 }, { &odd_spec, 1, 0 }, { &bigint_spec, 3, 0 },
@@ -1122,16 +1123,16 @@ START_TEST(test_differential_commits)
 	jfx_load(&j, "outbox.jsonl");
 	r = pfx_decode(&f, &outbox_spec);
 	for (size_t i = 0; i < f.n; i++) {
-		if (r[i].rc != 0 || r[i].kind != W2J_COMMIT)
+		if (r[i].rc != 0 || r[i].kind != REC_COMMIT)
 			continue;
 		for (; k < j.n; k++) {
-			struct w2j_record rec;
+			struct record rec;
 			char err[512];
 			bool same;
 
 			if (w2j_decode(j.line[k], j.len[k], &outbox_spec, &rec, err,
-			               sizeof(err)) != 0 || rec.kind != W2J_COMMIT) {
-				w2j_record_clear(&rec);
+			               sizeof(err)) != 0 || rec.kind != REC_COMMIT) {
+				record_clear(&rec);
 				continue;
 			}
 			same = rec.lsn == r[i].lsn;
@@ -1140,7 +1141,7 @@ START_TEST(test_differential_commits)
 				ck_assert_int_eq(rec.xid, r[i].xid);
 				ck_assert_int_eq(rec.commit_ts_us, r[i].ts);
 			}
-			w2j_record_clear(&rec);
+			record_clear(&rec);
 			if (same)
 				break;
 		}
@@ -1295,7 +1296,7 @@ static const struct col outbox_cols[] = {
 /* Decodes m exactly as long as it is (a copy of m->n bytes, so that a
  * read past it shows under valgrind and ASan). */
 static int dec(struct pgo_state *st, const struct mb *m,
-               struct w2j_record *rec, char *err, size_t errlen)
+               struct record *rec, char *err, size_t errlen)
 {
 	unsigned char *copy = malloc(m->n ? m->n : 1);
 	int rc;
@@ -1308,14 +1309,14 @@ static int dec(struct pgo_state *st, const struct mb *m,
 }
 
 static void dec_ok(struct pgo_state *st, const struct mb *m,
-                   enum w2j_kind kind)
+                   enum rec_kind kind)
 {
-	struct w2j_record rec;
+	struct record rec;
 	char err[512];
 
 	ck_assert_msg(dec(st, m, &rec, err, sizeof(err)) == 0, "%s", err);
 	ck_assert_int_eq(rec.kind, kind);
-	w2j_record_clear(&rec);
+	record_clear(&rec);
 }
 
 /* m must fail with needle in the message, leaving st as it was and
@@ -1324,7 +1325,7 @@ static void dec_fail(struct pgo_state *st, const struct mb *m,
                      const char *needle)
 {
 	struct pgo_state before = *st;
-	struct w2j_record rec;
+	struct record rec;
 	char err[512];
 
 	ck_assert_int_eq(dec(st, m, &rec, err, sizeof(err)), -1);
@@ -1343,14 +1344,14 @@ static void dec_fail(struct pgo_state *st, const struct mb *m,
 
 /* A state with the outbox described and a transaction open (xid 700,
  * commit time 2000-01-01 00:00:01 UTC). */
-static void open_txn(struct pgo_state *st, const struct w2j_spec *spec)
+static void open_txn(struct pgo_state *st, const struct record_spec *spec)
 {
 	struct mb rel = mk_rel(OUTBOX_RELID, "public", "outbox", 6, outbox_cols);
 	struct mb b = mk_begin(T_LSN, 1000000, 700);
 
 	pgo_init(st, spec);
-	dec_ok(st, &rel, W2J_SKIP);
-	dec_ok(st, &b, W2J_BEGIN);
+	dec_ok(st, &rel, REC_SKIP);
+	dec_ok(st, &b, REC_BEGIN);
 }
 
 static const char *const good_row[] = {
@@ -1361,7 +1362,7 @@ static const char *const good_row[] = {
 START_TEST(test_begin_commit_fields)
 {
 	struct pgo_state st;
-	struct w2j_record rec;
+	struct record rec;
 	struct mb m;
 	char err[512];
 
@@ -1369,7 +1370,7 @@ START_TEST(test_begin_commit_fields)
 	/* PostgreSQL's epoch is 2000-01-01; xids are unsigned 32 bits. */
 	m = mk_begin(UINT64_C(0x100000000A0), 0, UINT32_MAX);
 	ck_assert_int_eq(dec(&st, &m, &rec, err, sizeof(err)), 0);
-	ck_assert_int_eq(rec.kind, W2J_BEGIN);
+	ck_assert_int_eq(rec.kind, REC_BEGIN);
 	ck_assert_uint_eq(rec.lsn, UINT64_C(0x100000000A0));
 	ck_assert_uint_eq(rec.nextlsn, 0);
 	ck_assert_int_eq(rec.xid, UINT32_MAX);
@@ -1378,7 +1379,7 @@ START_TEST(test_begin_commit_fields)
 	ck_assert(st.in_txn);
 	m = mk_commit(0, UINT64_C(0x100000000A0), UINT64_C(0x100000000D0), 0);
 	ck_assert_int_eq(dec(&st, &m, &rec, err, sizeof(err)), 0);
-	ck_assert_int_eq(rec.kind, W2J_COMMIT);
+	ck_assert_int_eq(rec.kind, REC_COMMIT);
 	ck_assert_uint_eq(rec.lsn, UINT64_C(0x100000000A0));
 	ck_assert_uint_eq(rec.nextlsn, UINT64_C(0x100000000D0));
 	ck_assert_int_eq(rec.xid, UINT32_MAX);
@@ -1410,7 +1411,7 @@ START_TEST(test_transaction_order)
 	m = mk_begin(T_LSN, INT64_MAX, 700);
 	dec_fail(&st, &m, "commit time 9223372036854775807 is out of range");
 	m = mk_begin(T_LSN, 5, 700);
-	dec_ok(&st, &m, W2J_BEGIN);
+	dec_ok(&st, &m, REC_BEGIN);
 	m = mk_begin(T_LSN + 0x100, 5, 701);
 	dec_fail(&st, &m, "transaction 701 begins while this one is still open");
 	dec_fail(&st, &m, "xid 700)");
@@ -1424,7 +1425,7 @@ START_TEST(test_transaction_order)
 	m = mk_commit(0, T_LSN, T_LSN + 0x30, INT64_MAX);
 	dec_fail(&st, &m, "out of range");
 	m = mk_commit(0, T_LSN, T_LSN + 0x30, 5);
-	dec_ok(&st, &m, W2J_COMMIT);
+	dec_ok(&st, &m, REC_COMMIT);
 	pgo_free(&st);
 }
 END_TEST
@@ -1432,14 +1433,14 @@ END_TEST
 START_TEST(test_insert_event)
 {
 	struct pgo_state st;
-	struct w2j_record rec;
+	struct record rec;
 	struct mb m;
 	char err[512];
 
 	open_txn(&st, &outbox_spec);
 	m = mk_insert(OUTBOX_RELID, 6, good_row);
 	ck_assert_msg(dec(&st, &m, &rec, err, sizeof(err)) == 0, "%s", err);
-	ck_assert_int_eq(rec.kind, W2J_EVENT);
+	ck_assert_int_eq(rec.kind, REC_EVENT);
 	ck_assert_uint_eq(rec.lsn, 0xABC0); /* the frame's */
 	ck_assert_uint_eq(rec.nextlsn, 0);
 	ck_assert_int_eq(rec.xid, 700);
@@ -1452,17 +1453,17 @@ START_TEST(test_insert_event)
 	ck_assert_str_eq(rec.payload.ptr, "{\"a\": 1}");
 	ck_assert_uint_eq(rec.payload.len, 8);
 	ck_assert_ptr_nonnull(rec.root_);
-	w2j_record_clear(&rec);
+	record_clear(&rec);
 	ck_assert_ptr_null(rec.root_);
 	ck_assert_int_eq(rec.xid, -1);
-	w2j_record_clear(&rec); /* twice: a no-op */
+	record_clear(&rec); /* twice: a no-op */
 	pgo_free(&st);
 }
 END_TEST
 
 START_TEST(test_other_tables)
 {
-	static const struct w2j_spec star = {
+	static const struct record_spec star = {
 		.schema = "public", .table = "*", .col_id = "id",
 		.col_key = "aggregate_id", .col_type = "event_type",
 		.col_route = "aggregate_type", .col_payload = "payload",
@@ -1474,15 +1475,15 @@ START_TEST(test_other_tables)
 	 * the namespace "" is pg_catalog. */
 	open_txn(&st, &outbox_spec);
 	m = mk_rel(16401, "public", "outbox_2026", 6, outbox_cols);
-	dec_ok(&st, &m, W2J_SKIP);
+	dec_ok(&st, &m, REC_SKIP);
 	m = mk_rel(16402, "other", "outbox", 6, outbox_cols);
-	dec_ok(&st, &m, W2J_SKIP);
+	dec_ok(&st, &m, REC_SKIP);
 	m = mk_rel(16403, "", "outbox", 6, outbox_cols);
-	dec_ok(&st, &m, W2J_SKIP);
+	dec_ok(&st, &m, REC_SKIP);
 	ck_assert_uint_eq(st.nrels, 4);
 	for (uint32_t relid = 16401; relid <= 16403; relid++) {
 		m = mk_insert(relid, 6, good_row);
-		dec_ok(&st, &m, W2J_SKIP);
+		dec_ok(&st, &m, REC_SKIP);
 	}
 	/* Skipped rows are still read whole: a broken one is refused. */
 	m = mk_insert(16402, 6, good_row);
@@ -1494,13 +1495,13 @@ START_TEST(test_other_tables)
 	/* "schema.*": every table of the schema is the outbox. */
 	open_txn(&st, &star);
 	m = mk_rel(16401, "public", "outbox_2026", 6, outbox_cols);
-	dec_ok(&st, &m, W2J_SKIP);
+	dec_ok(&st, &m, REC_SKIP);
 	m = mk_rel(16402, "other", "outbox_2026", 6, outbox_cols);
-	dec_ok(&st, &m, W2J_SKIP);
+	dec_ok(&st, &m, REC_SKIP);
 	m = mk_insert(16401, 6, good_row);
-	dec_ok(&st, &m, W2J_EVENT);
+	dec_ok(&st, &m, REC_EVENT);
 	m = mk_insert(16402, 6, good_row);
-	dec_ok(&st, &m, W2J_SKIP);
+	dec_ok(&st, &m, REC_SKIP);
 	pgo_free(&st);
 }
 END_TEST
@@ -1513,25 +1514,25 @@ START_TEST(test_relation_replaced)
 		{ "event_type", 25 }, { "payload", 3802 },
 	};
 	struct pgo_state st;
-	struct w2j_record rec;
+	struct record rec;
 	struct mb m;
 	char err[512];
 
 	open_txn(&st, &outbox_spec);
 	m = mk_rel(OUTBOX_RELID, "public", "outbox", 5, fewer);
-	dec_ok(&st, &m, W2J_SKIP);
+	dec_ok(&st, &m, REC_SKIP);
 	ck_assert_uint_eq(st.nrels, 1);
 	m = mk_insert(OUTBOX_RELID, 6, good_row);
 	dec_fail(&st, &m, "the new tuple has 6 columns, the relation 5");
 	m = mk_insert(OUTBOX_RELID, 5, good_row);
 	ck_assert_int_eq(dec(&st, &m, &rec, err, sizeof(err)), 0);
-	ck_assert_int_eq(rec.kind, W2J_EVENT);
-	w2j_record_clear(&rec);
+	ck_assert_int_eq(rec.kind, REC_EVENT);
+	record_clear(&rec);
 	/* Renamed away from the spec: no longer the outbox. */
 	m = mk_rel(OUTBOX_RELID, "public", "outbox_old", 5, fewer);
-	dec_ok(&st, &m, W2J_SKIP);
+	dec_ok(&st, &m, REC_SKIP);
 	m = mk_insert(OUTBOX_RELID, 5, good_row);
-	dec_ok(&st, &m, W2J_SKIP);
+	dec_ok(&st, &m, REC_SKIP);
 	pgo_free(&st);
 }
 END_TEST
@@ -1550,16 +1551,16 @@ START_TEST(test_relation_cache_grows)
 		snprintf(name, sizeof(name), "t%u", i);
 		m = mk_rel(i < 1500 ? 20000 + i : UINT32_MAX - i * 4096, "public",
 		           name, 6, outbox_cols);
-		dec_ok(&st, &m, W2J_SKIP);
+		dec_ok(&st, &m, REC_SKIP);
 	}
 	ck_assert_uint_eq(st.nrels, 3001);
 	for (uint32_t i = 0; i < 3000; i += 7) {
 		m = mk_insert(i < 1500 ? 20000 + i : UINT32_MAX - i * 4096, 6,
 		              good_row);
-		dec_ok(&st, &m, W2J_SKIP);
+		dec_ok(&st, &m, REC_SKIP);
 	}
 	m = mk_insert(OUTBOX_RELID, 6, good_row);
-	dec_ok(&st, &m, W2J_EVENT);
+	dec_ok(&st, &m, REC_EVENT);
 	m = mk_insert(19999, 6, good_row);
 	dec_fail(&st, &m, "relation OID 19999 was never described");
 	pgo_free(&st);
@@ -1591,7 +1592,7 @@ START_TEST(test_tuple_errors)
 	m.b[m.n - 23] = 21;
 	dec_fail(&st, &m, "1 bytes left over after its last field");
 	m.b[m.n - 23] = 22;
-	dec_ok(&st, &m, W2J_EVENT);
+	dec_ok(&st, &m, REC_EVENT);
 	m.b[5] = 'K';
 	dec_fail(&st, &m, "expected 'N' (new tuple), found 0x4b");
 	m.b[5] = 'N';
@@ -1615,7 +1616,7 @@ static void row_case(uint32_t key_type, const char *col, const char *val,
 	struct col cols[6];
 	const char *row[6];
 	struct pgo_state st;
-	struct w2j_record rec;
+	struct record rec;
 	struct mb m;
 	char err[512];
 	int at = -1;
@@ -1631,28 +1632,28 @@ static void row_case(uint32_t key_type, const char *col, const char *val,
 	row[at] = val;
 	pgo_init(&st, &outbox_spec);
 	m = mk_rel(OUTBOX_RELID, "public", "outbox", 6, cols);
-	dec_ok(&st, &m, W2J_SKIP);
+	dec_ok(&st, &m, REC_SKIP);
 	m = mk_begin(T_LSN, 5, 700);
-	dec_ok(&st, &m, W2J_BEGIN);
+	dec_ok(&st, &m, REC_BEGIN);
 	m = mk_insert(OUTBOX_RELID, 6, row);
 	if (needle != NULL) {
 		dec_fail(&st, &m, needle);
 	} else {
-		const struct w2j_str *s = strcmp(col, "id") == 0 ? &rec.id
+		const struct rec_str *s = strcmp(col, "id") == 0 ? &rec.id
 		                         : strcmp(col, "aggregate_id") == 0 ? &rec.key
 		                         : strcmp(col, "event_type") == 0 ? &rec.type
 		                         : strcmp(col, "aggregate_type") == 0
 		                                 ? &rec.route
 		                                 : &rec.payload;
 		ck_assert_msg(dec(&st, &m, &rec, err, sizeof(err)) == 0, "%s", err);
-		ck_assert_int_eq(rec.kind, W2J_EVENT);
+		ck_assert_int_eq(rec.kind, REC_EVENT);
 		if (want_text == NULL) {
 			ck_assert_ptr_null(s->ptr);
 		} else {
 			ck_assert_str_eq(s->ptr, want_text);
 			ck_assert_uint_eq(s->len, strlen(want_text));
 		}
-		w2j_record_clear(&rec);
+		record_clear(&rec);
 	}
 	pgo_free(&st);
 }
@@ -1727,9 +1728,9 @@ START_TEST(test_missing_column_and_nul)
 
 	pgo_init(&st, &outbox_spec);
 	m = mk_rel(OUTBOX_RELID, "public", "outbox", 6, no_payload);
-	dec_ok(&st, &m, W2J_SKIP);
+	dec_ok(&st, &m, REC_SKIP);
 	m = mk_begin(T_LSN, 5, 700);
-	dec_ok(&st, &m, W2J_BEGIN);
+	dec_ok(&st, &m, REC_BEGIN);
 	m = mk_insert(OUTBOX_RELID, 6, good_row);
 	dec_fail(&st, &m, "column \"payload\" is missing (not in the table, or "
 	                  "not in the publication's column list) (event id "
@@ -1752,7 +1753,7 @@ END_TEST
 START_TEST(test_messages)
 {
 	struct pgo_state st;
-	struct w2j_record rec;
+	struct record rec;
 	struct mb m;
 	char err[512];
 
@@ -1760,19 +1761,19 @@ START_TEST(test_messages)
 	/* Non-transactional, outside any transaction: a heartbeat. */
 	m = mk_message(0, UINT64_C(0x2000000), HB_PREFIX, "1764600000000000", 16);
 	ck_assert_int_eq(dec(&st, &m, &rec, err, sizeof(err)), 0);
-	ck_assert_int_eq(rec.kind, W2J_MESSAGE);
+	ck_assert_int_eq(rec.kind, REC_MESSAGE);
 	ck_assert(!rec.transactional);
 	ck_assert_uint_eq(rec.lsn, UINT64_C(0x2000000));
 	ck_assert_int_eq(rec.xid, -1);
 	ck_assert_int_eq(rec.commit_ts_us, 0);
 	ck_assert_str_eq(rec.msg_prefix.ptr, HB_PREFIX);
 	ck_assert_str_eq(rec.msg_content.ptr, "1764600000000000");
-	w2j_record_clear(&rec);
+	record_clear(&rec);
 	/* Transactional outside one: messages were lost. */
 	m = mk_message(1, T_LSN, EMIT_PREFIX, "{}", 2);
 	dec_fail(&st, &m, "a transactional message outside a transaction");
 	m = mk_begin(T_LSN, 5, 700);
-	dec_ok(&st, &m, W2J_BEGIN);
+	dec_ok(&st, &m, REC_BEGIN);
 	/* Content is bytes: an empty one, one with a NUL (len tells). */
 	m = mk_message(1, T_LSN - 0x40, "", "", 0);
 	ck_assert_int_eq(dec(&st, &m, &rec, err, sizeof(err)), 0);
@@ -1782,12 +1783,12 @@ START_TEST(test_messages)
 	ck_assert_uint_eq(rec.msg_prefix.len, 0);
 	ck_assert_uint_eq(rec.msg_content.len, 0);
 	ck_assert_int_eq(rec.msg_content.ptr[0], '\0');
-	w2j_record_clear(&rec);
+	record_clear(&rec);
 	m = mk_message(1, T_LSN - 0x40, "bin", "a\0b", 3);
 	ck_assert_int_eq(dec(&st, &m, &rec, err, sizeof(err)), 0);
 	ck_assert_uint_eq(rec.msg_content.len, 3);
 	ck_assert_int_eq(memcmp(rec.msg_content.ptr, "a\0b", 4), 0);
-	w2j_record_clear(&rec);
+	record_clear(&rec);
 	/* Layout errors. */
 	m = mk_message(2, T_LSN, "p", "x", 1);
 	dec_fail(&st, &m, "Message: unknown flags 0x02");
@@ -1802,7 +1803,7 @@ START_TEST(test_messages)
 	m = mk_message(1, T_LSN, "p", "", 0);
 	m.n -= 5; /* the prefix's NUL and the length gone */
 	dec_fail(&st, &m, "cut short in the prefix (no NUL ends it)");
-	/* An outbox_emit() message through w2j_decode_emit(), which takes
+	/* An outbox_emit() message through emit_decode(), which takes
 	 * the record over: one clear frees it all. */
 	{
 		static const char content[] =
@@ -1812,15 +1813,15 @@ START_TEST(test_messages)
 		m = mk_message(1, T_LSN - 0x20, EMIT_PREFIX, content,
 		               sizeof(content) - 1);
 		ck_assert_int_eq(dec(&st, &m, &rec, err, sizeof(err)), 0);
-		ck_assert_int_eq(w2j_decode_emit(rec.msg_content.ptr,
+		ck_assert_int_eq(emit_decode(rec.msg_content.ptr,
 		                                 rec.msg_content.len, &rec, err,
 		                                 sizeof(err)), 0);
-		ck_assert_int_eq(rec.kind, W2J_EVENT);
+		ck_assert_int_eq(rec.kind, REC_EVENT);
 		ck_assert_str_eq(rec.id.ptr, "e-1");
 		ck_assert_str_eq(rec.payload.ptr, "{\"n\": 1}");
 		ck_assert_uint_eq(rec.lsn, T_LSN - 0x20);
 		ck_assert_int_eq(rec.xid, 700);
-		w2j_record_clear(&rec);
+		record_clear(&rec);
 	}
 	pgo_free(&st);
 }
@@ -1842,7 +1843,7 @@ START_TEST(test_other_messages)
 	mb_be(&m, 16500, 4);
 	mb_str(&m, "");
 	mb_str(&m, "jsonb");
-	dec_ok(&st, &m, W2J_SKIP);
+	dec_ok(&st, &m, REC_SKIP);
 	m.n--;
 	dec_fail(&st, &m, "Type: cut short in the type name (no NUL ends it)");
 
@@ -1850,7 +1851,7 @@ START_TEST(test_other_messages)
 	mb_u8(&m, 'O');
 	mb_be(&m, UINT64_C(0xABCDEF01), 8);
 	mb_str(&m, "fx_origin");
-	dec_ok(&st, &m, W2J_SKIP);
+	dec_ok(&st, &m, REC_SKIP);
 	mb_u8(&m, 0);
 	dec_fail(&st, &m, "Origin: 1 bytes left over");
 
@@ -1860,7 +1861,7 @@ START_TEST(test_other_messages)
 	mb_u8(&m, 3); /* cascade, restart identity */
 	mb_be(&m, OUTBOX_RELID, 4);
 	mb_be(&m, 99999, 4); /* never described: not needed */
-	dec_ok(&st, &m, W2J_SKIP);
+	dec_ok(&st, &m, REC_SKIP);
 	m.n--;
 	dec_fail(&st, &m, "Truncate: 2 relations need 8 bytes, 7 are left");
 	m.b[1] = 0xff;
@@ -1872,7 +1873,7 @@ START_TEST(test_other_messages)
 	mb_be(&m, OUTBOX_RELID, 4);
 	mb_u8(&m, 'N');
 	mb_tuple(&m, 6, good_row);
-	dec_ok(&st, &m, W2J_SKIP);
+	dec_ok(&st, &m, REC_SKIP);
 	m.b[5] = 'K';
 	dec_fail(&st, &m, "cut short in the new tuple marker");
 	m.n = 0;
@@ -1882,7 +1883,7 @@ START_TEST(test_other_messages)
 	mb_tuple(&m, 6, good_row);
 	mb_u8(&m, 'N');
 	mb_tuple(&m, 6, key_only);
-	dec_ok(&st, &m, W2J_SKIP);
+	dec_ok(&st, &m, REC_SKIP);
 	m.b[5] = 'X';
 	dec_fail(&st, &m, "Update on public.outbox: expected 'N' (new tuple), "
 	                  "found 0x58");
@@ -1893,18 +1894,18 @@ START_TEST(test_other_messages)
 	mb_be(&m, OUTBOX_RELID, 4);
 	mb_u8(&m, 'K');
 	mb_tuple(&m, 6, key_only);
-	dec_ok(&st, &m, W2J_SKIP);
+	dec_ok(&st, &m, REC_SKIP);
 	m.b[5] = 'N';
 	dec_fail(&st, &m, "Delete on public.outbox: expected 'K' or 'O' (old "
 	                  "tuple), found 0x4e");
 	m.b[5] = 'O';
-	dec_ok(&st, &m, W2J_SKIP);
+	dec_ok(&st, &m, REC_SKIP);
 	mb_u8(&m, 'n');
 	dec_fail(&st, &m, "1 bytes left over");
 
 	/* Outside a transaction, changes are refused; descriptions are not. */
 	m = mk_commit(0, T_LSN, T_LSN + 0x30, 5);
-	dec_ok(&st, &m, W2J_COMMIT);
+	dec_ok(&st, &m, REC_COMMIT);
 	m = mk_insert(OUTBOX_RELID, 6, good_row);
 	dec_fail(&st, &m, "Insert: no transaction is open (no Begin before it)");
 	m.b[0] = 'U';
@@ -1914,7 +1915,7 @@ START_TEST(test_other_messages)
 	m.b[0] = 'T';
 	dec_fail(&st, &m, "Truncate: no transaction is open");
 	m = mk_rel(16401, "public", "t", 6, outbox_cols);
-	dec_ok(&st, &m, W2J_SKIP);
+	dec_ok(&st, &m, REC_SKIP);
 	pgo_free(&st);
 }
 END_TEST
@@ -1955,7 +1956,7 @@ START_TEST(test_refused_types)
 	                  "0/ABC0)");
 	/* A NULL or tiny error buffer is fine. */
 	{
-		struct w2j_record rec;
+		struct record rec;
 		char tiny[8];
 
 		ck_assert_int_eq(dec(&st, &m, &rec, NULL, 0), -1);
@@ -1989,7 +1990,7 @@ static void corpus_free(struct corpus *c)
  * leaves the state as it was; whole, it decodes as it did. */
 START_TEST(test_truncated_messages)
 {
-	static const struct w2j_spec *const specs[3] = { &outbox_spec,
+	static const struct record_spec *const specs[3] = { &outbox_spec,
 		                                             &outbox_spec, &odd_spec };
 	/* Under valgrind (UNIT_PROPERTY_SCALE) every n-th cut, and the last. */
 	const size_t step = (size_t)(1000 / unit_rounds(1000));
@@ -2003,7 +2004,7 @@ START_TEST(test_truncated_messages)
 		pgo_init(&st, specs[k]);
 		for (size_t i = 0; i < c.f[k].n; i++) {
 			const struct msg *m = &c.f[k].m[i];
-			struct w2j_record rec;
+			struct record rec;
 			char err[512];
 			int whole;
 
@@ -2034,7 +2035,7 @@ START_TEST(test_truncated_messages)
 			whole = pgo_decode(&st, m->data, m->len, m->lsn, &rec, err,
 			                   sizeof(err));
 			if (whole == 0)
-				w2j_record_clear(&rec);
+				record_clear(&rec);
 		}
 		pgo_free(&st);
 	}
@@ -2145,7 +2146,7 @@ START_TEST(test_mutations)
 		const struct msg *m = pool[mut_next(&seed) % npool];
 		uint64_t r = mut_next(&seed);
 		int edits = r % 2 ? 1 : 1 + (int)(r >> 8) % 4;
-		struct w2j_record rec;
+		struct record rec;
 		unsigned char *copy;
 		char err[512];
 		size_t len;
@@ -2161,8 +2162,8 @@ START_TEST(test_mutations)
 				if (pool[i]->data[0] == 'R' &&
 				    pgo_decode(&st, pool[i]->data, pool[i]->len, 0, &rec, err,
 				               sizeof(err)) == 0)
-					w2j_record_clear(&rec);
-			dec_ok(&st, &b, W2J_BEGIN);
+					record_clear(&rec);
+			dec_ok(&st, &b, REC_BEGIN);
 			dirty = false;
 		}
 		if (m->len > sizeof(buf) / 2)
@@ -2187,7 +2188,7 @@ START_TEST(test_mutations)
 			continue;
 		}
 		switch (rec.kind) {
-		case W2J_EVENT:
+		case REC_EVENT:
 			ck_assert_ptr_nonnull(rec.id.ptr);
 			ck_assert_ptr_nonnull(rec.key.ptr);
 			ck_assert_ptr_nonnull(rec.route.ptr);
@@ -2202,19 +2203,19 @@ START_TEST(test_mutations)
 			ck_assert_int_eq(rec.xid, 700);
 			events++;
 			break;
-		case W2J_MESSAGE:
+		case REC_MESSAGE:
 			ck_assert_int_eq(rec.msg_content.ptr[rec.msg_content.len], '\0');
 			ck_assert_uint_eq(strlen(rec.msg_prefix.ptr), rec.msg_prefix.len);
 			msgs++;
 			break;
-		case W2J_SKIP:
+		case REC_SKIP:
 			ck_assert_ptr_null(rec.root_);
 			skips++;
 			break;
 		default:
 			break;
 		}
-		w2j_record_clear(&rec);
+		record_clear(&rec);
 	}
 	/* Both outcomes were exercised in earnest. */
 	ck_assert_uint_gt(events, (size_t)unit_rounds(3000));

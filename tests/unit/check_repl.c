@@ -13,7 +13,7 @@
 /* The START_REPLICATION command for spec and the add-msg-prefixes value
  * prefixes (NULL: none), as the relay builds it (stream_spec.h), into
  * cmd. Returns its length, or -1 when cmd is too small. */
-static int start_command(const char *slot, const struct w2j_spec *spec,
+static int start_command(const char *slot, const struct record_spec *spec,
                          const char *prefixes, char *cmd, size_t len)
 {
 	struct stream_spec ss;
@@ -31,7 +31,7 @@ static int start_command(const char *slot, const struct w2j_spec *spec,
 	return n;
 }
 
-static const struct w2j_spec spec_default = {
+static const struct record_spec spec_default = {
 	.schema = "public", .table = "outbox", .col_id = "id",
 	.col_key = "aggregate_id", .col_type = "event_type",
 	.col_route = "aggregate_type", .col_payload = "payload",
@@ -55,7 +55,7 @@ END_TEST
 
 START_TEST(test_command_escapes_table)
 {
-	struct w2j_spec spec = spec_default;
+	struct record_spec spec = spec_default;
 	char cmd[1024];
 
 	/* wal2json wants the name unquoted with backslash escapes; the SQL

@@ -118,18 +118,18 @@ START_TEST(test_small_buffer)
 }
 END_TEST
 
-static struct w2j_record make_rec(void)
+static struct record make_rec(void)
 {
-	struct w2j_record rec;
+	struct record rec;
 
 	memset(&rec, 0, sizeof(rec));
-	rec.kind = W2J_EVENT;
+	rec.kind = REC_EVENT;
 	rec.xid = 731;
-	rec.id = (struct w2j_str){ "00000000-0000-4000-8000-000000000001", 36 };
-	rec.key = (struct w2j_str){ "o-1", 3 };
-	rec.type = (struct w2j_str){ "OrderCreated", 12 };
-	rec.route = (struct w2j_str){ "Order", 5 };
-	rec.payload = (struct w2j_str){ "{}", 2 };
+	rec.id = (struct rec_str){ "00000000-0000-4000-8000-000000000001", 36 };
+	rec.key = (struct rec_str){ "o-1", 3 };
+	rec.type = (struct rec_str){ "OrderCreated", 12 };
+	rec.route = (struct rec_str){ "Order", 5 };
+	rec.payload = (struct rec_str){ "{}", 2 };
 	return rec;
 }
 
@@ -138,7 +138,7 @@ START_TEST(test_headers)
 	static const char *const names[ROUTE_H_COUNT] = {
 		"id", "event_type", "aggregate_type", "pg_lsn", "pg_xid"
 	};
-	struct w2j_record rec = make_rec();
+	struct record rec = make_rec();
 	struct route_headers h;
 
 	memset(&h, 0xA5, sizeof(h)); /* no field may be left unset */
@@ -162,7 +162,7 @@ END_TEST
 
 START_TEST(test_headers_lsn_format)
 {
-	struct w2j_record rec = make_rec();
+	struct record rec = make_rec();
 	struct route_headers h;
 
 	/* Uppercase hex, no zero padding: as pg_replication_slots shows. */
@@ -184,10 +184,10 @@ END_TEST
 
 START_TEST(test_headers_omitted)
 {
-	struct w2j_record rec = make_rec();
+	struct record rec = make_rec();
 	struct route_headers h;
 
-	rec.type = (struct w2j_str){ NULL, 0 };
+	rec.type = (struct rec_str){ NULL, 0 };
 	rec.xid = -1;
 	memset(&h, 0xA5, sizeof(h));
 	route_headers(&h, &rec, 0x10);
@@ -205,7 +205,7 @@ END_TEST
 /* From a decoded record: numeric ids arrive as text in the headers. */
 START_TEST(test_headers_from_decoded)
 {
-	static const struct w2j_spec spec = {
+	static const struct record_spec spec = {
 		.schema = "public", .table = "outbox_bigint", .col_id = "id",
 		.col_key = "aggregate_id", .col_type = "event_type",
 		.col_route = "aggregate_type", .col_payload = "payload",
@@ -218,7 +218,7 @@ START_TEST(test_headers_from_decoded)
 		"\"bigint\",\"value\":9007199254740993},{\"name\":\"event_type\","
 		"\"type\":\"text\",\"value\":null},{\"name\":\"payload\",\"type\":"
 		"\"jsonb\",\"value\":\"{}\"}]}";
-	struct w2j_record rec;
+	struct record rec;
 	struct route_headers h;
 
 	ck_assert_int_eq(w2j_decode(line, sizeof(line) - 1, &spec, &rec, err,
@@ -235,7 +235,7 @@ START_TEST(test_headers_from_decoded)
 	                             sizeof(out), err, sizeof(err)),
 	                 20);
 	ck_assert_str_eq(out, "outbox.event.Account");
-	w2j_record_clear(&rec);
+	record_clear(&rec);
 }
 END_TEST
 

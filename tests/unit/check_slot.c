@@ -387,7 +387,7 @@ START_TEST(test_wal_status_names)
 }
 END_TEST
 
-static const struct w2j_spec pub_spec = {
+static const struct record_spec pub_spec = {
 	.schema = "public", .table = "outbox", .col_id = "id",
 	.col_key = "aggregate_id", .col_type = "event_type",
 	.col_route = "aggregate_type", .col_payload = "payload",
@@ -426,7 +426,7 @@ END_TEST
  * stays one identifier in the SQL a DBA is asked to run. */
 START_TEST(test_pub_create_sql)
 {
-	struct w2j_spec odd = pub_spec, schema = pub_spec;
+	struct record_spec odd = pub_spec, schema = pub_spec;
 	char sql[800];
 
 	slot_pub_create_sql("outbox_pub", &pub_spec, sql, sizeof(sql));
@@ -469,7 +469,7 @@ START_TEST(test_pub_text)
 		  "public.outbox", "ADD TABLE public.outbox; COMMIT;" },
 	};
 	struct slot_pub p = { .exists = true, .covered = true };
-	struct w2j_spec schema = pub_spec;
+	struct record_spec schema = pub_spec;
 	char what[1024], fix[1400];
 
 	snprintf(p.publish, sizeof(p.publish), "update");

@@ -24,38 +24,38 @@
 
 /* ------------------------------------------------------------- helpers */
 
-static const struct w2j_spec outbox_spec = {
+static const struct record_spec outbox_spec = {
 	.schema = "public", .table = "outbox", .col_id = "id",
 	.col_key = "aggregate_id", .col_type = "event_type",
 	.col_route = "aggregate_type", .col_payload = "payload",
 };
 
-static const struct w2j_spec prisma_spec = {
+static const struct record_spec prisma_spec = {
 	.schema = "public", .table = "Outbox", .col_id = "id",
 	.col_key = "aggregateId", .col_type = "eventType",
 	.col_route = "aggregateType", .col_payload = "payload",
 };
 
-static const struct w2j_spec odd_spec = {
+static const struct record_spec odd_spec = {
 	.schema = "public", .table = "we\"ird tbl,v.2", .col_id = "ID",
 	.col_key = "agg\"id", .col_type = "event.type",
 	.col_route = "Agg Type", .col_payload = "pay load",
 };
 
-static const struct w2j_spec bigint_spec = {
+static const struct record_spec bigint_spec = {
 	.schema = "public", .table = "outbox_bigint", .col_id = "id",
 	.col_key = "aggregate_id", .col_type = "event_type",
 	.col_route = "aggregate_type", .col_payload = "payload",
 };
 
-static const struct w2j_spec text_spec = {
+static const struct record_spec text_spec = {
 	.schema = "public", .table = "outbox_text", .col_id = "id",
 	.col_key = "aggregate_id", .col_type = "event_type",
 	.col_route = "aggregate_type", .col_payload = "payload",
 };
 
 /* orders is no outbox: its numeric "amount" as payload must be refused. */
-static const struct w2j_spec orders_spec = {
+static const struct record_spec orders_spec = {
 	.schema = "public", .table = "orders", .col_id = "id",
 	.col_key = "customer", .col_type = "customer",
 	.col_route = "customer", .col_payload = "amount",
@@ -64,7 +64,7 @@ static const struct w2j_spec orders_spec = {
 /* One decoded line, copied out of the record so it outlives it. */
 struct res {
 	int rc;
-	enum w2j_kind kind;
+	enum rec_kind kind;
 	uint64_t lsn, nextlsn;
 	int64_t xid, ts;
 	char *id, *key, *type, *route, *payload;
@@ -84,7 +84,7 @@ struct fx {
 	size_t n;
 };
 
-static char *dup_str(const struct w2j_str *s)
+static char *dup_str(const struct rec_str *s)
 {
 	char *p;
 
@@ -153,13 +153,13 @@ static void fx_load(struct fx *f, const char *name)
 }
 
 /* Decodes every line of f with spec into f->res. */
-static void fx_decode(struct fx *f, const struct w2j_spec *spec)
+static void fx_decode(struct fx *f, const struct record_spec *spec)
 {
 	f->res = calloc(f->n, sizeof(*f->res));
 	ck_assert_ptr_nonnull(f->res);
 	for (size_t i = 0; i < f->n; i++) {
 		struct res *r = &f->res[i];
-		struct w2j_record rec;
+		struct record rec;
 
 		read_independently(r, f->line[i], f->len[i]);
 		r->rc = w2j_decode(f->line[i], f->len[i], spec, &rec, r->err,
@@ -176,14 +176,14 @@ static void fx_decode(struct fx *f, const struct w2j_spec *spec)
 		r->nextlsn = rec.nextlsn;
 		r->xid = rec.xid;
 		r->ts = rec.commit_ts_us;
-		if (rec.kind == W2J_EVENT) {
+		if (rec.kind == REC_EVENT) {
 			r->id = dup_str(&rec.id);
 			r->key = dup_str(&rec.key);
 			r->type = dup_str(&rec.type);
 			r->route = dup_str(&rec.route);
 			r->payload = dup_str(&rec.payload);
 			r->payload_len = rec.payload.len;
-		} else if (rec.kind == W2J_MESSAGE) {
+		} else if (rec.kind == REC_MESSAGE) {
 			/* Messages keep their tree for prefix and content. */
 			ck_assert_ptr_nonnull(rec.root_);
 			ck_assert_ptr_nonnull(rec.msg_prefix.ptr);
@@ -192,7 +192,7 @@ static void fx_decode(struct fx *f, const struct w2j_spec *spec)
 			/* Only events and messages keep the JSON tree. */
 			ck_assert_ptr_null(rec.root_);
 		}
-		w2j_record_clear(&rec);
+		record_clear(&rec);
 		ck_assert_ptr_null(rec.root_);
 	}
 }
@@ -218,7 +218,7 @@ static void fx_free(struct fx *f)
 static const struct res *find_event(const struct fx *f, const char *id)
 {
 	for (size_t i = 0; i < f->n; i++)
-		if (f->res[i].rc == 0 && f->res[i].kind == W2J_EVENT &&
+		if (f->res[i].rc == 0 && f->res[i].kind == REC_EVENT &&
 		    strcmp(f->res[i].id, id) == 0)
 			return &f->res[i];
 	ck_abort_msg("no event with id %s", id);
@@ -279,7 +279,7 @@ static struct shape check_pairs(const struct fx *f)
 		}
 		assert_matches_line(r, i);
 		switch (r->kind) {
-		case W2J_BEGIN:
+		case REC_BEGIN:
 			ck_assert_msg(b == NULL, "line %zu: B inside a txn", i + 1);
 			ck_assert_int_eq(r->action, 'B');
 			ck_assert_int_ge(r->xid, 0);
@@ -288,7 +288,7 @@ static struct shape check_pairs(const struct fx *f)
 			b = r;
 			s.begins++;
 			break;
-		case W2J_COMMIT:
+		case REC_COMMIT:
 			ck_assert_msg(b != NULL, "line %zu: C without B", i + 1);
 			ck_assert_int_eq(r->action, 'C');
 			ck_assert_int_eq(r->xid, b->xid);
@@ -300,7 +300,7 @@ static struct shape check_pairs(const struct fx *f)
 			b = NULL;
 			s.commits++;
 			break;
-		case W2J_EVENT:
+		case REC_EVENT:
 			ck_assert_msg(b != NULL, "line %zu: event outside a txn",
 			              i + 1);
 			ck_assert_int_eq(r->action, 'I');
@@ -310,10 +310,10 @@ static struct shape check_pairs(const struct fx *f)
 			ck_assert_int_eq(r->ts, b->ts);
 			s.events++;
 			break;
-		case W2J_MESSAGE:
+		case REC_MESSAGE:
 			ck_assert_int_eq(r->action, 'M');
 			/* fall through: for these counts a message is a skip */
-		case W2J_SKIP:
+		case REC_SKIP:
 			ck_assert_int_ne(r->action, 'B');
 			ck_assert_int_ne(r->action, 'C');
 			if (b == NULL) {
@@ -356,7 +356,7 @@ static void assert_outbox_events(const struct fx *f)
 
 	for (size_t i = 0; i < f->n; i++) {
 		const struct res *r = &f->res[i];
-		if (r->rc != 0 || r->kind != W2J_EVENT)
+		if (r->rc != 0 || r->kind != REC_EVENT)
 			continue;
 		ck_assert_msg(k < n, "unexpected extra event %s", r->id);
 		ck_assert_str_eq(r->id, ids[k]);
@@ -508,10 +508,10 @@ START_TEST(test_all_changes_skips)
 	assert_outbox_events(&f);
 	for (size_t i = 0; i < f.n; i++) {
 		const struct res *r = &f.res[i];
-		if (r->rc != 0 || (r->kind != W2J_SKIP && r->kind != W2J_MESSAGE))
+		if (r->rc != 0 || (r->kind != REC_SKIP && r->kind != REC_MESSAGE))
 			continue;
 		/* Messages are their own kind; every other action is a skip. */
-		ck_assert_int_eq(r->kind == W2J_MESSAGE, r->action == 'M');
+		ck_assert_int_eq(r->kind == REC_MESSAGE, r->action == 'M');
 		switch (r->action) {
 		case 'U': u++; break;
 		case 'D': d++; break;
@@ -556,10 +556,10 @@ START_TEST(test_timestamps_agree_across_time_zones)
 		ck_assert_msg(strstr(f.line[0], zones[k]) != NULL, "%s: %s",
 		              names[k], f.line[0]);
 		for (size_t i = 0; i < f.n; i++) {
-			if (f.res[i].rc != 0 || f.res[i].kind != W2J_BEGIN)
+			if (f.res[i].rc != 0 || f.res[i].kind != REC_BEGIN)
 				continue;
 			for (size_t j = 0; j < ref.n; j++) {
-				if (ref.res[j].rc == 0 && ref.res[j].kind == W2J_BEGIN &&
+				if (ref.res[j].rc == 0 && ref.res[j].kind == REC_BEGIN &&
 				    ref.res[j].xid == f.res[i].xid) {
 					ck_assert_int_eq(ref.res[j].ts, f.res[i].ts);
 					ck_assert_uint_eq(ref.res[j].nextlsn,
@@ -744,14 +744,14 @@ END_TEST
 /* ------------------------------------------------------ hand-made input */
 
 /* Decodes s with outbox_spec; returns rc and leaves the message in err. */
-static int dec(const char *s, struct w2j_record *rec, char *err, size_t n)
+static int dec(const char *s, struct record *rec, char *err, size_t n)
 {
 	return w2j_decode(s, strlen(s), &outbox_spec, rec, err, n);
 }
 
 static void expect_error(const char *line, const char *needle)
 {
-	struct w2j_record rec;
+	struct record rec;
 	char err[512] = "";
 
 	ck_assert_msg(dec(line, &rec, err, sizeof(err)) == -1,
@@ -759,18 +759,18 @@ static void expect_error(const char *line, const char *needle)
 	ck_assert_msg(strstr(err, needle) != NULL, "for %s: '%s' lacks '%s'",
 	              line, err, needle);
 	ck_assert_ptr_null(rec.root_);
-	w2j_record_clear(&rec); /* harmless after a failure */
+	record_clear(&rec); /* harmless after a failure */
 }
 
-static void expect_kind(const char *line, enum w2j_kind kind)
+static void expect_kind(const char *line, enum rec_kind kind)
 {
-	struct w2j_record rec;
+	struct record rec;
 	char err[512] = "";
 
 	ck_assert_msg(dec(line, &rec, err, sizeof(err)) == 0, "%s: %s", line,
 	              err);
 	ck_assert_int_eq(rec.kind, kind);
-	w2j_record_clear(&rec);
+	record_clear(&rec);
 }
 
 #define ROW(cols)                                                          \
@@ -786,7 +786,7 @@ static void expect_kind(const char *line, enum w2j_kind kind)
 START_TEST(test_malformed_json)
 {
 	struct fx f;
-	struct w2j_record rec;
+	struct record rec;
 	char err[512];
 
 	/* A real record cut in half. */
@@ -814,7 +814,7 @@ END_TEST
 START_TEST(test_embedded_nul)
 {
 	static const char line[] = "{\"action\":\"B\",\"nextlsn\":\"0/1\"}\0junk";
-	struct w2j_record rec;
+	struct record rec;
 	char err[256];
 
 	/* The length, not a NUL, ends the input. */
@@ -824,8 +824,8 @@ START_TEST(test_embedded_nul)
 	ck_assert_int_eq(w2j_decode(line, strlen(line), &outbox_spec, &rec, err,
 	                            sizeof(err)),
 	                 0);
-	ck_assert_int_eq(rec.kind, W2J_BEGIN);
-	w2j_record_clear(&rec);
+	ck_assert_int_eq(rec.kind, REC_BEGIN);
+	record_clear(&rec);
 	expect_error("{\"action\":\"I\",\"schema\":\"pub\\u0000lic\"}",
 	             "malformed JSON");
 }
@@ -848,14 +848,14 @@ START_TEST(test_bad_action)
 	expect_error("{\"action\":\"BC\",\"nextlsn\":\"0/1\"}", "one-letter");
 	expect_error("{\"action\":null}", "one-letter");
 	/* Unknown and known-but-ignored actions are skipped. */
-	expect_kind("{\"action\":\"X\"}", W2J_SKIP);
+	expect_kind("{\"action\":\"X\"}", REC_SKIP);
 	expect_kind("{\"action\":\"U\",\"xid\":1,\"lsn\":\"0/1\","
 	            "\"schema\":\"public\",\"table\":\"outbox\",\"columns\":[]}",
-	            W2J_SKIP);
+	            REC_SKIP);
 	expect_kind("{\"action\":\"M\",\"xid\":null,\"timestamp\":null,"
 	            "\"lsn\":\"0/1\",\"transactional\":false,\"prefix\":\"p\","
 	            "\"content\":\"c\"}",
-	            W2J_MESSAGE);
+	            REC_MESSAGE);
 }
 END_TEST
 
@@ -863,28 +863,28 @@ END_TEST
  * content come back unescaped, and the transactional flag is kept. */
 START_TEST(test_message_records)
 {
-	struct w2j_record rec;
+	struct record rec;
 	char err[512] = "";
 
 	ck_assert_int_eq(dec("{\"action\":\"M\",\"xid\":null,\"timestamp\":null,"
 	                     "\"lsn\":\"0/CCC4E48\",\"transactional\":false,"
 	                     "\"prefix\":\"outbox-relay-heartbeat\","
 	                     "\"content\":\"17\\u00fc\"}", &rec, err, sizeof(err)), 0);
-	ck_assert_int_eq(rec.kind, W2J_MESSAGE);
+	ck_assert_int_eq(rec.kind, REC_MESSAGE);
 	ck_assert(!rec.transactional);
 	ck_assert_uint_eq(rec.lsn, 0xCCC4E48);
 	ck_assert_int_eq(rec.xid, -1);
 	ck_assert_str_eq(rec.msg_prefix.ptr, "outbox-relay-heartbeat");
 	ck_assert_str_eq(rec.msg_content.ptr, "17\xc3\xbc");
 	ck_assert_uint_eq(rec.msg_content.len, 4);
-	w2j_record_clear(&rec);
+	record_clear(&rec);
 
 	ck_assert_int_eq(dec("{\"action\":\"M\",\"xid\":4745,\"lsn\":\"0/1\","
 	                     "\"transactional\":true,\"prefix\":\"outbox\","
 	                     "\"content\":\"{}\"}", &rec, err, sizeof(err)), 0);
 	ck_assert(rec.transactional);
 	ck_assert_int_eq(rec.xid, 4745);
-	w2j_record_clear(&rec);
+	record_clear(&rec);
 
 	expect_error("{\"action\":\"M\",\"lsn\":\"0/1\",\"content\":\"c\"}",
 	             "M record without \"prefix\"");
@@ -895,7 +895,7 @@ END_TEST
 
 START_TEST(test_bad_lsn)
 {
-	struct w2j_record rec;
+	struct record rec;
 	char err[256];
 
 	expect_error("{\"action\":\"B\",\"xid\":5,\"lsn\":\"0/ZZ\","
@@ -923,13 +923,13 @@ START_TEST(test_bad_lsn)
 	ck_assert_uint_eq(rec.nextlsn, UINT64_C(0xA000000BC));
 	ck_assert_int_eq(rec.xid, 4294967295LL);
 	ck_assert_int_eq(rec.commit_ts_us, 0);
-	w2j_record_clear(&rec);
+	record_clear(&rec);
 }
 END_TEST
 
 START_TEST(test_begin_commit_fields)
 {
-	struct w2j_record rec;
+	struct record rec;
 	char err[256];
 
 	ck_assert_int_eq(dec("{\"action\":\"B\",\"xid\":4743,\"timestamp\":"
@@ -937,13 +937,13 @@ START_TEST(test_begin_commit_fields)
 	                     "\"0/CCC4B38\",\"nextlsn\":\"0/CCC4B68\"}",
 	                     &rec, err, sizeof(err)),
 	                 0);
-	ck_assert_int_eq(rec.kind, W2J_BEGIN);
+	ck_assert_int_eq(rec.kind, REC_BEGIN);
 	ck_assert_int_eq(rec.xid, 4743);
 	ck_assert_uint_eq(rec.lsn, 0xCCC4B38);
 	ck_assert_uint_eq(rec.nextlsn, 0xCCC4B68);
 	ck_assert_int_eq(rec.commit_ts_us, 1795982957537600LL);
 	ck_assert_ptr_null(rec.root_);
-	w2j_record_clear(&rec);
+	record_clear(&rec);
 
 	/* B may lack nextlsn and timestamp (include-lsn/-timestamp off)... */
 	ck_assert_int_eq(dec("{\"action\":\"B\",\"xid\":1}", &rec, err,
@@ -952,7 +952,7 @@ START_TEST(test_begin_commit_fields)
 	ck_assert_uint_eq(rec.nextlsn, 0);
 	ck_assert_uint_eq(rec.lsn, 0);
 	ck_assert_int_eq(rec.commit_ts_us, 0);
-	w2j_record_clear(&rec);
+	record_clear(&rec);
 	/* ...C may not lack nextlsn: it is what gets confirmed. */
 	expect_error("{\"action\":\"C\",\"xid\":5,\"lsn\":\"0/10\"}",
 	             "C record without \"nextlsn\"");
@@ -965,13 +965,13 @@ START_TEST(test_begin_commit_fields)
 	expect_error("{\"action\":\"C\",\"timestamp\":17,\"nextlsn\":\"0/1\"}",
 	             "bad \"timestamp\"");
 	expect_kind("{\"action\":\"C\",\"timestamp\":null,\"nextlsn\":\"0/1\"}",
-	            W2J_COMMIT);
+	            REC_COMMIT);
 }
 END_TEST
 
 START_TEST(test_event_columns)
 {
-	struct w2j_record rec;
+	struct record rec;
 	char err[512];
 
 	expect_error(ROW(GOOD_ID "," GOOD_KEY "," GOOD_TYPE "," GOOD_ROUTE),
@@ -1013,10 +1013,10 @@ START_TEST(test_event_columns)
 	/* Another table, or the same name in another schema: skipped before
 	 * its columns are even looked at. */
 	expect_kind("{\"action\":\"I\",\"schema\":\"public\",\"table\":\"x\"}",
-	            W2J_SKIP);
+	            REC_SKIP);
 	expect_kind("{\"action\":\"I\",\"schema\":\"audit\",\"table\":\"outbox\","
 	            "\"columns\":[]}",
-	            W2J_SKIP);
+	            REC_SKIP);
 
 	/* One column may serve as key and route; extra keys are ignored. */
 	ck_assert_int_eq(dec(ROW(GOOD_ID "," COL("aggregate_id", "int8", "-42")
@@ -1026,7 +1026,7 @@ START_TEST(test_event_columns)
 	                             "\"value\":\"[1]\",\"typeoid\":114}"),
 	                     &rec, err, sizeof(err)),
 	                 0);
-	ck_assert_int_eq(rec.kind, W2J_EVENT);
+	ck_assert_int_eq(rec.kind, REC_EVENT);
 	ck_assert_str_eq(rec.key.ptr, "-42");
 	ck_assert_uint_eq(rec.key.len, 3);
 	ck_assert_str_eq(rec.type.ptr, "7");
@@ -1035,16 +1035,16 @@ START_TEST(test_event_columns)
 	ck_assert_uint_eq(rec.lsn, 0xAB);
 	ck_assert_int_eq(rec.xid, 77);
 	ck_assert_ptr_nonnull(rec.root_);
-	w2j_record_clear(&rec);
+	record_clear(&rec);
 	ck_assert_ptr_null(rec.root_);
 	ck_assert_ptr_null(rec.key.ptr);
-	w2j_record_clear(&rec); /* twice is fine */
+	record_clear(&rec); /* twice is fine */
 }
 END_TEST
 
 START_TEST(test_payload_kinds)
 {
-	struct w2j_record rec;
+	struct record rec;
 	char err[512];
 
 	/* Non-JSON text, in varchar or text alike. */
@@ -1077,7 +1077,7 @@ START_TEST(test_payload_kinds)
 	                     &rec, err, sizeof(err)),
 	                 0);
 	ck_assert_str_eq(rec.payload.ptr, "123456789012345678901234");
-	w2j_record_clear(&rec);
+	record_clear(&rec);
 	/* json/jsonb are trusted: PostgreSQL validated them on insert. */
 	ck_assert_int_eq(dec(ROW(GOOD_ID "," GOOD_KEY "," GOOD_TYPE ","
 	                         GOOD_ROUTE "," COL("payload", "jsonb",
@@ -1085,7 +1085,7 @@ START_TEST(test_payload_kinds)
 	                     &rec, err, sizeof(err)),
 	                 0);
 	ck_assert_str_eq(rec.payload.ptr, "not checked");
-	w2j_record_clear(&rec);
+	record_clear(&rec);
 }
 END_TEST
 
@@ -1095,7 +1095,7 @@ static int64_t ts(const char *s)
 {
 	int64_t us = -7;
 
-	ck_assert_msg(w2j_parse_timestamp(s, &us) == 0, "rejected %s", s);
+	ck_assert_msg(record_parse_timestamp(s, &us) == 0, "rejected %s", s);
 	return us;
 }
 
@@ -1118,25 +1118,25 @@ START_TEST(test_timestamp_values)
 	ck_assert_int_eq(ts("2001-01-01 00:00:00.123456+00") % 1000000, 123456);
 
 	us = 42;
-	ck_assert_int_eq(w2j_parse_timestamp("", &us), -1);
-	ck_assert_int_eq(w2j_parse_timestamp("2026-11-29 20:09:17", &us), -1);
-	ck_assert_int_eq(w2j_parse_timestamp("2026-11-29 20:09:17.+00", &us), -1);
-	ck_assert_int_eq(w2j_parse_timestamp("2026-11-29 20:09:17.1234567+00",
+	ck_assert_int_eq(record_parse_timestamp("", &us), -1);
+	ck_assert_int_eq(record_parse_timestamp("2026-11-29 20:09:17", &us), -1);
+	ck_assert_int_eq(record_parse_timestamp("2026-11-29 20:09:17.+00", &us), -1);
+	ck_assert_int_eq(record_parse_timestamp("2026-11-29 20:09:17.1234567+00",
 	                                     &us), -1);
-	ck_assert_int_eq(w2j_parse_timestamp("2026-11-29T20:09:17+00", &us), -1);
-	ck_assert_int_eq(w2j_parse_timestamp("2026-11-29 20:09:17+00 ", &us), -1);
-	ck_assert_int_eq(w2j_parse_timestamp("2026-11-29 20:09:17+0", &us), -1);
-	ck_assert_int_eq(w2j_parse_timestamp("2026-11-29 20:09:17+00:", &us), -1);
-	ck_assert_int_eq(w2j_parse_timestamp("2026-11-29 20:09:17+16", &us), -1);
-	ck_assert_int_eq(w2j_parse_timestamp("2026-11-29 20:09:17Z", &us), -1);
-	ck_assert_int_eq(w2j_parse_timestamp("2025-02-29 00:00:00+00", &us), -1);
-	ck_assert_int_eq(w2j_parse_timestamp("1900-02-29 00:00:00+00", &us), -1);
-	ck_assert_int_eq(w2j_parse_timestamp("2026-13-01 00:00:00+00", &us), -1);
-	ck_assert_int_eq(w2j_parse_timestamp("2026-04-31 00:00:00+00", &us), -1);
-	ck_assert_int_eq(w2j_parse_timestamp("2026-04-30 24:00:00+00", &us), -1);
-	ck_assert_int_eq(w2j_parse_timestamp("2026-04-30 23:60:00+00", &us), -1);
-	ck_assert_int_eq(w2j_parse_timestamp("infinity", &us), -1);
-	ck_assert_int_eq(w2j_parse_timestamp("2026-11-29 20:09:17+00 BC", &us),
+	ck_assert_int_eq(record_parse_timestamp("2026-11-29T20:09:17+00", &us), -1);
+	ck_assert_int_eq(record_parse_timestamp("2026-11-29 20:09:17+00 ", &us), -1);
+	ck_assert_int_eq(record_parse_timestamp("2026-11-29 20:09:17+0", &us), -1);
+	ck_assert_int_eq(record_parse_timestamp("2026-11-29 20:09:17+00:", &us), -1);
+	ck_assert_int_eq(record_parse_timestamp("2026-11-29 20:09:17+16", &us), -1);
+	ck_assert_int_eq(record_parse_timestamp("2026-11-29 20:09:17Z", &us), -1);
+	ck_assert_int_eq(record_parse_timestamp("2025-02-29 00:00:00+00", &us), -1);
+	ck_assert_int_eq(record_parse_timestamp("1900-02-29 00:00:00+00", &us), -1);
+	ck_assert_int_eq(record_parse_timestamp("2026-13-01 00:00:00+00", &us), -1);
+	ck_assert_int_eq(record_parse_timestamp("2026-04-31 00:00:00+00", &us), -1);
+	ck_assert_int_eq(record_parse_timestamp("2026-04-30 24:00:00+00", &us), -1);
+	ck_assert_int_eq(record_parse_timestamp("2026-04-30 23:60:00+00", &us), -1);
+	ck_assert_int_eq(record_parse_timestamp("infinity", &us), -1);
+	ck_assert_int_eq(record_parse_timestamp("2026-11-29 20:09:17+00 BC", &us),
 	                 -1);
 	ck_assert_int_eq(us, 42); /* untouched on failure */
 	ck_assert_int_eq(ts("2024-02-29 23:59:59+00"), 1709251199000000LL);
@@ -1217,7 +1217,7 @@ END_TEST
  * give the same record, or the same error. */
 static void assert_same_both_ways(const char *line, size_t len)
 {
-	struct w2j_record a, b;
+	struct record a, b;
 	char ea[512] = "", eb[512] = "";
 	char *spaced = malloc(len + 2);
 	int ra, rb;
@@ -1235,8 +1235,8 @@ static void assert_same_both_ways(const char *line, size_t len)
 		ck_assert_uint_eq(a.nextlsn, b.nextlsn);
 		ck_assert_int_eq(a.xid, b.xid);
 		ck_assert_int_eq(a.commit_ts_us, b.commit_ts_us);
-		w2j_record_clear(&a);
-		w2j_record_clear(&b);
+		record_clear(&a);
+		record_clear(&b);
 	} else if (strncmp(ea, "malformed JSON", 14) != 0) {
 		/* Syntax errors differ only in the reported column. */
 		ck_assert_str_eq(ea, eb);
@@ -1297,26 +1297,26 @@ END_TEST
 /* Test hooks of src/w2j.c, deliberately not in w2j.h: the scanners
  * alone (1 when they leave the line to jansson) and jansson alone. */
 int w2j_decode_fast(const char *line, size_t len,
-                    const struct w2j_spec *spec, struct w2j_record *rec);
+                    const struct record_spec *spec, struct record *rec);
 int w2j_decode_slow(const char *line, size_t len,
-                    const struct w2j_spec *spec, struct w2j_record *rec,
+                    const struct record_spec *spec, struct record *rec,
                     char *err, size_t errlen);
 
 /* One column in two roles: the scanner must fill both slots. */
-static const struct w2j_spec shared_spec = {
+static const struct record_spec shared_spec = {
 	.schema = "public", .table = "outbox", .col_id = "id",
 	.col_key = "aggregate_id", .col_type = "event_type",
 	.col_route = "aggregate_id", .col_payload = "payload",
 };
 
 /* Names that only match after unescaping, and unicode. */
-static const struct w2j_spec unicode_spec = {
+static const struct record_spec unicode_spec = {
 	.schema = "sch\xc3\xa9ma", .table = "t\xf0\x9f\x98\x80/\"x\"",
 	.col_id = "\xc3\xbc", .col_key = "k\ty", .col_type = "t\\y",
 	.col_route = "r/o", .col_payload = "p\xe2\x82\xac",
 };
 
-static const struct w2j_spec *const every_spec[] = {
+static const struct record_spec *const every_spec[] = {
 	&outbox_spec, &prisma_spec, &odd_spec,     &bigint_spec,
 	&text_spec,   &orders_spec, &shared_spec, &unicode_spec,
 };
@@ -1328,7 +1328,7 @@ struct agree_stats {
 	size_t lines, fast, fast_events, fast_skips, errors;
 };
 
-static void assert_same_str(const struct w2j_str *a, const struct w2j_str *b,
+static void assert_same_str(const struct rec_str *a, const struct rec_str *b,
                             const char *what, const char *line, size_t len)
 {
 	if (b->ptr == NULL) {
@@ -1344,8 +1344,8 @@ static void assert_same_str(const struct w2j_str *a, const struct w2j_str *b,
 	ck_assert_msg(a->ptr[a->len] == '\0', "%s: not NUL-terminated", what);
 }
 
-static void assert_same_record(const struct w2j_record *a,
-                               const struct w2j_record *b, const char *line,
+static void assert_same_record(const struct record *a,
+                               const struct record *b, const char *line,
                                size_t len)
 {
 	ck_assert_msg(a->kind == b->kind, "kind %d vs %d: %.*s", a->kind,
@@ -1365,16 +1365,16 @@ static void assert_same_record(const struct w2j_record *a,
 	/* Only events and messages own something; the others are done with
 	 * right away. */
 	ck_assert((a->root_ != NULL) ==
-	          (a->kind == W2J_EVENT || a->kind == W2J_MESSAGE));
+	          (a->kind == REC_EVENT || a->kind == REC_MESSAGE));
 }
 
 /* Decodes line with spec three ways, w2j_decode(), jansson alone and the
  * scanners alone, and asserts that they agree: same return code, same
  * record field by field and byte for byte, same error text. */
 static void paths_agree(const char *line, size_t len,
-                        const struct w2j_spec *spec, struct agree_stats *st)
+                        const struct record_spec *spec, struct agree_stats *st)
 {
-	struct w2j_record a, b, f;
+	struct record a, b, f;
 	char ea[512] = "untouched", eb[512] = "untouched";
 	int ra, rb, rf;
 
@@ -1396,19 +1396,19 @@ static void paths_agree(const char *line, size_t len,
 		              "%.*s", eb, (int)len, line);
 		assert_same_record(&f, &b, line, len);
 		st->fast++;
-		st->fast_events += f.kind == W2J_EVENT;
-		st->fast_skips += f.kind == W2J_SKIP;
+		st->fast_events += f.kind == REC_EVENT;
+		st->fast_skips += f.kind == REC_SKIP;
 	} else {
 		ck_assert_int_eq(rf, 1);
 		ck_assert_ptr_null(f.root_); /* stepping aside leaves nothing */
 		ck_assert_int_eq(f.xid, -1);
 	}
 	if (ra == 0)
-		w2j_record_clear(&a);
+		record_clear(&a);
 	if (rb == 0)
-		w2j_record_clear(&b);
+		record_clear(&b);
 	if (rf == 0)
-		w2j_record_clear(&f);
+		record_clear(&f);
 }
 
 static void paths_agree_all_specs(const char *line, size_t len,
@@ -1952,7 +1952,7 @@ START_TEST(test_scanner_truncated)
 			line = malloc(f.len[i]);
 			ck_assert_ptr_nonnull(line);
 			for (size_t at = 0; at < f.len[i]; at++) {
-				const struct w2j_spec *spec = n == 0 ? &outbox_spec
+				const struct record_spec *spec = n == 0 ? &outbox_spec
 				                                     : every_spec[at %
 				                                                  N_SPECS];
 				/* A copy exactly as long, so that reading past the
@@ -1983,7 +1983,7 @@ START_TEST(test_scanner_records_independent)
 	                              COL("event_type", "text", "null") ","
 	                              GOOD_ROUTE ","
 	                              COL("payload", "text", "\"[\\t2 ]\""));
-	struct w2j_record a, b, c;
+	struct record a, b, c;
 	char err[256];
 
 	ck_assert_int_eq(w2j_decode_fast(l1, strlen(l1), &outbox_spec, &a), 0);
@@ -2003,13 +2003,13 @@ START_TEST(test_scanner_records_independent)
 	ck_assert_str_eq(b.payload.ptr, "[\t2 ]");
 	ck_assert_str_eq(c.route.ptr, "k\xc3\xa9");
 	ck_assert_str_eq(c.key.ptr, "k\xc3\xa9");
-	w2j_record_clear(&b);
+	record_clear(&b);
 	ck_assert_ptr_null(b.root_);
 	ck_assert_str_eq(a.payload.ptr, "[1]");
-	w2j_record_clear(&a);
+	record_clear(&a);
 	ck_assert_str_eq(c.id.ptr, "a-1");
-	w2j_record_clear(&c);
-	w2j_record_clear(&c);
+	record_clear(&c);
+	record_clear(&c);
 }
 END_TEST
 
@@ -2113,7 +2113,7 @@ START_TEST(test_scanner_mutations)
 		uint64_t r = mut_next(&seed);
 		/* Mostly one edit: more survive as valid JSON. */
 		int edits = r % 2 ? 1 : 1 + (int)(r >> 8) % 4;
-		const struct w2j_spec *spec;
+		const struct record_spec *spec;
 		char *line;
 
 		len = clen[pick];
@@ -2174,21 +2174,21 @@ static const char *huge(size_t i)
 #define N_HUGE (sizeof(huge_numbers) / sizeof(huge_numbers[0]) + 1)
 
 /* Decodes line, which must give an event; returns it in rec. */
-static void expect_event(const char *line, const struct w2j_spec *spec,
-                         struct w2j_record *rec)
+static void expect_event(const char *line, const struct record_spec *spec,
+                         struct record *rec)
 {
 	char err[512] = "";
 
 	ck_assert_msg(w2j_decode(line, strlen(line), spec, rec, err,
 	                         sizeof(err)) == 0,
 	              "%s: %s", line, err);
-	ck_assert_int_eq(rec->kind, W2J_EVENT);
+	ck_assert_int_eq(rec->kind, REC_EVENT);
 }
 
 START_TEST(test_huge_number_in_other_column)
 {
 	struct agree_stats st = { 0 };
-	struct w2j_record rec;
+	struct record rec;
 	char line[2048];
 
 	for (size_t i = 0; i < N_HUGE; i++) {
@@ -2204,7 +2204,7 @@ START_TEST(test_huge_number_in_other_column)
 		ck_assert_str_eq(rec.payload.ptr, "{}");
 		ck_assert_uint_eq(rec.lsn, 0xAB);
 		ck_assert_int_eq(rec.xid, 77);
-		w2j_record_clear(&rec);
+		record_clear(&rec);
 		paths_agree_all_specs(line, strlen(line), &st);
 
 		snprintf(line, sizeof(line),
@@ -2212,7 +2212,7 @@ START_TEST(test_huge_number_in_other_column)
 		              "\"value\":[%s,{\"x\":%s}]}," GOOD5), h, h);
 		expect_event(line, &outbox_spec, &rec);
 		ck_assert_str_eq(rec.route.ptr, "R");
-		w2j_record_clear(&rec);
+		record_clear(&rec);
 		paths_agree_all_specs(line, strlen(line), &st);
 
 		/* Integer columns stay integers: the huge number does not turn
@@ -2225,7 +2225,7 @@ START_TEST(test_huge_number_in_other_column)
 		expect_event(line, &outbox_spec, &rec);
 		ck_assert_str_eq(rec.id.ptr, "9007199254740993");
 		ck_assert_str_eq(rec.key.ptr, "-5");
-		w2j_record_clear(&rec);
+		record_clear(&rec);
 		paths_agree_all_specs(line, strlen(line), &st);
 
 		/* A row of another table is skipped, not a poison record. */
@@ -2233,13 +2233,13 @@ START_TEST(test_huge_number_in_other_column)
 		         IROW_ST("public", "orders",
 		                 COL("id", "int8", "1") ",{\"name\":\"amount\","
 		                 "\"type\":\"numeric\",\"value\":%s}"), h);
-		expect_kind(line, W2J_SKIP);
+		expect_kind(line, REC_SKIP);
 		paths_agree_all_specs(line, strlen(line), &st);
 		/* B/C and M records too, however unlikely. */
 		snprintf(line, sizeof(line),
 		         "{\"action\":\"C\",\"xid\":7,\"lsn\":\"0/1\",\"nextlsn\":"
 		         "\"0/2\",\"x\":%s}", h);
-		expect_kind(line, W2J_COMMIT);
+		expect_kind(line, REC_COMMIT);
 		paths_agree_all_specs(line, strlen(line), &st);
 	}
 	/* Only orders_spec refuses: the orders row is its outbox, and the
@@ -2255,7 +2255,7 @@ START_TEST(test_huge_number_text_payload)
 		"{\\\"a\\\": {\\\"b\\\": [%s]}, \\\"c\\\": -0.0}",
 	};
 	struct agree_stats st = { 0 };
-	struct w2j_record rec;
+	struct record rec;
 	char text[1024], want[1024], line[2048];
 
 	for (size_t i = 0; i < N_HUGE; i++) {
@@ -2281,7 +2281,7 @@ START_TEST(test_huge_number_text_payload)
 			expect_event(line, &outbox_spec, &rec);
 			ck_assert_str_eq(rec.payload.ptr, want);
 			ck_assert_uint_eq(rec.payload.len, n);
-			w2j_record_clear(&rec);
+			record_clear(&rec);
 			paths_agree_all_specs(line, strlen(line), &st);
 		}
 	}
@@ -2406,10 +2406,10 @@ END_TEST
 
 START_TEST(test_record_clear_zeroed)
 {
-	struct w2j_record rec;
+	struct record rec;
 
 	memset(&rec, 0, sizeof(rec));
-	w2j_record_clear(&rec);
+	record_clear(&rec);
 	ck_assert_int_eq(rec.xid, -1);
 	ck_assert_ptr_null(rec.root_);
 }

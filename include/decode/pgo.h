@@ -23,7 +23,7 @@
  * (PostgreSQL's epoch); the relay's from 1970-01-01. */
 #define PGO_EPOCH_OFFSET_US INT64_C(946684800000000)
 
-struct pgo_rel; /* one cached Relation message; private to pgo.c */
+struct pgo_rel; /* one cached Relation message; private to pgo_rel.c */
 
 struct pgo_state {
 	const struct record_spec *spec; /* borrowed; must outlive the state */

@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* pgo.c -- decodes pgoutput messages (PostgreSQL's binary logical
  * replication protocol, proto_version 1, or 2 without streaming) into the
- * records w2j.c gives for wal2json.
+ * records (record.h) w2j.c gives for wal2json.
+ *
+ * The messages are read here; the relation cache, Relation and TupleData
+ * in pgo_rel.c, with the field readers in pgo_int.h.
  *
  * Layouts are PostgreSQL 15's (src/backend/replication/logical/proto.c):
  * a type byte, then fixed fields, big-endian integers, NUL-terminated
@@ -17,7 +20,6 @@
  * that on recordings of both). */
 #include <assert.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +27,7 @@
 #include "lib/common.h"
 #include "decode/json_check.h"
 #include "decode/pgo.h"
+#include "pgo_int.h"
 
 /* Type OIDs fixed in PostgreSQL's pg_type.dat since the beginning. */
 enum {
@@ -45,227 +48,6 @@ enum {
 	PGO_JSONBOID = 3802,
 };
 
-/* The columns of an event, in struct record_spec order. */
-enum pgo_role {
-	PGO_ID = 0,
-	PGO_KEY,
-	PGO_TYPE,
-	PGO_ROUTE,
-	PGO_PAYLOAD,
-	PGO_NROLES
-};
-
-struct pgo_att {
-	const char *name;  /* into the relation's block */
-	uint32_t typid;
-	uint8_t roles;     /* bit r: the column that role r reads */
-};
-
-/* One Relation message, in one block: this header, the attributes, then
- * the names they point to. */
-struct pgo_rel {
-	uint32_t relid;
-	bool ours;             /* the outbox table (or one of "schema.*") */
-	char replident;        /* 'd'efault, 'n'othing, 'f'ull, 'i'ndex */
-	uint16_t natts;
-	int col[PGO_NROLES];   /* attribute each role reads, -1 when none */
-	const char *nspname;   /* "pg_catalog" when the message says "" */
-	const char *relname;
-	struct pgo_att atts[];
-};
-
-/* One column value of a tuple, borrowed from the message. */
-struct pgo_val {
-	char kind;                 /* 'n', 'u' or 't'; 0 when not read */
-	const unsigned char *p;
-	size_t len;
-};
-
-/* What is known about the message so far, for error messages. */
-struct pgo_ctx {
-	const char *kind;          /* "Insert": the message's name */
-	const struct pgo_rel *rel; /* once its relation is known */
-	const unsigned char *event_id; /* the outbox row's id, once read */
-	size_t event_id_len;
-	uint64_t lsn;              /* the frame's dataStart */
-	int64_t xid;               /* -1 when unknown */
-	char *err;
-	size_t errlen;
-};
-
-/* A cursor over one message; c says what to blame. */
-struct pgo_rd {
-	const unsigned char *p;
-	const unsigned char *end;
-	const struct pgo_ctx *c;
-};
-
-/* ------------------------------------------------------------- errors */
-
-/* Appends to buf (cap bytes, used so far) and returns the new length,
- * never more than cap - 1. */
-static size_t RELAY_PRINTF(4, 5)
-pgo_put(char *buf, size_t cap, size_t used, const char *fmt, ...)
-{
-	va_list ap;
-	int n;
-
-	if (used + 1 >= cap)
-		return used;
-	va_start(ap, fmt);
-	n = vsnprintf(buf + used, cap - used, fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		return used;
-	return used + (size_t)n < cap ? used + (size_t)n : cap - 1;
-}
-
-/* Writes "pgoutput <Kind>[ on schema.table]: <text> (event id ..., LSN
- * X/X, xid N)" into the context's buffer, with what is known. Returns
- * -1, so that callers can return it. */
-static int RELAY_PRINTF(2, 3)
-pgo_error(const struct pgo_ctx *c, const char *fmt, ...)
-{
-	char tail[160];
-	size_t used, t = 0;
-	va_list ap;
-	int n;
-
-	if (c->err == NULL || c->errlen == 0)
-		return -1;
-	used = pgo_put(c->err, c->errlen, 0, "pgoutput %s", c->kind);
-	if (c->rel != NULL)
-		used = pgo_put(c->err, c->errlen, used, " on %s.%s",
-		               c->rel->nspname, c->rel->relname);
-	used = pgo_put(c->err, c->errlen, used, ": ");
-	va_start(ap, fmt);
-	n = vsnprintf(c->err + used, c->errlen - used, fmt, ap);
-	va_end(ap);
-	if (n > 0)
-		used = used + (size_t)n < c->errlen ? used + (size_t)n
-		                                    : c->errlen - 1;
-	/* The id is row data, so it is cut short. */
-	if (c->event_id != NULL)
-		t = pgo_put(tail, sizeof(tail), t, ", event id %.*s",
-		            (int)(c->event_id_len < 64 ? c->event_id_len : 64),
-		            (const char *)c->event_id);
-	t = pgo_put(tail, sizeof(tail), t, ", LSN " LSN_FMT, LSN_ARGS(c->lsn));
-	if (c->xid >= 0)
-		pgo_put(tail, sizeof(tail), t, ", xid %lld", (long long)c->xid);
-	pgo_put(c->err, c->errlen, used, " (%s)", tail + 2);
-	return -1;
-}
-
-/* ------------------------------------------------------------- reading */
-
-static size_t rd_left(const struct pgo_rd *r)
-{
-	return (size_t)(r->end - r->p);
-}
-
-/* Always -1, spelled out at each call so that the compiler sees *out
- * is set whenever 0 is returned. */
-static void rd_short(const struct pgo_rd *r, const char *field, size_t need)
-{
-	pgo_error(r->c, "cut short in %s (%zu of %zu bytes)", field, rd_left(r),
-	          need);
-}
-
-/* An n-byte big-endian integer (n <= 8), bounds-checked. */
-static int rd_uint(struct pgo_rd *r, const char *field, size_t n,
-                   uint64_t *out)
-{
-	if (rd_left(r) < n) {
-		rd_short(r, field, n);
-		return -1;
-	}
-	*out = be_uint(r->p, n);
-	r->p += n;
-	return 0;
-}
-
-static int rd_u8(struct pgo_rd *r, const char *field, uint8_t *out)
-{
-	uint64_t v;
-
-	if (rd_uint(r, field, 1, &v) != 0)
-		return -1;
-	*out = (uint8_t)v;
-	return 0;
-}
-
-static int rd_u16(struct pgo_rd *r, const char *field, uint16_t *out)
-{
-	uint64_t v;
-
-	if (rd_uint(r, field, 2, &v) != 0)
-		return -1;
-	*out = (uint16_t)v;
-	return 0;
-}
-
-static int rd_u32(struct pgo_rd *r, const char *field, uint32_t *out)
-{
-	uint64_t v;
-
-	if (rd_uint(r, field, 4, &v) != 0)
-		return -1;
-	*out = (uint32_t)v;
-	return 0;
-}
-
-static int rd_u64(struct pgo_rd *r, const char *field, uint64_t *out)
-{
-	return rd_uint(r, field, 8, out);
-}
-
-/* An Int32 length (of a value or a message's content): never negative. */
-static int rd_len(struct pgo_rd *r, const char *field, size_t *out)
-{
-	uint32_t v;
-
-	if (rd_u32(r, field, &v) != 0)
-		return -1;
-	if (v > INT32_MAX) {
-		pgo_error(r->c, "%s is negative (%" PRId32 ")", field, (int32_t)v);
-		return -1;
-	}
-	if (v > rd_left(r)) {
-		pgo_error(r->c, "%s is %" PRIu32 " bytes, only %zu are left", field,
-		          v, rd_left(r));
-		return -1;
-	}
-	*out = v;
-	return 0;
-}
-
-/* A String: bytes up to a NUL, which must be in the message. *out points
- * into the message and is NUL-terminated there. */
-static int rd_str(struct pgo_rd *r, const char *field, const char **out,
-                  size_t *len)
-{
-	const unsigned char *nul = memchr(r->p, '\0', rd_left(r));
-
-	if (nul == NULL) {
-		pgo_error(r->c, "cut short in %s (no NUL ends it)", field);
-		return -1;
-	}
-	*out = (const char *)r->p;
-	*len = (size_t)(nul - r->p);
-	r->p = nul + 1;
-	return 0;
-}
-
-/* The message must end here: a byte to spare means the layout is not the
- * one this decoder knows (another protocol version, a bad frame). */
-static int rd_end(const struct pgo_rd *r)
-{
-	if (rd_left(r) != 0)
-		return pgo_error(r->c, "%zu bytes left over after its last field",
-		                 rd_left(r));
-	return 0;
-}
-
 /* pgoutput's commit time (µs since 2000-01-01) as Unix epoch µs. */
 static int pgo_time(const struct pgo_rd *r, uint64_t raw, int64_t *out)
 {
@@ -278,94 +60,6 @@ static int pgo_time(const struct pgo_rd *r, uint64_t raw, int64_t *out)
 	}
 	*out = pg + PGO_EPOCH_OFFSET_US;
 	return 0;
-}
-
-/* ------------------------------------------------------ relation cache */
-
-static size_t pgo_slot(uint32_t relid, size_t cap)
-{
-	uint32_t h = relid;
-
-	/* OIDs are dense and sequential: mix them before masking. */
-	h ^= h >> 16;
-	h *= UINT32_C(0x45d9f3b);
-	h ^= h >> 16;
-	return (size_t)h & (cap - 1);
-}
-
-static struct pgo_rel *pgo_rel_get(const struct pgo_state *st, uint32_t relid)
-{
-	size_t i;
-
-	if (st->cap == 0)
-		return NULL;
-	for (i = pgo_slot(relid, st->cap); st->rels[i] != NULL;
-	     i = (i + 1) & (st->cap - 1))
-		if (st->rels[i]->relid == relid)
-			return st->rels[i];
-	return NULL;
-}
-
-/* Stores rel (taking ownership), replacing and freeing an entry of the
- * same OID: pgoutput sends a Relation again when the table changed. */
-static void pgo_rel_put(struct pgo_state *st, struct pgo_rel *rel)
-{
-	size_t i;
-
-	if ((st->nrels + 1) * 2 > st->cap) {
-		/* Keep at most half the slots full, so probes stay short. */
-		size_t ncap = st->cap ? st->cap * 2 : 16;
-		struct pgo_rel **nrels = xcalloc(ncap, sizeof(*nrels));
-
-		for (i = 0; i < st->cap; i++) {
-			size_t j;
-			if (st->rels[i] == NULL)
-				continue;
-			for (j = pgo_slot(st->rels[i]->relid, ncap); nrels[j] != NULL;
-			     j = (j + 1) & (ncap - 1))
-				;
-			nrels[j] = st->rels[i];
-		}
-		free(st->rels);
-		st->rels = nrels;
-		st->cap = ncap;
-	}
-	for (i = pgo_slot(rel->relid, st->cap); st->rels[i] != NULL;
-	     i = (i + 1) & (st->cap - 1)) {
-		if (st->rels[i]->relid == rel->relid) {
-			free(st->rels[i]);
-			st->rels[i] = rel;
-			return;
-		}
-	}
-	st->rels[i] = rel;
-	st->nrels++;
-}
-
-void pgo_init(struct pgo_state *st, const struct record_spec *spec)
-{
-	memset(st, 0, sizeof(*st));
-	st->spec = spec;
-	st->xid = -1;
-}
-
-void pgo_free(struct pgo_state *st)
-{
-	for (size_t i = 0; i < st->cap; i++)
-		free(st->rels[i]);
-	free(st->rels);
-	st->rels = NULL;
-	st->cap = 0;
-	st->nrels = 0;
-	st->in_txn = false;
-	st->xid = -1;
-	st->commit_ts_us = 0;
-	st->final_lsn = 0;
-}
-
-void pgo_reset(struct pgo_state *st)
-{
-	pgo_free(st);
 }
 
 /* ------------------------------------------------------- type helpers */
@@ -535,163 +229,6 @@ static int pgo_commit(struct pgo_state *st, struct pgo_rd *r,
 	return 0;
 }
 
-/* Relation: Int32 OID, String namespace ("" for pg_catalog), String
- * name, Int8 replica identity, Int16 column count, then per column Int8
- * flags (1: part of the key), String name, Int32 type OID, Int32 typmod.
- * Read twice: once to check and measure, once to copy into one block. */
-static int pgo_relation(struct pgo_state *st, struct pgo_rd *r,
-                        struct pgo_ctx *c)
-{
-	const char *want[PGO_NROLES] = { st->spec->col_id, st->spec->col_key,
-		                             st->spec->col_type, st->spec->col_route,
-		                             st->spec->col_payload };
-	const char *nsp, *name, *att;
-	size_t nsplen, namelen, attlen, names = 0;
-	const unsigned char *cols;
-	struct pgo_rel *rel;
-	uint32_t relid, typid, typmod;
-	uint16_t natts;
-	uint8_t replident, flags;
-	char *o;
-
-	if (rd_u32(r, "the relation OID", &relid) != 0 ||
-	    rd_str(r, "the namespace", &nsp, &nsplen) != 0 ||
-	    rd_str(r, "the relation name", &name, &namelen) != 0 ||
-	    rd_u8(r, "the replica identity", &replident) != 0 ||
-	    rd_u16(r, "the column count", &natts) != 0)
-		return -1;
-	cols = r->p;
-	for (unsigned i = 0; i < natts; i++) {
-		if (rd_u8(r, "a column's flags", &flags) != 0 ||
-		    rd_str(r, "a column's name", &att, &attlen) != 0 ||
-		    rd_u32(r, "a column's type OID", &typid) != 0 ||
-		    rd_u32(r, "a column's typmod", &typmod) != 0)
-			return -1;
-		names += attlen + 1;
-	}
-	if (rd_end(r) != 0)
-		return -1;
-	if (nsplen == 0) {
-		nsp = "pg_catalog";
-		nsplen = strlen(nsp);
-	}
-
-	rel = xmalloc(sizeof(*rel) + natts * sizeof(rel->atts[0]) + nsplen + 1 +
-	              namelen + 1 + names);
-	o = (char *)&rel->atts[natts];
-	memcpy(o, nsp, nsplen + 1);
-	rel->nspname = o;
-	o += nsplen + 1;
-	memcpy(o, name, namelen + 1);
-	rel->relname = o;
-	o += namelen + 1;
-	rel->relid = relid;
-	rel->replident = (char)replident;
-	rel->natts = natts;
-	rel->ours = strcmp(rel->nspname, st->spec->schema) == 0 &&
-	            (strcmp(st->spec->table, "*") == 0 ||
-	             strcmp(rel->relname, st->spec->table) == 0);
-	for (int k = 0; k < PGO_NROLES; k++)
-		rel->col[k] = -1;
-	/* The checked columns again, without checks. */
-	r->p = cols;
-	for (unsigned i = 0; i < natts; i++) {
-		struct pgo_att *a = &rel->atts[i];
-		size_t n;
-
-		r->p++; /* flags: the key does not matter to an insert */
-		n = strlen((const char *)r->p);
-		memcpy(o, r->p, n + 1);
-		a->name = o;
-		o += n + 1;
-		r->p += n + 1;
-		a->typid = (uint32_t)be_uint(r->p, 4);
-		r->p += 8; /* and the typmod, which w2j.c never looks at */
-		a->roles = 0;
-		/* Exact names, case included; the first column of a name
-		 * wins and one column may serve two roles, as in w2j.c. */
-		for (int k = 0; k < PGO_NROLES; k++) {
-			if (rel->col[k] < 0 && strcmp(a->name, want[k]) == 0) {
-				rel->col[k] = (int)i;
-				a->roles |= (uint8_t)(1u << k);
-			}
-		}
-	}
-	pgo_rel_put(st, rel);
-	return 0;
-}
-
-/* The relation of an Int32 OID that a change names. */
-static int pgo_find_rel(const struct pgo_state *st, struct pgo_rd *r,
-                        struct pgo_ctx *c, const struct pgo_rel **out)
-{
-	uint32_t relid;
-
-	if (rd_u32(r, "the relation OID", &relid) != 0)
-		return -1;
-	*out = pgo_rel_get(st, relid);
-	if (*out == NULL) {
-		pgo_error(c, "relation OID %" PRIu32 " was never described by a "
-		          "Relation message in this session (was the decoder reset "
-		          "when the session began?)", relid);
-		return -1;
-	}
-	c->rel = *out;
-	return 0;
-}
-
-/* TupleData: Int16 column count (the relation's), then per column a kind
- * byte: 'n' NULL, 'u' unchanged TOAST value (no data), 't' Int32 length
- * and that many bytes of text, 'b' the same in binary. vals, when not
- * NULL, receives the values of the columns that roles read. */
-static int pgo_tuple(struct pgo_rd *r, const struct pgo_rel *rel,
-                     const char *which, struct pgo_val *vals)
-{
-	uint16_t natts;
-
-	if (rd_u16(r, "the column count", &natts) != 0)
-		return -1;
-	if (natts != rel->natts)
-		return pgo_error(r->c, "the %s tuple has %u columns, the relation "
-		                 "%u", which, natts, rel->natts);
-	for (unsigned i = 0; i < natts; i++) {
-		const struct pgo_att *a = &rel->atts[i];
-		struct pgo_val v = { 0, NULL, 0 };
-		uint8_t kind;
-
-		if (rd_u8(r, "a column's kind", &kind) != 0)
-			return -1;
-		switch (kind) {
-		case 'n':
-		case 'u':
-			break;
-		case 't':
-			if (rd_len(r, "a column's length", &v.len) != 0)
-				return -1;
-			v.p = r->p;
-			r->p += v.len;
-			break;
-		case 'b':
-			/* Only with the binary option, which the relay never
-			 * sets: binary is each type's send format, not the
-			 * text that Kafka consumers get from wal2json. */
-			return pgo_error(r->c, "column \"%s\" is in binary format "
-			                 "('b'), and the relay reads text only (start "
-			                 "replication without the binary option)",
-			                 a->name);
-		default:
-			return pgo_error(r->c, "column \"%s\" has unknown kind 0x%02x",
-			                 a->name, kind);
-		}
-		v.kind = (char)kind;
-		if (vals != NULL && a->roles != 0)
-			for (int k = 0; k < PGO_NROLES; k++)
-				if (a->roles & (1u << k))
-					vals[k] = v;
-	}
-	return 0;
-}
-
 /* Checks an id, key, type or route value as w2j_text_value() checks
  * what wal2json prints: strings pass, an integer passes as its digits,
  * a boolean or a real number does not. *txt, *len: the text to publish
@@ -752,18 +289,18 @@ static int pgo_event(const struct pgo_state *st, struct pgo_ctx *c,
                      const struct pgo_rel *rel, const struct pgo_val *vals,
                      struct record *rec)
 {
-	const char *want[PGO_NROLES] = { st->spec->col_id, st->spec->col_key,
+	const char *want[REC_NCOLS] = { st->spec->col_id, st->spec->col_key,
 		                             st->spec->col_type, st->spec->col_route,
 		                             st->spec->col_payload };
-	struct rec_str *dst[PGO_NROLES] = { &rec->id, &rec->key, &rec->type,
+	struct rec_str *dst[REC_NCOLS] = { &rec->id, &rec->key, &rec->type,
 		                                &rec->route, &rec->payload };
-	const char *txt[PGO_NROLES] = { NULL };
-	size_t len[PGO_NROLES] = { 0 };
-	char num[PGO_NROLES][24];
+	const char *txt[REC_NCOLS] = { NULL };
+	size_t len[REC_NCOLS] = { 0 };
+	char num[REC_NCOLS][24];
 	size_t need = 0, bad;
 	char *buf, *o;
 
-	for (int k = 0; k < PGO_NROLES; k++) {
+	for (int k = 0; k < REC_NCOLS; k++) {
 		struct pgo_val v;
 		uint32_t typid;
 
@@ -781,7 +318,7 @@ static int pgo_event(const struct pgo_state *st, struct pgo_ctx *c,
 		if (v.kind == 't' && pgo_number_type(typid) && pgo_not_a_number(&v))
 			v.kind = 'n'; /* wal2json prints null for it */
 		if (v.kind == 'n') {
-			if (k == PGO_TYPE) /* may be NULL: no header then */
+			if (k == REC_COL_TYPE) /* may be NULL: no header then */
 				continue;
 			return pgo_error(c, "column \"%s\" is NULL", want[k]);
 		}
@@ -792,7 +329,7 @@ static int pgo_event(const struct pgo_state *st, struct pgo_ctx *c,
 		if ((bad = jc_utf8_check((const char *)v.p, v.len)) != v.len)
 			return pgo_error(c, "column \"%s\" is not UTF-8 (byte %zu)",
 			                 want[k], bad);
-		if (k == PGO_PAYLOAD) {
+		if (k == REC_COL_PAYLOAD) {
 			if (pgo_payload(c, want[k], typid, &v) != 0)
 				return -1;
 			txt[k] = (const char *)v.p;
@@ -801,7 +338,7 @@ static int pgo_event(const struct pgo_state *st, struct pgo_ctx *c,
 		                          &len[k]) != 0) {
 			return -1;
 		}
-		if (k == PGO_ID) {
+		if (k == REC_COL_ID) {
 			/* later errors can name it */
 			c->event_id = (const unsigned char *)txt[k];
 			c->event_id_len = len[k];
@@ -811,7 +348,7 @@ static int pgo_event(const struct pgo_state *st, struct pgo_ctx *c,
 
 	buf = xmalloc(need);
 	o = buf;
-	for (int k = 0; k < PGO_NROLES; k++) {
+	for (int k = 0; k < REC_NCOLS; k++) {
 		if (txt[k] == NULL)
 			continue;
 		memcpy(o, txt[k], len[k]);
@@ -831,7 +368,7 @@ static int pgo_event(const struct pgo_state *st, struct pgo_ctx *c,
 static int pgo_insert(const struct pgo_state *st, struct pgo_rd *r,
                       struct pgo_ctx *c, struct record *rec)
 {
-	struct pgo_val vals[PGO_NROLES];
+	struct pgo_val vals[REC_NCOLS];
 	const struct pgo_rel *rel;
 	uint8_t action;
 
@@ -1043,7 +580,7 @@ bool pgo_event_id(const struct pgo_state *st, const void *msg, size_t len,
 	const unsigned char *m = msg;
 	struct pgo_ctx c = { .kind = "Insert", .xid = -1 }; /* no err: quiet */
 	struct pgo_rd r = { m + 1, m + len, &c };
-	struct pgo_val vals[PGO_NROLES];
+	struct pgo_val vals[REC_NCOLS];
 	const struct pgo_rel *rel;
 	uint8_t action;
 
@@ -1055,11 +592,11 @@ bool pgo_event_id(const struct pgo_state *st, const void *msg, size_t len,
 	if (rd_u8(&r, "the tuple marker", &action) != 0 || action != 'N' ||
 	    pgo_tuple(&r, rel, "new", vals) != 0)
 		return true;
-	if (vals[PGO_ID].kind == 't')
+	if (vals[REC_COL_ID].kind == 't')
 		snprintf(id, idlen, "%.*s",
-		         (int)(vals[PGO_ID].len < idlen ? vals[PGO_ID].len
+		         (int)(vals[REC_COL_ID].len < idlen ? vals[REC_COL_ID].len
 		                                        : idlen - 1),
-		         (const char *)vals[PGO_ID].p);
+		         (const char *)vals[REC_COL_ID].p);
 	return true;
 }
 

@@ -24,16 +24,11 @@
 #include "lib/common.h"
 #include "decode/pgo.h"
 #include "decode/w2j.h"
+#include "../unit/fixtures.h"
 
 int w2j_decode_slow(const char *line, size_t len,
                     const struct record_spec *spec, struct record *rec,
                     char *err, size_t errlen);
-
-static const struct record_spec bench_spec = {
-	.schema = "public", .table = "outbox", .col_id = "id",
-	.col_key = "aggregate_id", .col_type = "event_type",
-	.col_route = "aggregate_type", .col_payload = "payload",
-};
 
 enum bench_mode { BENCH_PGO, BENCH_W2J, BENCH_W2J_SLOW };
 
@@ -153,7 +148,7 @@ bench_run(enum bench_mode mode, const struct bench_input *in, long rounds,
 		struct pgo_state st;
 
 		if (mode == BENCH_PGO)
-			pgo_init(&st, &bench_spec);
+			pgo_init(&st, &outbox_spec);
 		for (size_t i = 0; i < in->n; i++) {
 			const struct bench_rec *r = &in->r[i];
 			struct record rec;
@@ -164,10 +159,10 @@ bench_run(enum bench_mode mode, const struct bench_input *in, long rounds,
 				                sizeof(err));
 			else if (mode == BENCH_W2J)
 				rc = w2j_decode((const char *)r->data, r->len,
-				                &bench_spec, &rec, err, sizeof(err));
+				                &outbox_spec, &rec, err, sizeof(err));
 			else
 				rc = w2j_decode_slow((const char *)r->data, r->len,
-				                     &bench_spec, &rec, err, sizeof(err));
+				                     &outbox_spec, &rec, err, sizeof(err));
 			if (rc != 0) {
 				fprintf(stderr, "record %zu: %s\n", i + 1, err);
 				if (mode == BENCH_PGO)

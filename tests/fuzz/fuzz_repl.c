@@ -31,13 +31,9 @@
 #include "pg/pgutil.h"
 #include "pg/repl.h"
 #include "decode/w2j.h"
+#include "../unit/fixtures.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-static const struct record_spec fuzz_spec = {
-	"public", "outbox", "id", "aggregate_id", "event_type",
-	"aggregate_type", "payload"
-};
 
 static void fuzz_fail(const char *what, size_t len)
 {
@@ -110,7 +106,7 @@ static void decode_payload(struct pgo_state *pgo, const char *frame,
 	if (repl_parse_frame(frame, len, &msg, err, sizeof(err)) != 1 ||
 	    msg.type != 'w')
 		return;
-	if (w2j_decode(msg.data, msg.len, &fuzz_spec, &rec, err, sizeof(err)) == 0)
+	if (w2j_decode(msg.data, msg.len, &outbox_spec, &rec, err, sizeof(err)) == 0)
 		record_clear(&rec);
 	else if (err[0] == '\0')
 		fuzz_fail("w2j_decode refused a payload without a message", len);
@@ -155,7 +151,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t at = 0;
 
 	check_history(data, size);
-	pgo_init(&pgo, &fuzz_spec);
+	pgo_init(&pgo, &outbox_spec);
 	while (at + 2 <= size) {
 		size_t len = (size_t)data[at] << 8 | data[at + 1];
 		char *frame;

@@ -19,6 +19,7 @@
 #include <microhttpd.h>
 
 #include "health/alert.h"
+#include "capture.h"
 
 /* Time bounds stretch under valgrind, which runs threads one at a time
  * and many times slower. */
@@ -172,7 +173,6 @@ static void setup(void)
 	alert_set_backoff_for_tests(10);
 }
 
-static void capture_reset(void);
 
 static void teardown(void)
 {
@@ -254,48 +254,6 @@ static void snap_init(struct health_snapshot *s)
 	s->eval.eta_seconds = 420.5;
 	s->eval.outbox_lag_seconds = 12.25;
 	s->now_us = 1700000000123456LL; /* 2023-11-14T22:13:20.123456Z */
-}
-
-/* Redirects fd 2 (where log.c writes) to a file; returns what was logged
- * once end_capture is called. */
-static int saved_stderr = -1;
-static FILE *capture_file;
-
-/* For teardown after a failed test: stderr back, file closed. */
-static void capture_reset(void)
-{
-	if (saved_stderr >= 0) {
-		dup2(saved_stderr, 2);
-		close(saved_stderr);
-		saved_stderr = -1;
-		fclose(capture_file);
-	}
-}
-
-static void begin_capture(void)
-{
-	capture_file = tmpfile();
-	ck_assert_ptr_nonnull(capture_file);
-	fflush(stderr);
-	saved_stderr = dup(2);
-	dup2(fileno(capture_file), 2);
-}
-
-static char *end_capture(void)
-{
-	struct stat st;
-	char *out;
-
-	fflush(stderr);
-	dup2(saved_stderr, 2);
-	close(saved_stderr);
-	saved_stderr = -1;
-	ck_assert_int_eq(fstat(fileno(capture_file), &st), 0);
-	out = calloc(1, (size_t)st.st_size + 1);
-	ck_assert_int_eq(pread(fileno(capture_file), out, (size_t)st.st_size, 0),
-	                 st.st_size);
-	fclose(capture_file);
-	return out;
 }
 
 START_TEST(test_render)
@@ -497,7 +455,7 @@ START_TEST(test_gives_up)
 	/* Credentials and a token in the URL: never in the log. */
 	snprintf(url, sizeof(url),
 	         "http://alice:s3cret@127.0.0.1:%d/hook?token=t0ken", rx.port);
-	begin_capture();
+	capture_begin();
 	a = cur = alert_start(url, err, sizeof(err));
 	ck_assert_msg(a != NULL, "%s", err);
 	alert_post(a, "{\"state\":\"critical\"}");
@@ -508,7 +466,7 @@ START_TEST(test_gives_up)
 	usleep(100 * 1000 * TIME_SCALE);
 	ck_assert_uint_eq(rx_hits(), 6); /* six attempts, no more */
 	stop(a, 1000);
-	log = end_capture();
+	log = capture_end();
 	snprintf(origin, sizeof(origin), "alert: webhook http://127.0.0.1:%d: ",
 	         rx.port);
 	ck_assert_msg(strstr(log, origin) != NULL, "%s", log);
@@ -533,7 +491,7 @@ START_TEST(test_dead_url_never_blocks)
 	/* Default backoff (500 ms): alert_stop must cut the wait short. */
 	alert_set_backoff_for_tests(0);
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d/hook", dead_port());
-	begin_capture();
+	capture_begin();
 	a = cur = alert_start(url, err, sizeof(err));
 	ck_assert_msg(a != NULL, "%s", err);
 	for (int i = 0; i < 20; i++) {
@@ -548,7 +506,7 @@ START_TEST(test_dead_url_never_blocks)
 	t0 = now_mono_us();
 	stop(a, 100);
 	t0 = now_mono_us() - t0;
-	free(end_capture());
+	free(capture_end());
 	ck_assert_msg(t0 < 400000 * TIME_SCALE, "alert_stop took %lld us",
 	              (long long)t0);
 }
@@ -563,7 +521,7 @@ START_TEST(test_stop_cuts_hung_transfer)
 
 	fd = hung_listener(&hport);
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d/hook", hport);
-	begin_capture();
+	capture_begin();
 	a = cur = alert_start(url, err, sizeof(err));
 	ck_assert_msg(a != NULL, "%s", err);
 	t0 = now_mono_us();
@@ -573,7 +531,7 @@ START_TEST(test_stop_cuts_hung_transfer)
 	t0 = now_mono_us();
 	stop(a, 200);
 	t0 = now_mono_us() - t0;
-	free(end_capture());
+	free(capture_end());
 	close(fd);
 	/* Within the timeout plus scheduling, far below curl's 5 s. */
 	ck_assert_msg(t0 >= 150000 && t0 < 600000 * TIME_SCALE,
@@ -591,7 +549,7 @@ START_TEST(test_stop_now_cuts_hung_transfer)
 
 	fd = hung_listener(&hport);
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d/hook", hport);
-	begin_capture();
+	capture_begin();
 	a = cur = alert_start(url, err, sizeof(err));
 	ck_assert_msg(a != NULL, "%s", err);
 	alert_post(a, "{}");
@@ -599,7 +557,7 @@ START_TEST(test_stop_now_cuts_hung_transfer)
 	t0 = now_mono_us();
 	stop(a, 0);
 	t0 = now_mono_us() - t0;
-	free(end_capture());
+	free(capture_end());
 	close(fd);
 	ck_assert_msg(t0 < 100000 * TIME_SCALE, "alert_stop took %lld us",
 	              (long long)t0);
@@ -634,7 +592,7 @@ START_TEST(test_stop_deadline_abandons_queue)
 
 	rx.gate_closed = true;
 	rx_start(200, NULL, 0);
-	begin_capture();
+	capture_begin();
 	a = start("/");
 	alert_post(a, "{\"n\":0}");
 	pthread_mutex_lock(&rx.lock);
@@ -648,7 +606,7 @@ START_TEST(test_stop_deadline_abandons_queue)
 	t0 = now_mono_us();
 	stop(a, 50);
 	t0 = now_mono_us() - t0;
-	log = end_capture();
+	log = capture_end();
 	ck_assert_msg(t0 < 300000 * TIME_SCALE, "alert_stop took %lld us",
 	              (long long)t0);
 	rx_open_gate();

@@ -18,6 +18,7 @@
 #include "decode/emit.h"
 #include "decode/stream_spec.h"
 #include "decode/w2j.h"
+#include "fixtures.h"
 
 /* Test hooks of w2j.c (see check_w2j.c). */
 int w2j_decode_fast(const char *line, size_t len,
@@ -46,18 +47,6 @@ static int start_command(const char *slot, const struct record_spec *spec,
 	ss_free(&ss);
 	return n;
 }
-
-static const struct record_spec outbox_spec = {
-	.schema = "public", .table = "outbox", .col_id = "id",
-	.col_key = "aggregate_id", .col_type = "event_type",
-	.col_route = "aggregate_type", .col_payload = "payload",
-};
-
-static const struct record_spec part_spec = {
-	.schema = "outbox_part", .table = "*", .col_id = "id",
-	.col_key = "aggregate_id", .col_type = "event_type",
-	.col_route = "aggregate_type", .col_payload = "payload",
-};
 
 /* What outbox_emit() wrote, as wal2json 2.5 printed it (jsonb orders the
  * keys by length; numbers keep their digits). */
@@ -385,17 +374,6 @@ END_TEST
 START_TEST(test_schema_wildcard_command)
 {
 	char cmd[1024];
-	static const struct record_spec star_table = {
-		.schema = "public", .table = "a*", .col_id = "id",
-		.col_key = "k", .col_type = "t", .col_route = "r",
-		.col_payload = "p",
-	};
-	static const struct record_spec odd_schema = {
-		.schema = "my schema", .table = "*", .col_id = "id",
-		.col_key = "k", .col_type = "t", .col_route = "r",
-		.col_payload = "p",
-	};
-
 	ck_assert_int_gt(start_command("s", &part_spec,
 	                                    "outbox-relay-heartbeat,outbox", cmd,
 	                                    sizeof(cmd)), 0);
@@ -405,10 +383,10 @@ START_TEST(test_schema_wildcard_command)
 	                          "'outbox-relay-heartbeat,outbox'") != NULL,
 	              "%s", cmd);
 	/* Only "*" alone is the wildcard; inside a name it stays escaped. */
-	ck_assert_int_gt(start_command("s", &star_table, NULL, cmd,
+	ck_assert_int_gt(start_command("s", &star_table_spec, NULL, cmd,
 	                                    sizeof(cmd)), 0);
 	ck_assert_msg(strstr(cmd, "'public.a\\*'") != NULL, "%s", cmd);
-	ck_assert_int_gt(start_command("s", &odd_schema, NULL, cmd,
+	ck_assert_int_gt(start_command("s", &odd_schema_spec, NULL, cmd,
 	                                    sizeof(cmd)), 0);
 	ck_assert_msg(strstr(cmd, "'my\\ schema.*'") != NULL, "%s", cmd);
 }

@@ -26,6 +26,7 @@
 #include <jansson.h>
 
 #include "health/http.h"
+#include "capture.h"
 
 /* Time bounds stretch under valgrind, which runs threads one at a time
  * and many times slower. */
@@ -67,7 +68,6 @@ static void setup(void)
 
 static void publisher_stop(void);
 static void slow_stop(void);
-static void capture_reset(void);
 
 static void teardown(void)
 {
@@ -684,52 +684,11 @@ static char *big_request(const char *before, size_t fill, const char *after)
 	return req;
 }
 
-/* fd 2 (where log.c writes) to a temporary file, and back. */
-static int saved_stderr = -1;
-static FILE *capture_file;
-
-/* For teardown after a failed test: stderr back, file closed. */
-static void capture_reset(void)
-{
-	if (saved_stderr >= 0) {
-		dup2(saved_stderr, 2);
-		close(saved_stderr);
-		saved_stderr = -1;
-		fclose(capture_file);
-	}
-}
-
-static void begin_capture(void)
-{
-	capture_file = tmpfile();
-	ck_assert_ptr_nonnull(capture_file);
-	fflush(stderr);
-	saved_stderr = dup(2);
-	dup2(fileno(capture_file), 2);
-}
-
-static char *end_capture(void)
-{
-	struct stat st;
-	char *out;
-
-	fflush(stderr);
-	dup2(saved_stderr, 2);
-	close(saved_stderr);
-	saved_stderr = -1;
-	ck_assert_int_eq(fstat(fileno(capture_file), &st), 0);
-	out = calloc(1, (size_t)st.st_size + 1);
-	ck_assert_int_eq(pread(fileno(capture_file), out, (size_t)st.st_size, 0),
-	                 st.st_size);
-	fclose(capture_file);
-	return out;
-}
-
 START_TEST(test_oversized_header)
 {
 	char *req;
 
-	begin_capture(); /* libmicrohttpd logs each refusal */
+	capture_begin(); /* libmicrohttpd logs each refusal */
 	start_server(60000);
 	/* One 64 KiB header: libmicrohttpd 0.9.75 answers 431 itself (the
 	 * 16 KiB per-connection memory limit), before any handler runs. */
@@ -772,7 +731,7 @@ START_TEST(test_oversized_header)
 		free(hdr);
 	}
 	expect("/livez", 200, CT_TEXT, "ok\n");
-	free(end_capture());
+	free(capture_end());
 }
 END_TEST
 
@@ -791,7 +750,7 @@ START_TEST(test_mhd_log_routed_and_limited)
 {
 	char *req, *log;
 
-	begin_capture();
+	capture_begin();
 	start_server(60000);
 	req = big_request("GET /livez HTTP/1.1\r\nHost: x\r\nX-Big: ", 64 * 1024,
 	                  "\r\n\r\n");
@@ -801,7 +760,7 @@ START_TEST(test_mhd_log_routed_and_limited)
 		ck_assert_int_eq(raw_request(req, strlen(req)), 431);
 	free(req);
 	expect("/livez", 200, CT_TEXT, "ok\n");
-	log = end_capture();
+	log = capture_end();
 	ck_assert_int_eq(count_substr(log, " WARN  http: "), 11);
 	/* Not a bare "431": a timestamp's milliseconds can read .431. */
 	ck_assert_int_eq(count_substr(log, "response code is 431"), 10);
@@ -815,7 +774,7 @@ START_TEST(test_long_uri)
 {
 	char *req;
 
-	begin_capture(); /* libmicrohttpd logs each refusal */
+	capture_begin(); /* libmicrohttpd logs each refusal */
 	start_server(60000);
 	/* A 64 KiB request line: libmicrohttpd 0.9.75 answers 414 URI Too
 	 * Long itself; no handler of ours sees it. */
@@ -826,7 +785,7 @@ START_TEST(test_long_uri)
 	ck_assert_int_eq(raw_request(req, strlen(req)), 414);
 	free(req);
 	expect("/livez", 200, CT_TEXT, "ok\n");
-	free(end_capture());
+	free(capture_end());
 }
 END_TEST
 
@@ -1286,7 +1245,7 @@ START_TEST(test_slow_clients)
 	const char *figures = getenv("CHECK_HTTP_FIGURES");
 	char *log;
 
-	begin_capture(); /* refusals and closures are logged */
+	capture_begin(); /* refusals and closures are logged */
 	start_server(60000);
 	slow_start();
 	usleep(SLOW_SETTLE_MS * 1000);
@@ -1311,7 +1270,7 @@ START_TEST(test_slow_clients)
 			worst_us = took;
 	}
 	slow_stop();
-	log = end_capture();
+	log = capture_end();
 
 	if (figures != NULL)
 		fprintf(stderr, "slow clients: %d/%d probes answered, slowest "
@@ -1380,7 +1339,7 @@ START_TEST(test_per_address_limit)
 	int fds[PER_ADDRESS_LIMIT], code;
 	int64_t took;
 
-	begin_capture(); /* libmicrohttpd logs each refusal */
+	capture_begin(); /* libmicrohttpd logs each refusal */
 	start_server(60000);
 	/* Idle clients take 127.0.0.1's whole share (the checks below end
 	 * well within the 3 s request deadline that would close them) ... */
@@ -1397,7 +1356,7 @@ START_TEST(test_per_address_limit)
 		close(fds[i]);
 	usleep(100 * 1000);
 	expect("/livez", 200, CT_TEXT, "ok\n");
-	free(end_capture());
+	free(capture_end());
 }
 END_TEST
 
@@ -1415,9 +1374,9 @@ START_TEST(test_connection_limit)
 	ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, &saved), 0);
 	low = saved;
 	low.rlim_cur = NOFILE;
-	begin_capture();
+	capture_begin();
 	if (setrlimit(RLIMIT_NOFILE, &low) != 0) {
-		free(end_capture());
+		free(capture_end());
 		return; /* a sandbox may refuse: nothing to check then */
 	}
 	srv = http_start("127.0.0.1:0", 60000, err, sizeof(err));
@@ -1440,7 +1399,7 @@ START_TEST(test_connection_limit)
 	usleep(100 * 1000);
 	code = probe_from("127.0.0.2", 1000 * TIME_SCALE, &took);
 	ck_assert_msg(code == 200, "probe from 127.0.0.2: %d", code);
-	log = end_capture();
+	log = capture_end();
 	ck_assert_msg(strstr(log, "WARN  http: at most 20 connections, half the "
 	                     "descriptor limit (RLIMIT_NOFILE 40); raise it to "
 	                     "1024 for the usual 512\n") != NULL,

@@ -26,48 +26,13 @@
 #include "decode/pgo.h"
 #include "unit_scale.h"
 #include "decode/w2j.h"
+#include "fixtures.h"
 
 #ifndef FIXTURE_DIR
 #define FIXTURE_DIR "tests/fixtures"
 #endif
 
 /* ------------------------------------------------------------- specs */
-
-static const struct record_spec outbox_spec = {
-	.schema = "public", .table = "outbox", .col_id = "id",
-	.col_key = "aggregate_id", .col_type = "event_type",
-	.col_route = "aggregate_type", .col_payload = "payload",
-};
-
-static const struct record_spec prisma_spec = {
-	.schema = "public", .table = "Outbox", .col_id = "id",
-	.col_key = "aggregateId", .col_type = "eventType",
-	.col_route = "aggregateType", .col_payload = "payload",
-};
-
-static const struct record_spec odd_spec = {
-	.schema = "public", .table = "we\"ird tbl,v.2", .col_id = "ID",
-	.col_key = "agg\"id", .col_type = "event.type",
-	.col_route = "Agg Type", .col_payload = "pay load",
-};
-
-static const struct record_spec bigint_spec = {
-	.schema = "public", .table = "outbox_bigint", .col_id = "id",
-	.col_key = "aggregate_id", .col_type = "event_type",
-	.col_route = "aggregate_type", .col_payload = "payload",
-};
-
-static const struct record_spec text_spec = {
-	.schema = "public", .table = "outbox_text", .col_id = "id",
-	.col_key = "aggregate_id", .col_type = "event_type",
-	.col_route = "aggregate_type", .col_payload = "payload",
-};
-
-static const struct record_spec domain_spec = {
-	.schema = "public", .table = "outbox_domain", .col_id = "id",
-	.col_key = "aggregate_id", .col_type = "event_type",
-	.col_route = "aggregate_type", .col_payload = "payload",
-};
 
 /* The relay's message prefixes (heartbeat.prefix, outbox.emit.prefix),
  * the ones record_pgoutput.sh gives wal2json's add-msg-prefixes. */
@@ -1463,11 +1428,6 @@ END_TEST
 
 START_TEST(test_other_tables)
 {
-	static const struct record_spec star = {
-		.schema = "public", .table = "*", .col_id = "id",
-		.col_key = "aggregate_id", .col_type = "event_type",
-		.col_route = "aggregate_type", .col_payload = "payload",
-	};
 	struct pgo_state st;
 	struct mb m;
 
@@ -1493,7 +1453,7 @@ START_TEST(test_other_tables)
 	pgo_free(&st);
 
 	/* "schema.*": every table of the schema is the outbox. */
-	open_txn(&st, &star);
+	open_txn(&st, &star_spec);
 	m = mk_rel(16401, "public", "outbox_2026", 6, outbox_cols);
 	dec_ok(&st, &m, REC_SKIP);
 	m = mk_rel(16402, "other", "outbox_2026", 6, outbox_cols);

@@ -9,6 +9,7 @@
 #include "pg/pgutil.h"
 #include "pg/repl.h"
 #include "decode/stream_spec.h"
+#include "fixtures.h"
 
 /* The START_REPLICATION command for spec and the add-msg-prefixes value
  * prefixes (NULL: none), as the relay builds it (stream_spec.h), into
@@ -31,16 +32,10 @@ static int start_command(const char *slot, const struct record_spec *spec,
 	return n;
 }
 
-static const struct record_spec spec_default = {
-	.schema = "public", .table = "outbox", .col_id = "id",
-	.col_key = "aggregate_id", .col_type = "event_type",
-	.col_route = "aggregate_type", .col_payload = "payload",
-};
-
 START_TEST(test_command_default)
 {
 	char cmd[1024];
-	int n = start_command("outbox_relay", &spec_default, NULL, cmd, sizeof(cmd));
+	int n = start_command("outbox_relay", &outbox_spec, NULL, cmd, sizeof(cmd));
 
 	ck_assert_int_eq(n, (int)strlen(cmd));
 	/* Always from the slot's own position: 0/0 means "where the slot is". */
@@ -55,7 +50,7 @@ END_TEST
 
 START_TEST(test_command_escapes_table)
 {
-	struct record_spec spec = spec_default;
+	struct record_spec spec = outbox_spec;
 	char cmd[1024];
 
 	/* wal2json wants the name unquoted with backslash escapes; the SQL
@@ -74,13 +69,13 @@ START_TEST(test_command_msg_prefixes)
 	char cmd[1024];
 
 	/* Heartbeats on: only the relay's own messages are decoded. */
-	ck_assert_int_gt(start_command("s", &spec_default,
+	ck_assert_int_gt(start_command("s", &outbox_spec,
 	                                    "outbox-relay-heartbeat", cmd,
 	                                    sizeof(cmd)), 0);
 	ck_assert_ptr_nonnull(strstr(cmd, "\"add-tables\" 'public.outbox', "
 	                                  "\"add-msg-prefixes\" "
 	                                  "'outbox-relay-heartbeat')"));
-	ck_assert_int_gt(start_command("s", &spec_default, "", cmd,
+	ck_assert_int_gt(start_command("s", &outbox_spec, "", cmd,
 	                                    sizeof(cmd)), 0);
 	ck_assert_ptr_null(strstr(cmd, "add-msg-prefixes"));
 }
@@ -89,7 +84,7 @@ END_TEST
 START_TEST(test_command_too_small)
 {
 	char cmd[64];
-	ck_assert_int_eq(start_command("outbox_relay", &spec_default, NULL,
+	ck_assert_int_eq(start_command("outbox_relay", &outbox_spec, NULL,
 	                                    cmd, sizeof(cmd)), -1);
 }
 END_TEST

@@ -10,6 +10,7 @@
 #include "lib/common.h"
 #include "decode/route.h"
 #include "decode/w2j.h"
+#include "fixtures.h"
 
 #define TMPL "outbox.event.${routedByValue}"
 
@@ -205,11 +206,6 @@ END_TEST
 /* From a decoded record: numeric ids arrive as text in the headers. */
 START_TEST(test_headers_from_decoded)
 {
-	static const struct record_spec spec = {
-		.schema = "public", .table = "outbox_bigint", .col_id = "id",
-		.col_key = "aggregate_id", .col_type = "event_type",
-		.col_route = "aggregate_type", .col_payload = "payload",
-	};
 	static const char line[] =
 		"{\"action\":\"I\",\"xid\":746,\"lsn\":\"0/1967DF0\",\"schema\":"
 		"\"public\",\"table\":\"outbox_bigint\",\"columns\":[{\"name\":\"id\","
@@ -221,8 +217,8 @@ START_TEST(test_headers_from_decoded)
 	struct record rec;
 	struct route_headers h;
 
-	ck_assert_int_eq(w2j_decode(line, sizeof(line) - 1, &spec, &rec, err,
-	                            sizeof(err)),
+	ck_assert_int_eq(w2j_decode(line, sizeof(line) - 1, &bigint_spec, &rec,
+	                            err, sizeof(err)),
 	                 0);
 	route_headers(&h, &rec, 0x1967E88);
 	ck_assert_str_eq(h.value[ROUTE_H_ID], "1");

@@ -8,6 +8,7 @@
 #include <check.h>
 
 #include "pg/slot.h"
+#include "fixtures.h"
 
 /* Row fields, the allow flags of the action, the verdict, a substring of
  * the full sentence. */
@@ -387,12 +388,6 @@ START_TEST(test_wal_status_names)
 }
 END_TEST
 
-static const struct record_spec pub_spec = {
-	.schema = "public", .table = "outbox", .col_id = "id",
-	.col_key = "aggregate_id", .col_type = "event_type",
-	.col_route = "aggregate_type", .col_payload = "payload",
-};
-
 /* The publication rules, in their order: each case breaks one rule and
  * every later one, so the verdict is the first rule broken. */
 START_TEST(test_pub_judge)
@@ -426,10 +421,10 @@ END_TEST
  * stays one identifier in the SQL a DBA is asked to run. */
 START_TEST(test_pub_create_sql)
 {
-	struct record_spec odd = pub_spec, schema = pub_spec;
+	struct record_spec odd = outbox_spec, schema = outbox_spec;
 	char sql[800];
 
-	slot_pub_create_sql("outbox_pub", &pub_spec, sql, sizeof(sql));
+	slot_pub_create_sql("outbox_pub", &outbox_spec, sql, sizeof(sql));
 	ck_assert_str_eq(sql, "CREATE PUBLICATION \"outbox_pub\" FOR TABLE "
 	                      "\"public\".\"outbox\" WITH (publish = 'insert');");
 	odd.schema = "App";
@@ -443,7 +438,7 @@ START_TEST(test_pub_create_sql)
 	ck_assert_str_eq(sql, "CREATE PUBLICATION \"p\" FOR TABLES IN SCHEMA "
 	                      "\"outbox_parts\" WITH (publish = 'insert');");
 	/* Cut short, it still ends in a closing quote and a NUL. */
-	slot_pub_create_sql("outbox_pub", &pub_spec, sql, 20);
+	slot_pub_create_sql("outbox_pub", &outbox_spec, sql, 20);
 	ck_assert_uint_eq(strlen(sql), 19);
 }
 END_TEST
@@ -469,7 +464,7 @@ START_TEST(test_pub_text)
 		  "public.outbox", "ADD TABLE public.outbox; COMMIT;" },
 	};
 	struct slot_pub p = { .exists = true, .covered = true };
-	struct record_spec schema = pub_spec;
+	struct record_spec schema = outbox_spec;
 	char what[1024], fix[1400];
 
 	snprintf(p.publish, sizeof(p.publish), "update");
@@ -477,8 +472,8 @@ START_TEST(test_pub_text)
 	snprintf(p.cut_table, sizeof(p.cut_table), "public.outbox");
 	snprintf(p.cut_column, sizeof(p.cut_column), "event_type");
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		slot_pub_text(cases[i].v, &p, "rp", &pub_spec, what, sizeof(what),
-		              fix, sizeof(fix));
+		slot_pub_text(cases[i].v, &p, "rp", &outbox_spec, what,
+		              sizeof(what), fix, sizeof(fix));
 		ck_assert_msg(strstr(what, cases[i].what) != NULL, "%s", what);
 		ck_assert_msg(strstr(fix, cases[i].fix) != NULL, "%s", fix);
 		ck_assert_msg((fix[0] == '\0') == (cases[i].v == PUB_OK), "%s", fix);
@@ -496,8 +491,8 @@ START_TEST(test_pub_text)
 	              sizeof(fix));
 	ck_assert_msg(strstr(fix, "as a superuser: CREATE PUBLICATION \"rp\" FOR "
 	                          "TABLES IN SCHEMA \"public\"") != NULL, "%s", fix);
-	slot_pub_text(PUB_MISSING, &p, "rp", &pub_spec, what, sizeof(what), fix,
-	              sizeof(fix));
+	slot_pub_text(PUB_MISSING, &p, "rp", &outbox_spec, what, sizeof(what),
+	              fix, sizeof(fix));
 	ck_assert_msg(strstr(fix, "as the owner of public.outbox or a superuser: ")
 	              != NULL, "%s", fix);
 }

@@ -17,49 +17,13 @@
 
 #include "decode/w2j.h"
 #include "unit_scale.h"
+#include "fixtures.h"
 
 #ifndef FIXTURE_DIR
 #define FIXTURE_DIR "tests/fixtures"
 #endif
 
 /* ------------------------------------------------------------- helpers */
-
-static const struct record_spec outbox_spec = {
-	.schema = "public", .table = "outbox", .col_id = "id",
-	.col_key = "aggregate_id", .col_type = "event_type",
-	.col_route = "aggregate_type", .col_payload = "payload",
-};
-
-static const struct record_spec prisma_spec = {
-	.schema = "public", .table = "Outbox", .col_id = "id",
-	.col_key = "aggregateId", .col_type = "eventType",
-	.col_route = "aggregateType", .col_payload = "payload",
-};
-
-static const struct record_spec odd_spec = {
-	.schema = "public", .table = "we\"ird tbl,v.2", .col_id = "ID",
-	.col_key = "agg\"id", .col_type = "event.type",
-	.col_route = "Agg Type", .col_payload = "pay load",
-};
-
-static const struct record_spec bigint_spec = {
-	.schema = "public", .table = "outbox_bigint", .col_id = "id",
-	.col_key = "aggregate_id", .col_type = "event_type",
-	.col_route = "aggregate_type", .col_payload = "payload",
-};
-
-static const struct record_spec text_spec = {
-	.schema = "public", .table = "outbox_text", .col_id = "id",
-	.col_key = "aggregate_id", .col_type = "event_type",
-	.col_route = "aggregate_type", .col_payload = "payload",
-};
-
-/* orders is no outbox: its numeric "amount" as payload must be refused. */
-static const struct record_spec orders_spec = {
-	.schema = "public", .table = "orders", .col_id = "id",
-	.col_key = "customer", .col_type = "customer",
-	.col_route = "customer", .col_payload = "amount",
-};
 
 /* One decoded line, copied out of the record so it outlives it. */
 struct res {
@@ -1301,20 +1265,6 @@ int w2j_decode_fast(const char *line, size_t len,
 int w2j_decode_slow(const char *line, size_t len,
                     const struct record_spec *spec, struct record *rec,
                     char *err, size_t errlen);
-
-/* One column in two roles: the scanner must fill both slots. */
-static const struct record_spec shared_spec = {
-	.schema = "public", .table = "outbox", .col_id = "id",
-	.col_key = "aggregate_id", .col_type = "event_type",
-	.col_route = "aggregate_id", .col_payload = "payload",
-};
-
-/* Names that only match after unescaping, and unicode. */
-static const struct record_spec unicode_spec = {
-	.schema = "sch\xc3\xa9ma", .table = "t\xf0\x9f\x98\x80/\"x\"",
-	.col_id = "\xc3\xbc", .col_key = "k\ty", .col_type = "t\\y",
-	.col_route = "r/o", .col_payload = "p\xe2\x82\xac",
-};
 
 static const struct record_spec *const every_spec[] = {
 	&outbox_spec, &prisma_spec, &odd_spec,     &bigint_spec,

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* slot_figures.h -- what the server says about a replication slot: the
- * values of pg_replication_slots and its neighbours, as slot.c reads them
- * and health.c judges them.
+ * values of pg_replication_slots and its neighbours, as slot_sample.c
+ * reads them and health.c judges them.
  *
  * Apart from health.h so that pg/ never includes health/: the rules that
  * judge these figures sit above the code that reads them. */

@@ -20,7 +20,7 @@
 #include "decode/w2j.h"
 #include "fixtures.h"
 
-/* Test hooks of w2j.c (see check_w2j.c). */
+/* Test hooks of the wal2json decoder (see check_w2j.c). */
 int w2j_decode_fast(const char *line, size_t len,
                     const struct record_spec *spec, struct record *rec);
 int w2j_decode_slow(const char *line, size_t len,

@@ -1258,8 +1258,9 @@ END_TEST
 
 /* ------------------------------------------- I scanner against jansson */
 
-/* Test hooks of src/w2j.c, deliberately not in w2j.h: the scanners
- * alone (1 when they leave the line to jansson) and jansson alone. */
+/* Test hooks of src/decode/ (w2j_int.h), deliberately not in w2j.h: the
+ * scanners alone (w2j_scan.c; 1 when they leave the line to jansson) and
+ * jansson alone (w2j.c). */
 int w2j_decode_fast(const char *line, size_t len,
                     const struct record_spec *spec, struct record *rec);
 int w2j_decode_slow(const char *line, size_t len,

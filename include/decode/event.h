@@ -58,7 +58,7 @@ struct ev_event {
  * Not to be copied (ev.headers points into the struct itself). */
 struct ev_record {
 	enum ev_kind kind;
-	struct record rec;  /* the decoded record (zeroed if undecodable) */
+	struct record rec;      /* the decoded record (zeroed if undecodable) */
 	struct ev_event ev;     /* EV_EVENT; also EV_POISON when decoded */
 	bool decoded;           /* EV_POISON: ev holds the event's fields
 	                         * (it decoded, then routing or the

@@ -26,7 +26,7 @@
 struct pgo_rel; /* one cached Relation message; private to pgo_rel.c */
 
 struct pgo_state {
-	const struct record_spec *spec; /* borrowed; must outlive the state */
+	const struct record_spec *spec; /* borrowed; outlives the state */
 	struct pgo_rel **rels;       /* open addressing on relid; owned */
 	size_t cap;                  /* slots in rels: 0 or a power of two */
 	size_t nrels;                /* relations cached */

@@ -113,9 +113,9 @@ static bool emit_member_text(const char *s, size_t len, const char *name,
 }
 
 int emit_decode(const char *content, size_t len, struct record *rec,
-                    char *err, size_t errlen)
+                char *err, size_t errlen)
 {
-	/* In enum w2j_col order; the default outbox column names. */
+	/* In enum rec_col order; the default outbox column names. */
 	static const char *const names[REC_NCOLS] = {
 		"id", "aggregate_id", "event_type", "aggregate_type", "payload"
 	};

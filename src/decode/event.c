@@ -157,7 +157,7 @@ static void message(const struct stream_spec *ss, const struct ev_txn *txn,
 			return;
 		}
 		if (emit_decode(rec->msg_content.ptr, rec->msg_content.len, rec,
-		                    err, sizeof(err)) < 0) {
+		                err, sizeof(err)) < 0) {
 			out->is_event = true;
 			emit_id(&rec->msg_content, out->event_id,
 			        sizeof(out->event_id));

@@ -96,7 +96,7 @@ START_TEST(test_emit_from_wal2json_line)
 	ck_assert(rec.transactional);
 	ck_assert_str_eq(rec.msg_prefix.ptr, "outbox");
 	ck_assert_int_eq(emit_decode(rec.msg_content.ptr, rec.msg_content.len,
-	                                 &rec, err, sizeof(err)), 0);
+	                             &rec, err, sizeof(err)), 0);
 	ck_assert_int_eq(rec.kind, REC_EVENT);
 	ck_str(rec.id, "a507c379-75ec-4340-9a3c-94328cd70007");
 	ck_str(rec.key, "o-1");

@@ -887,7 +887,7 @@ static void dseq_feed(struct dseq *s, int rc, struct record *rec,
 		if (!rec->transactional || strcmp(rec->msg_prefix.ptr, EMIT_PREFIX) != 0)
 			break;
 		if (emit_decode(rec->msg_content.ptr, rec->msg_content.len, rec,
-		                    err, sizeof(err)) != 0) {
+		                err, sizeof(err)) != 0) {
 			d = dseq_add(s, D_ERROR);
 			d->lsn = rec->lsn;
 			d->xid = rec->xid;
@@ -1774,8 +1774,8 @@ START_TEST(test_messages)
 		               sizeof(content) - 1);
 		ck_assert_int_eq(dec(&st, &m, &rec, err, sizeof(err)), 0);
 		ck_assert_int_eq(emit_decode(rec.msg_content.ptr,
-		                                 rec.msg_content.len, &rec, err,
-		                                 sizeof(err)), 0);
+		                             rec.msg_content.len, &rec, err,
+		                             sizeof(err)), 0);
 		ck_assert_int_eq(rec.kind, REC_EVENT);
 		ck_assert_str_eq(rec.id.ptr, "e-1");
 		ck_assert_str_eq(rec.payload.ptr, "{\"n\": 1}");

@@ -1086,7 +1086,7 @@ START_TEST(test_timestamp_values)
 	ck_assert_int_eq(record_parse_timestamp("2026-11-29 20:09:17", &us), -1);
 	ck_assert_int_eq(record_parse_timestamp("2026-11-29 20:09:17.+00", &us), -1);
 	ck_assert_int_eq(record_parse_timestamp("2026-11-29 20:09:17.1234567+00",
-	                                     &us), -1);
+	                                        &us), -1);
 	ck_assert_int_eq(record_parse_timestamp("2026-11-29T20:09:17+00", &us), -1);
 	ck_assert_int_eq(record_parse_timestamp("2026-11-29 20:09:17+00 ", &us), -1);
 	ck_assert_int_eq(record_parse_timestamp("2026-11-29 20:09:17+0", &us), -1);

@@ -33,7 +33,7 @@ rule "only main.c includes cli/cli.h" \
 	"$(grep -rlE '#include "(cli/cli|cli_int|check_int)\.h"' src include |
 		grep -vE '^(src/main\.c|src/cli/|include/cli/cli\.h$)')"
 
-# 2. The SQL about the slot and the table lives in slot.c: src/cli/ names
+# 2. The SQL about the slot and the table lives in src/pg/slot*.c: src/cli/ names
 #    pg_replication_slots or pg_attribute only in comments, never in a
 #    string it could send.
 rule "src/cli/ sends no SQL about the slot or the table" \

@@ -126,6 +126,15 @@ void pub_stats(const struct publisher *p, int64_t *broker_rtt_us,
 /* Errors reported by librdkafka's error callback so far. */
 uint64_t pub_error_count(const struct publisher *p);
 
+#ifdef OUTBOX_RELAY_TEST_HOOKS
+#include <pthread.h>
+/* Test hook: the function pub_new() starts its probe thread with
+ * (pthread_create's signature); NULL puts pthread_create back. */
+typedef int (*pub_thread_create_fn)(pthread_t *, const pthread_attr_t *,
+                                    void *(*)(void *), void *);
+void pub_set_thread_create_for_tests(pub_thread_create_fn fn);
+#endif
+
 /* Drops everything queued (their reports come back failed) and destroys
  * the producer. */
 void pub_free(struct publisher *p);

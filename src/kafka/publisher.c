@@ -24,6 +24,18 @@
 #include "lib/log.h"
 #include "kafka/publisher.h"
 
+#ifdef OUTBOX_RELAY_TEST_HOOKS
+/* How pub_new() starts its probe thread: a test makes it fail. */
+static pub_thread_create_fn thread_create = pthread_create;
+
+void pub_set_thread_create_for_tests(pub_thread_create_fn fn)
+{
+	thread_create = fn != NULL ? fn : pthread_create;
+}
+#else
+#define thread_create pthread_create
+#endif
+
 struct publisher {
 	struct kc_secrets *secrets; /* for redaction; owned */
 	rd_kafka_t *rk;
@@ -408,9 +420,11 @@ struct publisher *pub_new(const struct relay_config *cfg, pub_dr_fn dr,
 		pthread_cond_init(&p->probe_cond, &ca);
 		pthread_condattr_destroy(&ca);
 		pthread_mutex_init(&p->probe_lock, NULL);
-		if (pthread_create(&p->prober, NULL, prober_main, p) != 0) {
+		/* pthread_create returns its error; errno is not set. */
+		int rc = thread_create(&p->prober, NULL, prober_main, p);
+		if (rc != 0) {
 			errbuf_set(err, errlen, "starting the broker probe: %s",
-			        strerror(errno));
+			           strerror(rc));
 			goto fail;
 		}
 		p->prober_started = true;

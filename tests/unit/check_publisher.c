@@ -2,6 +2,8 @@
 /* check_publisher.c -- the producer seam against librdkafka's in-process
  * mock cluster (test.mock.num.brokers): what only timing inside the
  * producer shows. Delivery to a real broker is the integration suite's. */
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -148,6 +150,44 @@ START_TEST(test_nudge_leaves_load_to_linger)
 }
 END_TEST
 
+/* pthread_create returns its error and leaves errno alone: a thread
+ * that cannot start is reported with that code, not with whatever errno
+ * held (here 0, "Success"). */
+static int create_fails(pthread_t *t, const pthread_attr_t *a,
+                        void *(*fn)(void *), void *arg)
+{
+	(void)t;
+	(void)a;
+	(void)fn;
+	(void)arg;
+	errno = 0;
+	return EAGAIN;
+}
+
+START_TEST(test_thread_start_error_names_its_code)
+{
+	struct relay_config cfg;
+	struct seen s = { 0 };
+	char err[512], want[256];
+	struct publisher *p;
+
+	saved_level = log_current_level;
+	log_set_level(LOG_LVL_ERROR);
+	cfg_init(&cfg);
+	ck_assert_int_eq(cfg_set(&cfg, "kafka.test.mock.num.brokers", "1",
+	                         CFG_SRC_FLAG, "test", err, sizeof(err)), 0);
+	pub_set_thread_create_for_tests(create_fails);
+	p = pub_new(&cfg, on_report, &s, err, sizeof(err));
+	pub_set_thread_create_for_tests(NULL);
+	ck_assert_ptr_null(p);
+	snprintf(want, sizeof(want), "starting the broker probe: %s",
+	         strerror(EAGAIN));
+	ck_assert_str_eq(err, want);
+	cfg_free(&cfg);
+	log_set_level(saved_level);
+}
+END_TEST
+
 Suite *publisher_suite(void)
 {
 	Suite *s = suite_create("publisher");
@@ -157,6 +197,9 @@ Suite *publisher_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_nudge_sends_lone_event);
 	tcase_add_test(tc, test_nudge_leaves_load_to_linger);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("threads");
+	tcase_add_test(tc, test_thread_start_error_names_its_code);
 	suite_add_tcase(s, tc);
 	return s;
 }

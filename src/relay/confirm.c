@@ -1,0 +1,255 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* confirm.c -- what the relay confirms to PostgreSQL, and the slot
+ * ledger gate in front of it.
+ *
+ * The tracker (lsn_tracker.c) says what is safe: the commit end of the
+ * newest transaction such that it and every earlier one were acked. Two
+ * more bounds apply, both in confirm_clamp(), the one place they are
+ * written: never past the server's WAL end, and never past what the
+ * slot ledger holds (the ledger records the watermark first; the confirm
+ * follows its ack). Owns r->lg. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/log.h"
+#include "relay/relay_int.h"
+
+/* The one clamp. w is the tracker's watermark; the result never passes
+ * the server's WAL end (every LSN the tracker holds came from this
+ * server, so this is the last line against confirming WAL it has not
+ * written: a restored or lagging copy), with ledger set never what the
+ * slot ledger holds (before the ledger was read this session: nothing
+ * past what was confirmed), and never goes below what was already
+ * confirmed (the position only moves forward). */
+static uint64_t confirm_clamp(const struct relay *r, uint64_t w, bool ledger)
+{
+	uint64_t confirmed = lsn_confirmed(&r->lt);
+
+	if (w > r->server_wal_end)
+		w = r->server_wal_end;
+	if (ledger && r->lg.key[0] != '\0') {
+		uint64_t held = r->lg.verified ? r->lg.lsn : confirmed;
+		if (w > held)
+			w = held;
+	}
+	if (w < confirmed)
+		w = confirmed;
+	return w;
+}
+
+/* What may be confirmed now. */
+uint64_t confirm_target(const struct relay *r)
+{
+	return confirm_clamp(r, lsn_confirmable(&r->lt), true);
+}
+
+/* What the slot ledger should record: the same, less the ledger's own
+ * bound. */
+uint64_t ledger_target(const struct relay *r)
+{
+	return confirm_clamp(r, lsn_confirmable(&r->lt), false);
+}
+
+bool confirm_due(const struct relay *r)
+{
+	return confirm_target(r) > lsn_confirmed(&r->lt);
+}
+
+/* The ledger is behind the watermark: a record is due. */
+bool ledger_due(const struct relay *r)
+{
+	uint64_t w = ledger_target(r);
+
+	return r->lg.key[0] != '\0' && r->lg.verified && r->pub != NULL &&
+	       r->have_rs && r->lg.sending == 0 && w > r->lg.lsn &&
+	       w > lsn_confirmed(&r->lt);
+}
+
+/* Records the watermark in the slot ledger, through the relay's own
+ * producer; the confirm follows its ack (ledger_report()). */
+void ledger_record(struct relay *r, int64_t now)
+{
+	uint64_t w = ledger_target(r);
+	char err[256], *value;
+
+	value = ledger_value(repl_system_id(&r->rs),
+	                     repl_slot(&r->rs)->database, r->cfg->slot_name, w,
+	                     "relay");
+	switch (r->kp->send(r->pub, r->cfg->slot_ledger_topic, r->lg.key,
+	                    strlen(r->lg.key), value, strlen(value), NULL,
+	                    LEDGER_TOKEN, err, sizeof(err))) {
+	case PUB_SENT:
+		r->lg.sending = w;
+		r->lg.sent_us = now;
+		break;
+	case PUB_FULL:
+		break; /* the next turn tries again */
+	case PUB_REJECTED:
+	case PUB_FATAL:
+		log_error("kafka: writing the slot ledger: %s", err);
+		session_end(r, true, "ledger record refused");
+		break;
+	}
+	free(value);
+}
+
+/* The broker refuses the slot ledger's record for good. Without it no
+ * confirm may go out (the ledger must hold what the slot is confirmed
+ * to), so the relay stops with exit 65 and names the topic and the fix;
+ * the slot keeps everything since the last confirm. */
+static void ledger_refused(struct relay *r, const struct pub_report *rep)
+{
+	const char *advice = pub_err_advice(rep->err);
+
+	log_error("fail-stop at LSN " LSN_FMT ": Kafka refuses the slot ledger "
+	          "record (topic %s, slot.ledger.topic): %s (%s). Nothing past "
+	          "this LSN is confirmed and the slot keeps it. %s%s",
+	          LSN_ARGS(lsn_confirmed(&r->lt)), rep->topic,
+	          pub_err_str(rep->err), pub_err_name(rep->err), advice,
+	          advice[0] ? "; then start the relay again" : "");
+	snprintf(r->reason, sizeof(r->reason), "Kafka refuses the slot ledger "
+	         "record (%s)", pub_err_name(rep->err));
+	begin_stop(r, RELAY_EXIT_DATAERR);
+}
+
+/* The delivery report of a ledger record (on_dr()). */
+void ledger_report(struct relay *r, const struct pub_report *rep)
+{
+	uint64_t lsn = r->lg.sending;
+
+	r->lg.sending = 0;
+	/* An ack counts even while stopping: the final confirm needs it. */
+	if (rep->ok) {
+		if (lsn > r->lg.lsn)
+			r->lg.lsn = lsn;
+		return;
+	}
+	if (relay_stopping(r))
+		return;
+	/* Authorization, an unknown topic, a size limit: every replay would
+	 * be refused the same way, so stop now and say what to grant or
+	 * change (also from the teardown, where the report of a fatal
+	 * producer error may only be served). */
+	if (pub_err_classify(rep->err) == PUB_ERR_PERMANENT) {
+		ledger_refused(r, rep);
+		return;
+	}
+	if (r->tearing_down)
+		return;
+	backstop_note(r, rep->errstr, 200);
+	log_error("kafka: writing the slot ledger failed: %s; the producer is "
+	          "rebuilt and the slot replays", rep->errstr);
+	session_end(r, true, "ledger record failed");
+}
+
+/* Reads the slot's ledger record and checks the slot against it (see
+ * ledger_session_start()). Returns false when the slot is refused (the
+ * relay stops); a failed read returns true with lg.verified still false
+ * and a retry scheduled: the session streams on, but nothing past the
+ * slot's own position is confirmed before the check. */
+bool ledger_verify(struct relay *r, int64_t now)
+{
+	struct ledger_entry e;
+	char err[1024];
+
+	if (r->lg.ledger == NULL &&
+	    (r->lg.ledger = ledger_open(r->cfg, err, sizeof(err))) == NULL) {
+		log_error("slot ledger: %s", err);
+		begin_stop(r, RELAY_EXIT_CONFIG);
+		return false;
+	}
+	if (ledger_read(r->lg.ledger, r->lg.key, true, &e, LEDGER_READ_TIMEOUT_MS,
+	                err, sizeof(err)) < 0) {
+		if (r->lg.retry_us == 0)
+			log_warn("%s; streaming on, but nothing is confirmed past the "
+			         "slot's position until the ledger can be read (retried "
+			         "every %lld s)", err,
+			         (long long)(LEDGER_RETRY_US / 1000000));
+		r->lg.retry_us = now + LEDGER_RETRY_US;
+		return true;
+	}
+	if (r->lg.retry_us != 0)
+		log_info("slot ledger: read again");
+	r->lg.retry_us = 0;
+	if (ledger_check(&e, r->cfg->slot_name, repl_slot(&r->rs)->confirmed_lsn,
+	                 err, sizeof(err)) < 0) {
+		log_error("%s", err);
+		snprintf(r->reason, sizeof(r->reason), "the slot was moved without "
+		         "the relay (see the log)");
+		begin_stop(r, RELAY_EXIT_UNAVAILABLE);
+		return false;
+	}
+	if (!e.found)
+		log_info("slot ledger: no record of slot \"%s\" in %s yet; the first "
+		         "confirm writes one", r->cfg->slot_name,
+		         r->cfg->slot_ledger_topic);
+	if (e.found && e.lsn > r->lg.lsn)
+		r->lg.lsn = e.lsn;
+	else if (!e.found)
+		r->lg.lsn = 0;
+	r->lg.verified = true;
+	return true;
+}
+
+/* The slot against the ledger, at the start of every session. Returns
+ * false when the session cannot go on (the slot is refused). */
+bool ledger_session_start(struct relay *r)
+{
+	r->lg.key[0] = '\0';
+	r->lg.verified = false;
+	r->lg.retry_us = 0;
+	if (r->cfg->slot_ledger_topic[0] == '\0')
+		return true;
+	if (ledger_key(repl_system_id(&r->rs), repl_slot(&r->rs)->database,
+	               r->cfg->slot_name, r->lg.key, sizeof(r->lg.key)) < 0) {
+		log_error("slot ledger: key for slot \"%s\" too long",
+		          r->cfg->slot_name);
+		begin_stop(r, RELAY_EXIT_CONFIG);
+		return false;
+	}
+	return ledger_verify(r, now_mono_us());
+}
+
+void send_status(struct relay *r, bool force_log)
+{
+	send_status_req(r, force_log, false);
+}
+
+/* ping: ask the server to answer at once (replyRequested), to learn
+ * whether it is still there. */
+void send_status_req(struct relay *r, bool force_log, bool ping)
+{
+	uint64_t confirmed = lsn_confirmed(&r->lt); /* the last one sent */
+	uint64_t flush, recv;
+	char err[512];
+
+	if (!r->have_rs || !repl_in_copy(&r->rs))
+		return;
+	/* confirm_clamp() bounds it by the WAL end; reaching that bound is a
+	 * bug in the books, so say so. */
+	if (lsn_confirmable(&r->lt) > r->server_wal_end)
+		log_error("internal: confirmable " LSN_FMT " is past the server's "
+		          "WAL end " LSN_FMT "; sending the WAL end",
+		          LSN_ARGS(lsn_confirmable(&r->lt)),
+		          LSN_ARGS(r->server_wal_end));
+	/* Nothing past what the slot ledger holds either: a slot moved past
+	 * it is refused at the next start (a recreated slot). */
+	flush = confirm_target(r);
+	recv = lsn_received_max(&r->lt);
+	if (recv < flush)
+		recv = flush;
+	if (repl_send_status(&r->rs, recv, flush, ping, err, sizeof(err)) < 0) {
+		log_warn("%s", err);
+		session_end(r, false, "status update failed");
+		return;
+	}
+	if (flush != confirmed || force_log) {
+		log_debug("confirmed flush LSN " LSN_FMT, LSN_ARGS(flush));
+		r->ctr.last_confirm_wall_us = now_wall_us();
+	}
+	lsn_mark_confirmed(&r->lt, flush);
+	r->ctr.n_status++;
+	r->reply_now = false;
+	r->last_status_us = now_mono_us();
+}

@@ -1,0 +1,261 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* delivery.c -- the relay's side of the producer: produce calls, the
+ * delivery reports that come back, the in-flight window they open and
+ * close, the failures they bring and the one-at-a-time replay of a batch
+ * the broker refused.
+ *
+ * Reports are served inside kp->poll() and kp->close(), on the loop's
+ * thread (kafka_port.h). Owns r->win, r->iso and r->fail. */
+#include <stdio.h>
+#include <string.h>
+
+#include "lib/log.h"
+#include "relay/relay_int.h"
+
+static bool isolated(const struct relay *r, uint64_t end_lsn)
+{
+	return r->iso.to != 0 && end_lsn >= r->iso.from && end_lsn <= r->iso.to;
+}
+
+/* The broker refuses one record for good: it was replayed alone, so it
+ * is this one and not its batch. Poison: nothing is confirmed from its
+ * transaction on, the relay exits 65 after the final status update. */
+static void kafka_poison(struct relay *r, const struct pub_report *rep,
+                         const struct lsn_txn *t)
+{
+	const char *advice = pub_err_advice(rep->err);
+
+	log_error("fail-stop at LSN " LSN_FMT " (xid %lld): Kafka refuses event "
+	          "id %s (topic %s, partition %d, %zu bytes) sent alone: %s (%s). "
+	          "Nothing at or after this transaction is confirmed and the slot "
+	          "keeps it. %s%s(runbook: poison event)",
+	          LSN_ARGS(t->own.end_lsn), (long long)t->own.xid, rep->event_id,
+	          rep->topic, (int)rep->partition, rep->bytes,
+	          pub_err_str(rep->err), pub_err_name(rep->err), advice,
+	          advice[0] ? "; then start the relay again, or skip the "
+	                      "transaction deliberately " : "");
+	snprintf(r->reason, sizeof(r->reason), "poison event at LSN " LSN_FMT
+	         " (xid %lld): Kafka refuses it (%s)", LSN_ARGS(t->own.end_lsn),
+	         (long long)t->own.xid, pub_err_name(rep->err));
+	begin_stop(r, RELAY_EXIT_DATAERR);
+}
+
+/* A failed delivery of a live token. A permanent error inside the
+ * isolated range is the refused record itself; elsewhere it may be its
+ * batch's fault, so the range of its transactions is noted for the
+ * replay. Also called while the producer is torn down: reports of the
+ * failed batch may only be served then. */
+static void record_failure(struct relay *r, const struct pub_report *rep,
+                           const struct lsn_txn *t)
+{
+	uint64_t end = t->own.end_lsn;
+
+	if (r->fail.first_any == 0 || end < r->fail.first_any)
+		r->fail.first_any = end;
+	if (pub_err_classify(rep->err) != PUB_ERR_PERMANENT)
+		return;
+	/* Replayed alone, refused again: this record. (With the gapless
+	 * guarantee the fatal error comes first and this report only while
+	 * the producer is torn down.) */
+	if (isolated(r, end)) {
+		if (!relay_stopping(r))
+			kafka_poison(r, rep, t);
+		return;
+	}
+	if (!r->fail.permanent || end < r->fail.first_end) {
+		r->fail.first_end = end;
+		r->fail.err = rep->err;
+		snprintf(r->fail.what, sizeof(r->fail.what), "%s", rep->errstr);
+	}
+	if (end > r->fail.last_end)
+		r->fail.last_end = end;
+	r->fail.permanent = true;
+}
+
+/* The delivery report callback (pub_dr_fn): runs inside kp->poll() or
+ * kp->close() on the loop thread. */
+void on_dr(void *opaque, const struct pub_report *rep)
+{
+	struct relay *r = opaque;
+	const struct lsn_txn *t;
+	int64_t ts = 0;
+
+	if (rep->token == LEDGER_TOKEN) {
+		ledger_report(r, rep);
+		return;
+	}
+	r->win.events--;
+	r->win.bytes -= rep->bytes;
+	r->win.queue_full = false;
+	if (!rep->ok)
+		log_debug("kafka: delivery failed (%s): %s",
+		          r->tearing_down ? "producer torn down" : "live", rep->errstr);
+	if (!rep->ok && pub_err_classify(rep->err) != PUB_ERR_PURGED &&
+	    (t = lsn_find(&r->lt, rep->token)) != NULL)
+		record_failure(r, rep, t);
+	if (r->tearing_down)
+		return;
+	if (!lsn_ack(&r->lt, rep->token, rep->ok, &ts)) {
+		r->ctr.n_stale++; /* from a session that was already torn down */
+		return;
+	}
+	if (rep->ok) {
+		stats_ack(r, rep, ts);
+		return;
+	}
+	r->ctr.n_failed++;
+	if (relay_stopping(r))
+		return; /* the poison path above, or a stop in progress */
+	backstop_note(r, rep->errstr, (int)sizeof(r->bs.err));
+	log_error("kafka: delivery failed: %s; nothing past it is confirmed, the "
+	          "producer is rebuilt and the slot replays", rep->errstr);
+	session_end(r, true, "delivery failed");
+}
+
+/* An outbox event (event.h): produced, unless its transaction was acked
+ * in an earlier session. */
+enum handled handle_event(struct relay *r, const struct ev_event *ev)
+{
+	char err[512];
+	uint64_t token;
+
+	if (lsn_skipping(&r->lt)) {
+		r->ctr.n_skipped++; /* acked in an earlier session */
+		return H_OK;
+	}
+	/* While a refused batch is replayed, one event at a time, from the
+	 * session's start until the watermark is past the batch: the
+	 * previous event must be acked (or have failed) first, so a refusal
+	 * names its record and nothing after it is published meanwhile. */
+	if (r->iso.to != 0 && lsn_inflight(&r->lt) > 0) {
+		r->win.iso_wait = true;
+		return H_BLOCKED;
+	}
+	r->win.iso_wait = false;
+	token = lsn_event(&r->lt, ev->bytes);
+	switch (r->kp->send(r->pub, ev->topic, ev->key.ptr, ev->key.len,
+	                    ev->value.ptr, ev->value.len, &ev->headers, token, err,
+	                    sizeof(err))) {
+	case PUB_SENT:
+		r->ctr.n_received++;
+		r->win.events++;
+		r->win.bytes += ev->bytes;
+		return H_OK;
+	case PUB_FULL:
+		lsn_event_undo(&r->lt, token, ev->bytes);
+		r->win.queue_full = true;
+		return H_BLOCKED;
+	case PUB_REJECTED:
+		lsn_event_undo(&r->lt, token, ev->bytes);
+		snprintf(r->err, sizeof(r->err), "event id %s (topic %s, %zu bytes): "
+		         "Kafka refuses it: %s", ev->id.ptr, ev->topic, ev->value.len,
+		         err);
+		return H_POISON;
+	case PUB_FATAL:
+		lsn_event_undo(&r->lt, token, ev->bytes);
+		log_error("kafka: produce failed: %s", err);
+		session_end(r, true, "produce failed");
+		return H_STOP;
+	}
+	return H_STOP;
+}
+
+/* The window: events and bytes the producer holds (of any session), and
+ * the events between the watermark and the read position (see
+ * lsn_window_events()). One stuck event thus pauses reading instead of
+ * letting later, acked transactions pile up behind it. */
+bool window_open(const struct relay *r)
+{
+	uint64_t max_ev = (uint64_t)r->cfg->inflight_max_events;
+	uint64_t max_b = (uint64_t)r->cfg->inflight_max_bytes;
+
+	return !r->win.queue_full &&
+	       !(r->win.iso_wait && lsn_inflight(&r->lt) > 0) &&
+	       r->win.events < max_ev && r->win.bytes < max_b &&
+	       lsn_window_events(&r->lt) < max_ev;
+}
+
+bool reading_allowed(const struct relay *r)
+{
+	return r->st.state == ST_STREAMING && r->have_rs && window_open(r);
+}
+
+/* A producer for the next session, unless one is left. Returns false
+ * when none can be made: the relay stops (a configuration the client
+ * refuses). */
+bool kafka_open(struct relay *r)
+{
+	char err[1024];
+
+	if (r->pub != NULL)
+		return true;
+	r->pub = r->kp->open(r->kp->ctx, r->cfg, on_dr, r, err, sizeof(err));
+	if (r->pub == NULL) {
+		log_error("%s", err);
+		begin_stop(r, RELAY_EXIT_CONFIG);
+		return false;
+	}
+	return true;
+}
+
+/* Frees the producer. It purges what it holds first: those reports come
+ * back (failed) inside kp->close(), with tearing_down set. */
+void kafka_close(struct relay *r)
+{
+	if (r->pub == NULL)
+		return;
+	r->tearing_down = true;
+	r->kp->close(r->pub);
+	r->tearing_down = false;
+	r->pub = NULL;
+}
+
+/* Every report of the freed producer came back: nothing is in flight. */
+void window_reset(struct relay *r)
+{
+	r->win.events = r->win.bytes = 0;
+	r->win.queue_full = false;
+}
+
+/* After a Kafka failure, before the replay: the backstop (the same
+ * transaction failing kafka.failure.max.replays times in a row is poison)
+ * and the isolated replay of a batch the broker refused. Returns false
+ * when the relay stops instead. */
+bool kafka_failed(struct relay *r)
+{
+	const struct lsn_txn *head = lsn_head(&r->lt);
+	uint64_t key = r->fail.first_any != 0 ? r->fail.first_any
+	               : head != NULL ? head->own.end_lsn
+	                              : lsn_confirmable(&r->lt);
+
+	if (!backstop_count(r, key))
+		return false;
+	if (r->fail.permanent) {
+		if (r->iso.to == 0 || r->fail.first_end < r->iso.from)
+			r->iso.from = r->fail.first_end;
+		if (r->fail.last_end > r->iso.to)
+			r->iso.to = r->fail.last_end;
+		log_warn("kafka refused a batch (%s): the events of the commits "
+		         LSN_FMT " to " LSN_FMT " are replayed one at a time, to "
+		         "publish the healthy ones and name the refused one",
+		         pub_err_name(r->fail.err), LSN_ARGS(r->iso.from),
+		         LSN_ARGS(r->iso.to));
+	}
+	memset(&r->fail, 0, sizeof(r->fail));
+	return true;
+}
+
+/* The transactions replayed one at a time are confirmed now: the
+ * isolated replay ends. */
+void isolation_turn(struct relay *r)
+{
+	if (r->iso.to != 0 && lsn_confirmed(&r->lt) >= r->iso.to &&
+	    !session_ending(r)) {
+		log_info("kafka: the events of commits " LSN_FMT " to " LSN_FMT
+		         " were all published one at a time: the broker refused "
+		         "their batch, not one record; check kafka.batch.size "
+		         "against the topic's max.message.bytes",
+		         LSN_ARGS(r->iso.from), LSN_ARGS(r->iso.to));
+		r->iso.from = r->iso.to = 0;
+	}
+}

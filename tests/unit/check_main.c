@@ -27,6 +27,7 @@ Suite *notify_suite(void);
 Suite *event_suite(void);
 Suite *slot_suite(void);
 Suite *publisher_suite(void);
+Suite *relay_suite(void);
 
 int main(void)
 {
@@ -51,6 +52,7 @@ int main(void)
 	srunner_add_suite(sr, event_suite());
 	srunner_add_suite(sr, slot_suite());
 	srunner_add_suite(sr, publisher_suite());
+	srunner_add_suite(sr, relay_suite());
 
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);

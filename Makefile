@@ -276,7 +276,7 @@ clean:
 
 # libFuzzer harnesses, tests/fuzz/fuzz_NAME.c, each linked with every
 # library object built again for it (coverage, ASan, UBSan) by clang.
-FUZZERS      := w2j repl lsn config http pgo
+FUZZERS      := w2j repl lsn config http pgo relay
 FUZZ_CC      ?= clang
 FUZZ_SECONDS ?= 60
 FUZZ_DIR     := $(BUILD)/fuzz
@@ -296,6 +296,10 @@ $(FUZZ_DIR)/obj/%.o: src/%.c
 # its prerequisites on the next run, and clang must not be handed those.
 $(FUZZ_DIR)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_OBJS)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $(filter %.c %.o,$^) $(FINAL_LIBS)
+
+# fuzz_relay drives the loop through the Kafka seam with the unit tests'
+# fake producer.
+$(FUZZ_DIR)/fuzz_relay $(BUILD)/fuzz-replay/fuzz_relay: tests/unit/fake_kafka.c
 
 # The same harnesses without libFuzzer: a main() that runs each file once,
 # built like everything else ($(CC), $(OPT), no sanitizer unless asked).

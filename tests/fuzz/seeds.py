@@ -218,12 +218,56 @@ def pgo(outdir):
     write(outdir, "pgo", b"\x02" + odd + b"\xff\xff" + odd)
 
 
+# fuzz_relay.c: operation bytes (low four bits), some with one argument.
+R_READ, R_REPORT, R_QFAIL, R_SERVE, R_FULL, R_REJECT = 0x00, 0x03, 0x04, 0x05, 0x06, 0x07
+R_FATAL, R_PGBREAK, R_STATUS, R_KEEPALIVE, R_STOP = 0x08, 0x09, 0x0A, 0x0B, 0x0C
+R_TURN, R_CONNECT, R_DRAIN = 0x0D, 0x0E, 0x0F
+
+
+def relay(outdir):
+    def txn(rows):
+        # B, the rows, C: one read each (the argument only counts for B)
+        return bytes([R_READ, rows] + [R_READ, 0] * (rows + 1))
+
+    def ok(k):
+        return bytes([R_REPORT, (k << 2) | 1])
+
+    seeds = [
+        # reports in any order across partitions, then the confirm
+        txn(3) + txn(2) + ok(3) + ok(1) + ok(2) + ok(0) + ok(0) +
+        bytes([R_STATUS, R_KEEPALIVE, R_STATUS]),
+        # a failed report in the middle of a transaction, the replay
+        txn(3) + ok(0) + bytes([R_REPORT, 1 << 2]) + bytes([R_TURN,
+        R_CONNECT]) + txn(3) + ok(0) + ok(0) + ok(0) + bytes([R_STATUS]),
+        # the last report of a transaction fails: nothing confirmed
+        txn(2) + ok(0) + bytes([R_REPORT, 0, R_STATUS, R_KEEPALIVE,
+        R_STATUS]),
+        # a full queue: the frame held back until a report
+        bytes([R_FULL, 2]) + txn(4) + ok(0) + bytes([R_READ, 0]) + ok(0) +
+        bytes([R_READ, 0, R_READ, 0]) + ok(0) + ok(0) + bytes([R_STATUS]),
+        # a fatal producer error, a new producer
+        txn(2) + ok(0) + bytes([R_FATAL, R_TURN, R_CONNECT]) + txn(1) +
+        ok(0) + ok(0) + bytes([R_STATUS]),
+        # a refused batch replayed alone, refused again during teardown
+        txn(2) + bytes([R_QFAIL, 1, R_SERVE, R_TURN, R_CONNECT]) + txn(2) +
+        bytes([R_FATAL, R_QFAIL, 1, R_TURN, R_DRAIN]),
+        # a shutdown with events in flight
+        txn(3) + txn(1) + bytes([R_STOP]) + ok(1) + ok(0) +
+        bytes([R_DRAIN]) + ok(0) + ok(0) + bytes([R_STATUS, R_DRAIN]),
+        # the PostgreSQL side breaks: the producer stays, late acks
+        txn(2) + bytes([R_PGBREAK, R_TURN, R_CONNECT]) + ok(0) + ok(0) +
+        txn(2) + ok(0) + bytes([R_REJECT, 1]) + txn(1) + bytes([R_TURN]),
+    ]
+    for s in seeds:
+        write(outdir, "relay", s)
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit("usage: seeds.py OUTDIR")
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
-    for fn in (w2j, repl, lsn, config, config_dict, http, pgo):
+    for fn in (w2j, repl, lsn, config, config_dict, http, pgo, relay):
         fn(out)
 
 

@@ -24,10 +24,14 @@
  *    was never acked (ok, in one session), and never goes back within a
  *    session;
  *  - the in-flight window is what the producer holds: events not yet
- *    reported, zero once it is freed;
+ *    reported, zero once it is freed; a report reopens a full queue;
  *  - a fatal producer error ends a live session, and a stopping relay
  *    exits only with nothing in flight or past its deadline;
- *  - FAIL_STOPPED exits 65;
+ *  - FAIL_STOPPED exits 65, and a record refused for good when sent
+ *    alone (the isolated replay of a refused batch) fail-stops the
+ *    relay, whether its report is served live or by the teardown;
+ *  - a session rebuilt for a refused batch replays its transactions
+ *    one at a time;
  *  - the same WAL is never called rewound on a reconnect.
  *
  * The relay's log is muted while an input runs (set FUZZ_RELAY_LOG=1
@@ -78,6 +82,9 @@ static struct {
 	                         * sentPtr, not the end of the WAL) */
 	unsigned msg_txn[FAKE_MAX];     /* fake record -> wal index */
 	unsigned msg_session[FAKE_MAX]; /* ... and its session */
+	bool msg_alone[FAKE_MAX];       /* ... sent in the isolated replay */
+	bool live[FAKE_MAX];            /* unreported with a live token,
+	                                 * before the current operation */
 	uint64_t last_target;
 	char *frames[MAX_FRAMES];       /* owned: every frame's text */
 	size_t nframes;
@@ -213,6 +220,8 @@ static void read_frame(unsigned rows)
 	for (size_t i = before; i < w.fk.n; i++) {
 		w.msg_txn[i] = (unsigned)(t - w.wal);
 		w.msg_session[i] = w.session;
+		w.msg_alone[i] = w.r->iso.to != 0 && t->end >= w.r->iso.from &&
+		                 t->end <= w.r->iso.to;
 	}
 }
 
@@ -287,6 +296,46 @@ static void turn_end(void)
 	}
 	if (ending)
 		w.in_session = false;
+}
+
+/* Before an operation: the records a report could still name. */
+static void note_live(void)
+{
+	for (size_t i = 0; i < w.fk.n; i++)
+		w.live[i] = !w.fk.msgs[i].reported &&
+		            lsn_find(&w.r->lt, w.fk.msgs[i].token) != NULL;
+}
+
+/* After it: a record sent alone in the isolated replay and refused for
+ * good by a report of this session (live, or served by the teardown)
+ * is the poison event: the relay stops with 65, unless it was stopping
+ * already. */
+static void check_poison(bool stopping_before)
+{
+	for (size_t i = 0; i < w.fk.n; i++) {
+		const struct fake_msg *m = &w.fk.msgs[i];
+		if (!w.live[i] || !m->reported || m->ok || !w.msg_alone[i] ||
+		    pub_err_classify(m->err) != PUB_ERR_PERMANENT ||
+		    stopping_before)
+			continue;
+		if (!relay_stopping(w.r) || w.r->st.exit_code != RELAY_EXIT_DATAERR)
+			fail("record %zu, sent alone, refused for good: the relay is "
+			     "%s (exit %d), not fail-stopped", i,
+			     relay_state_name(w.r->st.state), w.r->st.exit_code);
+	}
+}
+
+/* After a session rebuilt for a refused batch: its transactions are
+ * replayed one at a time. */
+static void check_isolation(bool permanent, uint64_t first, uint64_t last)
+{
+	if (!permanent || relay_stopping(w.r) || w.r->st.state != ST_BACKOFF)
+		return;
+	if (w.r->iso.to == 0 || w.r->iso.from > first || w.r->iso.to < last)
+		fail("a refused batch (commits %llX to %llX) is not replayed one "
+		     "at a time (isolated %llX to %llX)", (unsigned long long)first,
+		     (unsigned long long)last, (unsigned long long)w.r->iso.from,
+		     (unsigned long long)w.r->iso.to);
 }
 
 static void check(void)
@@ -378,7 +427,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	for (size_t i = 0; i < size && !w.done; i++, w.op++) {
 		unsigned arg = i + 1 < size ? data[i + 1] : 0;
+		bool stopping = relay_stopping(w.r);
+		bool perm = w.r->fail.permanent && w.r->st.state == ST_REBUILDING;
+		uint64_t first = w.r->fail.first_end, last = w.r->fail.last_end;
+		uint64_t window = w.r->win.events;
 		size_t idx;
+
+		note_live();
 
 		switch (data[i] & 0x0F) {
 		case 0x0: case 0x1: case 0x2: /* read a frame */
@@ -441,6 +496,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			break;
 		case 0xD: /* the end of a turn */
 			turn_end();
+			check_isolation(perm, first, last);
 			break;
 		case 0xE: /* connect again, if due */
 			session_connect();
@@ -458,6 +514,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			break;
 		}
 		}
+		check_poison(stopping);
+		/* A report makes room: the queue is not full any more. */
+		if (w.r->win.events < window && w.r->win.queue_full)
+			fail("a report was served and the queue is still full");
 		check();
 	}
 

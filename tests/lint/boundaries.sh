@@ -68,6 +68,13 @@ rule "the loop calls the producer through the seam (kafka_port.h)" \
 		grep -v '^src/relay/kafka_port_rd\.c:' |
 		grep -vE '^[^:]+:[0-9]+:[[:space:]]*(/?\*)')"
 
+# 5c. The loop's insides (relay/relay_int.h: struct relay and the
+#     functions its files share with the unit tests and fuzz_relay) stay
+#     inside src/relay/: the daemon sees relay/relay.h only.
+rule "only src/relay/ includes relay/relay_int.h" \
+	"$(grep -rlE '#include "relay/relay_int\.h"' src include |
+		grep -vE '^(src/relay/|include/relay/relay_int\.h$)')"
+
 # 6. The folders are layers of the pipeline (docs/design.md): a folder
 #    includes headers of its own and of the folders below it, never of one
 #    above. lib/ is the floor; the decoders know nothing of PostgreSQL's

@@ -126,6 +126,7 @@ static void serve(struct fake_kafka *fk, size_t idx, bool ok, int err)
 	}
 	m->reported = true;
 	m->ok = ok;
+	m->err = ok ? 0 : err;
 	fk->dr(fk->opaque, &rep);
 }
 

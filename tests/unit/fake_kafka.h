@@ -33,6 +33,7 @@ struct fake_msg {
 	bool queued;            /* a report is queued (fake_report()) */
 	bool reported;          /* its report was served */
 	bool ok;                /* ... and said so */
+	int err;                /* ... or failed with this code */
 };
 
 struct fake_kafka {

@@ -207,8 +207,9 @@ struct relay {
 #endif
 };
 
-/* relay.c's life: everything but the monitor and the connection. NULL
- * never (xcalloc). kp is borrowed and must outlive r. */
+/* A relay in CONNECTING with everything but the monitor and the
+ * connection (loop.c; relay_run() and the tests). Never NULL (xcalloc).
+ * kp is borrowed and must outlive r; relay_free() frees what is owned. */
 struct relay *relay_new(const struct relay_config *cfg,
                         const struct kafka_port *kp);
 void relay_free(struct relay *r);

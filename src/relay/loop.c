@@ -123,9 +123,9 @@ static int compute_timeout(const struct relay *r, int64_t now)
 }
 
 /* ------------------------------- TEST HOOKS -------------------------------
- * Only in a build with -DOUTBOX_RELAY_TEST_HOOKS (the Makefile's default,
- * TEST_HOOKS=1, because t300 needs it; TEST_HOOKS=0 and the image leave
- * it out). RELAY_TEST_STALL_MS is read once, in relay_run(); main.c
+ * Only in a build with -DOUTBOX_RELAY_TEST_HOOKS: the test build
+ * (make test-build, build/test/; t300 needs it), never make, make install
+ * or the image. RELAY_TEST_STALL_MS is read once, in relay_run(); main.c
  * installs the SIGUSR1 handler only when it is set. */
 #ifdef OUTBOX_RELAY_TEST_HOOKS
 static void test_hook_init(struct relay *r)

@@ -35,7 +35,8 @@
  *  - the same WAL is never called rewound on a reconnect.
  *
  * The relay's log is muted while an input runs (set FUZZ_RELAY_LOG=1
- * to see it); a violation prints the operation and aborts. */
+ * to see it); a violation prints the operation and aborts, and a
+ * sanitizer's report still reaches stderr. */
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -92,13 +93,18 @@ static struct {
 	bool done;
 } w;
 
-static int saved_stderr = -1;
+static int saved_stderr = -1;  /* the real stderr while muted */
+static int devnull = -1;       /* what stderr is while an input runs */
+
+/* The sanitizers' report goes to the real stderr while the relay's log
+ * is muted; absent (NULL) in a build without them. */
+void __sanitizer_set_report_fd(void *fd) __attribute__((weak));
 
 static void fail(const char *fmt, ...)
 {
 	va_list ap;
 
-	if (saved_stderr >= 0)
+	if (devnull >= 0 && saved_stderr >= 0)
 		dup2(saved_stderr, 2);
 	fprintf(stderr, "fuzz_relay: operation %zu: ", w.op);
 	va_start(ap, fmt);
@@ -397,22 +403,23 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	(void)argc;
 	(void)argv;
 	log_set_level(LOG_LVL_ERROR);
+	if (getenv("FUZZ_RELAY_LOG") == NULL) {
+		saved_stderr = dup(2);
+		devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
+		if (__sanitizer_set_report_fd != NULL && saved_stderr >= 0)
+			__sanitizer_set_report_fd((void *)(intptr_t)saved_stderr);
+	}
 	return 0;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	char err[256];
-	int devnull = -1;
 
 	memset(&w, 0, sizeof(w));
 	w.slot = SLOT_START;
-	if (getenv("FUZZ_RELAY_LOG") == NULL) {
-		saved_stderr = dup(2);
-		devnull = open("/dev/null", O_WRONLY);
-		if (devnull >= 0)
-			dup2(devnull, 2);
-	}
+	if (devnull >= 0 && saved_stderr >= 0)
+		dup2(devnull, 2);
 	cfg_init(&w.cfg);
 	/* A small window and few replays, so the input reaches both. */
 	if (cfg_set(&w.cfg, "inflight.max.events", "6", CFG_SRC_FLAG, "fuzz",
@@ -528,11 +535,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	cfg_free(&w.cfg);
 	for (size_t i = 0; i < w.nframes; i++)
 		free(w.frames[i]);
-	if (devnull >= 0) {
+	if (devnull >= 0 && saved_stderr >= 0)
 		dup2(saved_stderr, 2);
-		close(devnull);
-		close(saved_stderr);
-		saved_stderr = -1;
-	}
 	return 0;
 }

@@ -47,6 +47,14 @@ enum pub_err_class {
  * publisher.c). */
 enum pub_err_class pub_err_classify(int err);
 
+/* A permanent error that a cluster can take back within seconds: a
+ * partition librdkafka stops seeing while a new topic's metadata reaches
+ * every broker (_UNKNOWN_PARTITION, seen on a fresh three-node cluster).
+ * A record that must get through before anything else may be confirmed
+ * (the slot ledger's) is written again for it, under the backstop,
+ * rather than failing the relay at once. */
+bool pub_err_settles(int err);
+
 /* One sentence saying which topic or producer setting to change for a
  * permanent error, "" when there is none. Static storage. */
 const char *pub_err_advice(int err);

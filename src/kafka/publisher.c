@@ -195,6 +195,11 @@ enum pub_err_class pub_err_classify(int err)
 	return PUB_ERR_TRANSIENT;
 }
 
+bool pub_err_settles(int err)
+{
+	return err == RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION;
+}
+
 const char *pub_err_advice(int err)
 {
 	for (size_t i = 0; i < sizeof(err_table) / sizeof(err_table[0]); i++)

@@ -130,8 +130,11 @@ void ledger_report(struct relay *r, const struct pub_report *rep)
 	/* Authorization, an unknown topic, a size limit: every replay would
 	 * be refused the same way, so stop now and say what to grant or
 	 * change (also from the teardown, where the report of a fatal
-	 * producer error may only be served). */
-	if (pub_err_classify(rep->err) == PUB_ERR_PERMANENT) {
+	 * producer error may only be served). A refusal that settles (a new
+	 * topic's partitions not yet known everywhere) is written again in
+	 * the next session instead; the backstop bounds how often. */
+	if (pub_err_classify(rep->err) == PUB_ERR_PERMANENT &&
+	    !pub_err_settles(rep->err)) {
 		ledger_refused(r, rep);
 		return;
 	}

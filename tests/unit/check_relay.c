@@ -559,6 +559,63 @@ START_TEST(test_confirm_clamp)
 }
 END_TEST
 
+/* The slot ledger's record (confirm.c) in one session: the watermark is
+ * recorded and acked before the confirm may pass it. Returns the index
+ * of the ledger record in fk.msgs. */
+static size_t ledger_round(int xid)
+{
+	size_t a, idx;
+
+	open_session(WAL_END);
+	snprintf(r->lg.key, sizeof(r->lg.key), "test-slot");
+	r->lg.verified = true;
+	a = feed_txn(xid, 0x1000, 1);
+	deliver(txns[a].first, true, 0);
+	/* ledger_due() also wants a replication stream, which a unit test
+	 * has not: the target it would record is checked instead. */
+	ck_assert_uint_eq(ledger_target(r), txns[a].end);
+	idx = fk.n;
+	ledger_record(r, 0);
+	ck_assert_uint_eq(fk.n, idx + 1);
+	ck_assert_uint_eq(fk.msgs[idx].token, LEDGER_TOKEN);
+	ck_assert_uint_eq(confirm_target(r), SLOT_LSN); /* not before its ack */
+	return idx;
+}
+
+/* A new ledger topic on a fresh cluster: a broker that does not know the
+ * topic yet answers its metadata with no partition, and librdkafka fails
+ * the queued record with _UNKNOWN_PARTITION (t800, a three-node cluster
+ * under load). That settles within seconds: the session is rebuilt and
+ * the record written again, with the backstop counting, instead of the
+ * fail-stop (65) a refusal that every replay repeats gets. */
+START_TEST(test_ledger_unknown_partition)
+{
+	size_t idx = ledger_round(1301);
+
+	deliver(idx, false, RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION);
+	ck_assert_int_eq(r->st.state, ST_REBUILDING);
+	ck_assert_uint_eq(confirm_target(r), SLOT_LSN);
+	ck_assert(end_turn(r));
+	ck_assert_int_eq(r->st.state, ST_BACKOFF);
+	ck_assert_int_eq(r->bs.count, 1);
+	expect_path(ST_STREAMING, ST_REBUILDING, ST_BACKOFF, ST_COUNT);
+}
+END_TEST
+
+/* A refusal every replay repeats (an ACL): the relay stops with 65 at
+ * once and confirms nothing past the slot. */
+START_TEST(test_ledger_refused)
+{
+	size_t idx = ledger_round(1401);
+
+	deliver(idx, false, RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED);
+	ck_assert_int_eq(r->st.state, ST_FAIL_STOPPED);
+	ck_assert_int_eq(r->st.exit_code, RELAY_EXIT_DATAERR);
+	ck_assert_uint_eq(confirm_target(r), SLOT_LSN);
+	expect_path(ST_STREAMING, ST_FAIL_STOPPED, ST_COUNT);
+}
+END_TEST
+
 /* The table itself: what the header comment in state.c says. */
 START_TEST(test_transition_table)
 {
@@ -594,6 +651,8 @@ Suite *relay_suite(void)
 	tcase_add_test(tc, test_shutdown_drains);
 	tcase_add_test(tc, test_confirm_clamp);
 	tcase_add_test(tc, test_transition_table);
+	tcase_add_test(tc, test_ledger_unknown_partition);
+	tcase_add_test(tc, test_ledger_refused);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -556,3 +556,167 @@ it_fields() {
 	        print("\t".join(out))
 	PY
 }
+
+# ---------------------------------------------------------------- waits
+
+# it_wait_log FILE ERE SECS [N]: true once FILE has at least N (default
+# 1) lines matching the extended regex ERE, polled every 0.2 s until SECS
+# of wall clock have passed (a slow grep does not stretch the wait); false
+# on the deadline. A missing FILE counts as no line yet.
+it_wait_log() {
+	local f=$1 ere=$2 secs=$3 n=${4:-1} c deadline
+	deadline=$((${EPOCHREALTIME/./} + secs * 1000000))
+	while :; do
+		c=$(grep -cE -- "$ere" "$f" 2>/dev/null) || true
+		((${c:-0} >= n)) && return 0
+		((${EPOCHREALTIME/./} < deadline)) || return 1
+		sleep 0.2
+	done
+}
+
+# it_relay_exit PID SECS: waits up to SECS for the relay PID to exit by
+# itself and sets EXIT_RC to its exit status, or to "running" (then stops
+# it, so that the caller's check fails instead of hanging). Must run in
+# the test's own shell: `wait` only reaps that shell's children.
+it_relay_exit() {
+	local pid=$1 secs=$2
+	EXIT_RC=0
+	if ! it_wait_exit "$pid" "$secs"; then
+		it_stop_relay "$pid" >/dev/null 2>&1 || true
+		EXIT_RC=running
+		return 0
+	fi
+	wait "$pid" 2>/dev/null || EXIT_RC=$?
+}
+
+# ---------------------------------------------------------------- one-shot runs
+
+# it_run_relay NAME ARGS...: the relay binary in the foreground with ARGS
+# (e.g. --config FILE, a runbook action), stdout to $IT_TEST_DIR/NAME.out,
+# stderr to NAME.err, bounded by IT_RUN_TIMEOUT seconds (45; a relay that
+# should have exited then fails the caller's check with 124); sets RC.
+# Environment for the relay goes before the call: PGPASSFILE=f it_run_relay.
+it_run_relay() {
+	local name=$1
+	shift
+	RC=0
+	timeout -k 5 "${IT_RUN_TIMEOUT:-45}" "$RELAY_BIN" "$@" </dev/null \
+		>"$IT_TEST_DIR/$name.out" 2>"$IT_TEST_DIR/$name.err" || RC=$?
+}
+
+# it_expect_exit NAME CODE DESC: ok when the last it_run_relay NAME ended
+# with CODE; otherwise not_ok with the tails of its stdout and stderr.
+it_expect_exit() {
+	local name=$1 code=$2 desc=$3
+	if [[ $RC == "$code" ]]; then
+		ok "$desc: exit $code"
+	else
+		not_ok "$desc: exit $code" "exit $RC; stdout:
+$(tail -n 20 "$IT_TEST_DIR/$name.out")
+stderr:
+$(tail -n 20 "$IT_TEST_DIR/$name.err")"
+	fi
+}
+
+# it_expect_err NAME CODE DESC ERE...: ok when the last it_run_relay NAME
+# ended with CODE and its stderr matches every ERE; IT_EXPECT_DIAG=1 adds
+# the first ERROR line as a diagnostic on success.
+it_expect_err() {
+	local name=$1 code=$2 desc=$3 p missing=()
+	shift 3
+	for p in "$@"; do
+		grep -qE -- "$p" "$IT_TEST_DIR/$name.err" || missing+=("$p")
+	done
+	if [[ $RC == "$code" ]] && ((${#missing[@]} == 0)); then
+		ok "$desc: exit $code"
+		[[ -z ${IT_EXPECT_DIAG:-} ]] ||
+			it_diag "$(grep -m1 ERROR "$IT_TEST_DIR/$name.err" | cut -c1-400)"
+	else
+		not_ok "$desc: exit $code" "exit $RC${missing[*]:+, missing: ${missing[*]}}
+$(tail -n 5 "$IT_TEST_DIR/$name.err")"
+	fi
+}
+
+# it_expect_in NAME out|err DESC FIXED_STRING...: ok when each string is
+# in NAME's stdout (out) or stderr (err).
+it_expect_in() {
+	local name=$1 stream=$2 desc=$3 s missing=()
+	shift 3
+	for s in "$@"; do
+		grep -qF -- "$s" "$IT_TEST_DIR/$name.$stream" || missing+=("$s")
+	done
+	if ((${#missing[@]} == 0)); then
+		ok "$desc"
+	else
+		not_ok "$desc" "missing in $stream: ${missing[*]}
+$(tail -n 20 "$IT_TEST_DIR/$name.$stream")"
+	fi
+}
+
+# it_py_check DESC SCRIPT ARGS...: ok when python3 -c SCRIPT ARGS exits 0;
+# not_ok with its output otherwise.
+it_py_check() {
+	local desc=$1 script=$2 out rc=0
+	shift 2
+	out=$(python3 -c "$script" "$@" 2>&1) || rc=$?
+	if ((rc == 0)); then
+		ok "$desc"
+	else
+		not_ok "$desc" "$out"
+	fi
+}
+
+# ---------------------------------------------------------------- http
+
+# it_metric PORT SERIES: the value of SERIES (the whole series name, labels
+# included) from the relay's /metrics on PORT; empty if absent.
+it_metric() {
+	curl -s -m 5 "http://127.0.0.1:$1/metrics" | it_metric_in - "$2"
+}
+
+# it_metric_in FILE SERIES: the same from a saved scrape (- for stdin).
+it_metric_in() { awk -v s="$2" '$1 == s {print $2; exit}' "$1"; }
+
+# ---------------------------------------------------------------- events
+
+it_new_uuid() { cat /proc/sys/kernel/random/uuid; }
+
+# The head of an outbox row with its id given: "$IT_INS ('$(it_new_uuid)',
+# 'type', 'agg', 'E', '{}')", for statements whose SQL is itself the test.
+IT_INS="INSERT INTO outbox (id, aggregate_type, aggregate_id, event_type, payload) VALUES"
+
+# it_txn DB STATEMENT...: the statements as one transaction in DB; prints
+# its xid (32 bits, as wal2json shows it) before their output.
+it_txn() {
+	local db=$1 s
+	shift
+	{
+		echo "BEGIN;"
+		echo "SELECT txid_current() % 4294967296;"
+		for s in "$@"; do
+			echo "$s;"
+		done
+		echo "COMMIT;"
+	} | it_sql_file "$db" -
+}
+
+# it_event DB TYPE AGG [EVENT_TYPE] [PAYLOAD]: one event in its own
+# transaction (event type E, payload {} by default; PAYLOAD is JSON text).
+it_event() {
+	local db=$1 type=$2 agg=$3 et=${4:-E} payload=${5:-'{}'}
+	it_sql "$db" "INSERT INTO outbox (aggregate_type, aggregate_id, event_type, payload)
+		VALUES ('$type', '$agg', '$et', '${payload//\'/\'\'}')" >/dev/null
+}
+
+# it_events DB TYPE N EVENT_TYPE [AGGS]: N events, one transaction each,
+# payload {"i": I} for I = 1..N; aggregate "a", or "a-(I % AGGS)" when
+# AGGS is given. IT_EVENTS_PORT writes to another server.
+it_events() {
+	local db=$1 type=$2 n=$3 et=$4 aggs=${5:-} agg i
+	for ((i = 1; i <= n; i++)); do
+		agg=a
+		[[ -z $aggs ]] || agg=a-$((i % aggs))
+		echo "INSERT INTO outbox (aggregate_type, aggregate_id, event_type, payload)
+			VALUES ('$type', '$agg', '$et', '{\"i\": $i}');"
+	done | psql_f "${IT_EVENTS_PORT:-$PGPORT}" "$db" - >/dev/null
+}

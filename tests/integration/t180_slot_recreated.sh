@@ -41,13 +41,6 @@ events() { # N TAG
 			VALUES (gen_random_uuid(), '$type', 'a', '$2', '{\"i\": $i}');"
 	done | it_sql_file "$db" - >/dev/null
 }
-run_relay() { # NAME [ARGS]: foreground, bounded; RC
-	local name=$1
-	shift
-	RC=0
-	timeout -k 5 45 "$RELAY_BIN" --config "$conf" "$@" </dev/null \
-		>"$IT_TEST_DIR/$name.out" 2>"$IT_TEST_DIR/$name.err" || RC=$?
-}
 sysid=$(it_sql "$db" "SELECT system_identifier FROM pg_control_system()")
 key="$sysid/$db/$db"
 # The newest ledger record of the slot (its JSON value), "" when none.
@@ -82,18 +75,18 @@ events 3 lost
 it_sql "$db" "SELECT pg_drop_replication_slot('$db')" >/dev/null
 it_sql "$db" "SELECT pg_create_logical_replication_slot('$db', 'wal2json')" >/dev/null
 events 4 after
-run_relay b
+it_run_relay b --config "$conf"
 it_check "(b) a recreated slot is refused: exit 69 (got $RC)" test "$RC" = 69
 it_check "(b) ... saying it was dropped and created again, with the runbook step" \
 	bash -c 'grep -q "dropped and created again" "$1" && grep -q -- "--accept-slot --yes" "$1"' _ "$IT_TEST_DIR/b.err"
-run_relay b-check --check
+it_run_relay b-check --config "$conf" --check
 it_check "(b) --check fails (got $RC)" test "$RC" != 0
 it_check "(b) --check: fail slot_ledger" grep -qE '^fail +slot_ledger: ' "$IT_TEST_DIR/b-check.out"
 
 # ------------------------------------------------------------------ (c)
-run_relay c-noyes --accept-slot
+it_run_relay c-noyes --config "$conf" --accept-slot
 it_check "(c) --accept-slot without --yes: exit 64 (got $RC)" test "$RC" = 64
-run_relay c-yes --accept-slot --yes
+it_run_relay c-yes --config "$conf" --accept-slot --yes
 it_check "(c) --accept-slot --yes: exit 0 (got $RC)" test "$RC" = 0
 it_check "(c) ... with an AUDIT line" grep -q '^AUDIT: slot .* accepted at' "$IT_TEST_DIR/c-yes.err"
 log=$IT_TEST_DIR/c.log
@@ -114,7 +107,7 @@ it_check "(c) relay exits 0" test "$rc" -eq 0
 events 2 skipped
 target=$(it_current_lsn "$db")
 events 2 kept
-run_relay d-adv --advance-slot "$target" --yes
+it_run_relay d-adv --config "$conf" --advance-slot "$target" --yes
 it_check "(d) --advance-slot --yes: exit 0 (got $RC)" test "$RC" = 0
 log=$IT_TEST_DIR/d.log
 it_start_relay "$conf" "$log"
@@ -123,10 +116,10 @@ it_check "(d) after --advance-slot the relay streams (the CLI recorded it)" \
 rc=0
 it_stop_relay || rc=$?
 it_check "(d) relay exits 0" test "$rc" -eq 0
-run_relay d-drop --drop-slot --yes
+it_run_relay d-drop --config "$conf" --drop-slot --yes
 it_check "(d) --drop-slot --yes: exit 0 (got $RC)" test "$RC" = 0
 events 2 dropped
-run_relay d-create --create-slot
+it_run_relay d-create --config "$conf" --create-slot
 it_check "(d) --create-slot: exit 0 (got $RC)" test "$RC" = 0
 log=$IT_TEST_DIR/d2.log
 it_start_relay "$conf" "$log"

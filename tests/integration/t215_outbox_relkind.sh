@@ -23,13 +23,6 @@ it_sql "$db" "
 	CREATE TABLE public.outbox_parted_a PARTITION OF public.outbox_parted FOR VALUES IN ('t215');
 	CREATE VIEW public.outbox_view AS SELECT * FROM public.outbox;" >/dev/null
 
-run_relay() { # NAME CONF [ARGS]: foreground, bounded; RC
-	local name=$1 conf=$2
-	shift 2
-	RC=0
-	timeout -k 5 45 "$RELAY_BIN" --config "$conf" "$@" </dev/null \
-		>"$IT_TEST_DIR/$name.out" 2>"$IT_TEST_DIR/$name.err" || RC=$?
-}
 
 # ------------------------------------------------------------------ (a)
 before=$(it_slot_confirmed "$db" "$db")
@@ -38,7 +31,7 @@ it_sql "$db" "INSERT INTO public.outbox_parted (id, aggregate_type, aggregate_id
 rows_end=$(it_current_lsn "$db")
 conf=$IT_TEST_DIR/parted.conf
 it_write_config "$conf" "$db" outbox.table=public.outbox_parted
-run_relay parted "$conf"
+it_run_relay parted --config "$conf"
 it_check "(a) partitioned outbox.table: exit 78 (got $RC)" test "$RC" = 78
 if grep -q 'public.outbox_parted is a partitioned table' "$IT_TEST_DIR/parted.err" &&
 	grep -q 'outbox.table = <schema>\.\*' "$IT_TEST_DIR/parted.err" &&
@@ -54,7 +47,7 @@ if lsn_ge "$after" "$rows_end"; then
 else
 	ok "(a) the slot was not moved past the partitioned rows ($after < $rows_end)"
 fi
-run_relay parted-check "$conf" --check
+it_run_relay parted-check --config "$conf" --check
 it_check "(a) --check fails with exit 78 (got $RC)" test "$RC" = 78
 it_check "(a) --check says fail outbox_table ... partitioned" \
 	grep -qE '^fail +outbox_table: .*is a partitioned table' "$IT_TEST_DIR/parted-check.out"
@@ -62,7 +55,7 @@ it_check "(a) --check says fail outbox_table ... partitioned" \
 # ------------------------------------------------------------------ (b)
 conf=$IT_TEST_DIR/view.conf
 it_write_config "$conf" "$db" outbox.table=public.outbox_view
-run_relay view "$conf"
+it_run_relay view --config "$conf"
 it_check "(b) a view as outbox.table: exit 78 (got $RC)" test "$RC" = 78
 it_check "(b) the message says it is a view" \
 	grep -q 'public.outbox_view is a view' "$IT_TEST_DIR/view.err"

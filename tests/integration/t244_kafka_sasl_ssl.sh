@@ -86,14 +86,6 @@ conf_for() {
 		for kv in "$@"; do echo "${kv%%=*} = ${kv#*=}"; done
 	} >"$f"
 }
-wait_log() { # FILE REGEX SECS
-	local i
-	for ((i = 0; i < $3 * 5; i++)); do
-		grep -qE -- "$2" "$1" 2>/dev/null && return 0
-		sleep 0.2
-	done
-	return 1
-}
 readyz() { curl -s -m 5 -o /dev/null -w '%{http_code}' "http://127.0.0.1:$1/readyz" || true; }
 wait_readyz() { # PORT CODE SECS
 	local i
@@ -114,7 +106,7 @@ conf_for "$IT_TEST_DIR/a.conf" log.level=debug kafka.debug=security,broker
 log=$IT_TEST_DIR/a.log
 OUTBOX_RELAY_KAFKA_SASL_PASSWORD=$relay_pw it_start_relay "$IT_TEST_DIR/a.conf" "$log"
 hport=$(it_health_port "$log" || true)
-if wait_log "$log" 'streaming from slot' 30; then
+if it_wait_log "$log" 'streaming from slot' 30; then
 	ok "(a) relay with SASL_SSL to Kafka streams"
 else
 	not_ok "(a) relay with SASL_SSL to Kafka streams" "$(it_show_log "$log")"
@@ -154,9 +146,9 @@ t0=$SECONDS
 OUTBOX_RELAY_KAFKA_SASL_PASSWORD=$bad_pw it_start_relay "$IT_TEST_DIR/b.conf" "$log"
 pid=$IT_RELAY_PID
 hport=$(it_health_port "$log" || true)
-wait_log "$log" 'streaming from slot' 30 || true
+it_wait_log "$log" 'streaming from slot' 30 || true
 insert "$type"
-if wait_log "$log" 'ERROR .*SASL authentication error.*invalid credentials' 20; then
+if it_wait_log "$log" 'ERROR .*SASL authentication error.*invalid credentials' 20; then
 	ok "(b) wrong password: ERROR line from the broker's refusal"
 	it_diag "(b) $(grep -m1 -E 'ERROR .*SASL authentication error' "$log" | cut -c1-300)"
 else
@@ -195,7 +187,7 @@ it_check "(b) neither password is in its log" \
 conf_for "$IT_TEST_DIR/c.conf" "kafka.ssl.ca.location=$certs/otherca.crt"
 log=$IT_TEST_DIR/c.log
 OUTBOX_RELAY_KAFKA_SASL_PASSWORD=$relay_pw it_start_relay "$IT_TEST_DIR/c.conf" "$log"
-if wait_log "$log" 'ERROR .*certificate verify failed' 20; then
+if it_wait_log "$log" 'ERROR .*certificate verify failed' 20; then
 	ok "(c) a CA that did not sign the broker's certificate: ERROR line"
 	it_diag "(c) $(grep -m1 -E 'ERROR .*certificate verify failed' "$log" | cut -c1-300)"
 else

@@ -66,14 +66,6 @@ no_secret() {
 		not_ok "$desc" "$hits"
 	fi
 }
-wait_log() { # FILE REGEX SECS
-	local i
-	for ((i = 0; i < $3 * 5; i++)); do
-		grep -qE -- "$2" "$1" 2>/dev/null && return 0
-		sleep 0.2
-	done
-	return 1
-}
 hook_url() { # PORT
 	echo "http://$hook_user:$hook_tok1@127.0.0.1:$1/hook/$hook_tok2?token=$hook_tok3"
 }
@@ -107,7 +99,7 @@ log=$IT_TEST_DIR/a.log
 OUTBOX_RELAY_ALERT_WEBHOOK_URL=$(hook_url "$hook_port") it_start_relay "$cfg" "$log"
 pid=$IT_RELAY_PID
 hport=$(it_health_port "$log" || true)
-if wait_log "$log" 'streaming from slot' 30; then
+if it_wait_log "$log" 'streaming from slot' 30; then
 	ok "(a) relay with the three secrets streams"
 else
 	not_ok "(a) relay with the three secrets streams" "$(it_show_log "$log")"
@@ -119,7 +111,7 @@ if it_consume_wait "outbox.event.$type" "$IT_TEST_DIR/a.json" 1 30; then
 else
 	not_ok "(a) ... and publishes" "$(it_show_log "$log")"
 fi
-if wait_log "$IT_TEST_DIR/hooks.jsonl" '"state":"warn"' 30; then
+if it_wait_log "$IT_TEST_DIR/hooks.jsonl" '"state":"warn"' 30; then
 	ok "(a) the webhook (URL with user, token in path and query) got the warn POST"
 else
 	not_ok "(a) the webhook (URL with user, token in path and query) got the warn POST" \
@@ -166,7 +158,7 @@ it_write_config "$cfg" "$db" status.interval.ms=500 log.level=debug \
 	watchdog.lag.critical.bytes=0
 log=$IT_TEST_DIR/b.log
 OUTBOX_RELAY_ALERT_WEBHOOK_URL=$(hook_url "$dead") it_start_relay "$cfg" "$log"
-wait_log "$log" 'slot health ok -> warn' 30 || true
+it_wait_log "$log" 'slot health ok -> warn' 30 || true
 sleep 2 # a first attempt or two
 rc=0
 it_stop_relay || rc=$?
@@ -222,7 +214,7 @@ no_secret "(c) --slot-status and --check: no part of the password in their outpu
 log=$IT_TEST_DIR/c_encoded.log
 OUTBOX_RELAY_PG_CONNINFO="postgresql://postgres:$left%40$right@127.0.0.1:$PGPORT/$db" \
 	it_start_relay "$cfg" "$log"
-if wait_log "$log" 'streaming from slot' 30; then
+if it_wait_log "$log" 'streaming from slot' 30; then
 	ok "(c) the %40-encoded URI streams"
 else
 	not_ok "(c) the %40-encoded URI streams" "$(it_show_log "$log")"
@@ -245,7 +237,7 @@ if port_in_use 127.0.0.1 8080 || [[ -n $(ss -Hltn 'sport = :8080' 2>/dev/null) ]
 else
 	log=$IT_TEST_DIR/d.log
 	it_start_relay "$cfg" "$log"
-	if wait_log "$log" 'health endpoint on http://127.0.0.1:8080' 15; then
+	if it_wait_log "$log" 'health endpoint on http://127.0.0.1:8080' 15; then
 		listeners=$(ss -Hltn 'sport = :8080' | awk '{print $4}' | sort -u)
 		it_diag "(d) listening on: ${listeners//$'\n'/ }"
 		it_check "(d) a relay without http.listen listens on 127.0.0.1:8080 only" \

@@ -141,8 +141,6 @@ prom_parse() {
 	PY
 }
 
-# metric FILE SERIES: the value of one series from prom_parse output.
-metric() { awk -v s="$2" '$1 == s {print $2; exit}' "$1"; }
 
 # scrape NAME: GET /metrics into $LAST.body, parsed into $LAST.parsed;
 # returns non-zero when the request or the parse failed.
@@ -258,9 +256,9 @@ for s in 'outbox_relay_build_info{version="' outbox_relay_health_state \
 done
 it_check "/metrics has the key families and samples${missing:+ (missing:$missing)}" test -z "$missing"
 it_check "/metrics health_state 0, kafka_up 1" \
-	test "$(metric "$m0.parsed" outbox_relay_health_state):$(metric "$m0.parsed" outbox_relay_kafka_up)" = "0:1"
-pub0=$(metric "$m0.parsed" outbox_relay_events_published_total)
-cnt0=$(metric "$m0.parsed" outbox_relay_commit_to_ack_seconds_count)
+	test "$(it_metric_in "$m0.parsed" outbox_relay_health_state):$(it_metric_in "$m0.parsed" outbox_relay_kafka_up)" = "0:1"
+pub0=$(it_metric_in "$m0.parsed" outbox_relay_events_published_total)
+cnt0=$(it_metric_in "$m0.parsed" outbox_relay_commit_to_ack_seconds_count)
 
 nev=7
 insert_events "$nev" agg-1
@@ -272,18 +270,18 @@ fi
 pub1=$pub0
 for ((i = 0; i < 25; i++)); do
 	if scrape metrics1; then
-		pub1=$(metric "$LAST.parsed" outbox_relay_events_published_total)
+		pub1=$(it_metric_in "$LAST.parsed" outbox_relay_events_published_total)
 		((pub1 < pub0 + nev)) || break
 	fi
 	sleep 0.2
 done
 m1=$LAST
-cnt1=$(metric "$m1.parsed" outbox_relay_commit_to_ack_seconds_count)
+cnt1=$(it_metric_in "$m1.parsed" outbox_relay_commit_to_ack_seconds_count)
 it_check "events_published_total grew by $nev ($pub0 -> $pub1)" test "$pub1" -eq $((pub0 + nev))
 it_check "commit_to_ack_seconds_count grew by $nev ($cnt0 -> $cnt1)" test "$cnt1" -eq $((cnt0 + nev))
 it_check "events_published_by_topic_total{topic=\"$topic\"} $nev" \
 	grep -qxF "outbox_relay_events_published_by_topic_total{topic=\"$topic\"} $nev" "$m1.parsed"
-rwb=$(metric "$m1.parsed" outbox_relay_slot_retained_wal_bytes)
+rwb=$(it_metric_in "$m1.parsed" outbox_relay_slot_retained_wal_bytes)
 it_check "slot_retained_wal_bytes a non-negative integer ($rwb)" grep -qxE '[0-9]+' <<<"$rwb"
 
 # ------------------------------------------------------------- bad requests
@@ -349,7 +347,7 @@ it_check "/readyz reason names kafka or the outbox lag ('$ready_body')" \
 down_m=
 for ((i = 0; i < 50; i++)); do
 	if scrape metrics_down; then
-		down_m="$(metric "$LAST.parsed" outbox_relay_kafka_up) $(metric "$LAST.parsed" outbox_relay_inflight_events)"
+		down_m="$(it_metric_in "$LAST.parsed" outbox_relay_kafka_up) $(it_metric_in "$LAST.parsed" outbox_relay_inflight_events)"
 		[[ $down_m == "0 1" ]] && break
 	fi
 	sleep 0.2

@@ -35,9 +35,6 @@ resume_all() {
 env_on_cleanup resume_all
 
 readyz() { curl -s -m 3 -o "$IT_TEST_DIR/readyz.body" -w '%{http_code}' "http://127.0.0.1:$port/readyz" || true; }
-metric() {
-	curl -s -m 3 "http://127.0.0.1:$port/metrics" | awk -v s="outbox_relay_$1" '$1 == s {print $2; exit}'
-}
 # until_ready CODE SECS: polls /readyz every 0.25 s; prints the seconds
 # it took (with one decimal), fails after SECS.
 until_ready() {
@@ -51,8 +48,6 @@ until_ready() {
 	done
 	return 1
 }
-event() { it_sql "$db" "INSERT INTO outbox (id, aggregate_type, aggregate_id, event_type, payload)
-	VALUES (gen_random_uuid(), '$type', '$1', 'E', '{}')" >/dev/null; }
 
 it_start_relay "$conf" "$log"
 pid=$IT_RELAY_PID
@@ -70,14 +65,14 @@ else
 	not_ok "(a) walsender stopped: /readyz 503 within 7 s" "$(cat "$IT_TEST_DIR/readyz.body")"
 fi
 it_check "(a) /readyz names PostgreSQL" grep -qE 'no message from PostgreSQL|not streaming' "$IT_TEST_DIR/readyz.body"
-it_check "(a) /metrics pg_up 0" test "$(metric pg_up)" = 0
+it_check "(a) /metrics pg_up 0" test "$(it_metric "$port" outbox_relay_pg_up)" = 0
 gaveup=
 for ((i = 0; i < 60; i++)); do
 	grep -q 'no message from PostgreSQL for .*reconnecting' "$log" && gaveup=1 && break
 	sleep 0.25
 done
 it_check "(a) the relay gave the silent connection up and reconnects" test -n "$gaveup"
-event a1
+it_event "$db" "$type" a1
 kill -CONT "$wsender"
 out=$IT_TEST_DIR/a.json
 if it_consume_wait "$topic" "$out" 1 40; then
@@ -90,14 +85,14 @@ it_check "(a) /readyz 200 again" test -n "$t"
 
 # ------------------------------------------------------------------ (b)
 kill -STOP "$kpid"
-event b1
+it_event "$db" "$type" b1
 if t=$(until_ready 503 9); then
 	ok "(b) broker stopped: /readyz 503 after ${t}s ($(head -c 80 "$IT_TEST_DIR/readyz.body"))"
 else
 	not_ok "(b) broker stopped: /readyz 503 within 9 s" "$(cat "$IT_TEST_DIR/readyz.body")"
 fi
 it_check "(b) /readyz names Kafka" grep -qiE 'kafka' "$IT_TEST_DIR/readyz.body"
-it_check "(b) /metrics kafka_up 0" test "$(metric kafka_up)" = 0
+it_check "(b) /metrics kafka_up 0" test "$(it_metric "$port" outbox_relay_kafka_up)" = 0
 sleep 6
 kill -CONT "$kpid"
 if it_consume_wait "$topic" "$out" 2 60; then
@@ -113,7 +108,7 @@ kill -HUP "$pid"
 sleep 1
 it_check "(c) SIGHUP: the relay keeps running" it_relay_alive "$pid"
 it_check "(c) SIGHUP is logged" grep -q 'SIGHUP' "$log"
-event c1
+it_event "$db" "$type" c1
 it_check "(c) and still publishes" it_consume_wait "$topic" "$out" 3 30
 last=$(it_current_lsn "$db")
 rc=0

@@ -50,9 +50,6 @@ until_ready() {
 	done
 	return 1
 }
-metric() { # PORT SERIES
-	curl -s -m 3 "http://127.0.0.1:$1/metrics" | awk -v s="$2" '$1 == s {print $2; exit}'
-}
 
 # ------------------------------------------------------------------ (a)
 it_start_relay "$IT_TEST_DIR/a.conf" "$IT_TEST_DIR/a.log"
@@ -75,11 +72,11 @@ else
 $(it_show_log "$IT_TEST_DIR/b.log" 10)"
 fi
 it_check "(a) standby B: outbox_relay_state{state=\"standby\"} 1" \
-	test "$(metric "$port_b" 'outbox_relay_state{state="standby"}')" = 1
+	test "$(it_metric "$port_b" 'outbox_relay_state{state="standby"}')" = 1
 it_check "(a) standby B: outbox_relay_state{state=\"streaming\"} 0" \
-	test "$(metric "$port_b" 'outbox_relay_state{state="streaming"}')" = 0
+	test "$(it_metric "$port_b" 'outbox_relay_state{state="streaming"}')" = 0
 it_check "(a) relay A: outbox_relay_state{state=\"streaming\"} 1" \
-	test "$(metric "$port_a" 'outbox_relay_state{state="streaming"}')" = 1
+	test "$(it_metric "$port_a" 'outbox_relay_state{state="streaming"}')" = 1
 get "$port_b" /slot
 it_check "(a) standby B: /slot 200 with relay.state standby" python3 -c '
 import json, sys
@@ -118,7 +115,7 @@ if until_ready "$port_b" 503 "no answer from a Kafka broker" 10; then
 else
 	not_ok "(c) broker stopped: standby B /readyz 503 within 10 s" "last: $CODE '$BODY'"
 fi
-it_check "(c) standby B: outbox_relay_kafka_up 0" test "$(metric "$port_b" outbox_relay_kafka_up)" = 0
+it_check "(c) standby B: outbox_relay_kafka_up 0" test "$(it_metric "$port_b" outbox_relay_kafka_up)" = 0
 kill -CONT "$kpid"
 if until_ready "$port_b" 200 "standby: " 30; then
 	ok "(c) broker back: standby B /readyz 200 again after ${T}s"

@@ -148,14 +148,6 @@ relay_pid() {
 	done
 	return 1
 }
-wait_log() { # FILE REGEX SECS
-	local i
-	for ((i = 0; i < $3 * 5; i++)); do
-		grep -qE -- "$2" "$1" 2>/dev/null && return 0
-		sleep 0.2
-	done
-	return 1
-}
 # wait_run SECS: buildah run's exit code in RC, 124 if still running.
 wait_run() {
 	local i
@@ -176,7 +168,7 @@ wait_run() {
 log=$IT_TEST_DIR/relay.log
 run_relay "$log"
 env_on_cleanup 'kill -TERM "$RUN_PID" 2>/dev/null || true'
-if wait_log "$log" 'streaming from slot' 60; then
+if it_wait_log "$log" 'streaming from slot' 60; then
 	ok "(b) the relay in the container streams (password from the mounted file)"
 else
 	not_ok "(b) the relay in the container streams" "$(it_show_log "$log")"

@@ -39,10 +39,6 @@ it_sql "$db" "CREATE TABLE busy (n int, pad text)" >/dev/null
 it_check "the slot is a pgoutput slot" test "$(it_sql "$db" "SELECT plugin
 	FROM pg_replication_slots WHERE slot_name = '$db'")" = pgoutput
 
-metric() { # PORT NAME
-	curl -s --max-time 5 "http://127.0.0.1:$1/metrics" |
-		awk -v n="$2" '$1 == n {print $2}' | head -n1
-}
 summary_field() { # LOG FIELD
 	grep -o "summary: .*$2=[0-9]*" "$1" | tail -n1 | sed "s/.*$2=//" || true
 }
@@ -135,7 +131,7 @@ fi
 # (a)'s heartbeats, read late so that (b)'s precondition is not raced.
 hbs=
 for ((i = 0; i < 50; i++)); do
-	hbs=$(metric "$port" outbox_relay_heartbeats_total)
+	hbs=$(it_metric "$port" outbox_relay_heartbeats_total)
 	hbs=${hbs%.*}
 	[[ $hbs =~ ^[0-9]+$ ]] && ((hbs > 0)) && break
 	sleep 0.2

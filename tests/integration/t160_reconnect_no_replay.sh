@@ -30,13 +30,6 @@ it_setup_db "$db"
 it_write_config "$conf" "$db" status.interval.ms=10000 status.min.interval.ms=10000 \
 	reconnect.backoff.ms=100 reconnect.backoff.max.ms=500 stats.interval.ms=1000
 
-events() { # N TAG: N one-event transactions
-	local i
-	for ((i = 1; i <= $1; i++)); do
-		echo "INSERT INTO outbox (id, aggregate_type, aggregate_id, event_type, payload)
-			VALUES (gen_random_uuid(), '$type', 'a-$((i % 5))', '$2', '{\"i\": $i}');"
-	done | it_sql_file "$db" - >/dev/null
-}
 
 distinct_ids() {
 	it_fields "$1" h:id | sort -u | grep -c . || true
@@ -44,7 +37,7 @@ distinct_ids() {
 
 it_start_relay "$conf" "$log"
 it_check "relay streams" it_wait_slot_active "$db" "$db" 30
-events 100 first
+it_events "$db" "$type" 100 first 5
 if it_consume_wait "$topic" "$out" 100 30; then
 	ok "100 events published"
 else
@@ -67,7 +60,7 @@ for ((i = 0; i < 100; i++)); do
 	sleep 0.1
 done
 it_check "(a) the relay reconnected" test "$sessions" -ge 2
-events 5 second
+it_events "$db" "$type" 5 second 5
 it_consume_wait "$topic" "$out" 105 30 || true
 sleep 2
 it_consume "$topic" "$out"
@@ -109,7 +102,7 @@ it_start_relay "$conf" "$log"
 it_check "(b) relay streams" it_wait_slot_active "$db" "$db" 30
 it_sql "$db" "CHECKPOINT" >/dev/null
 sleep 1
-events 20 third
+it_events "$db" "$type" 20 third 5
 it_consume_wait "$topic" "$out" 125 30 || true
 last=$(it_current_lsn "$db")
 it_wait_confirmed "$db" "$db" "$last" 5 || true
@@ -121,7 +114,7 @@ it_diag "(b) slot confirmed_flush_lsn $before before the crash, $after after it"
 if lsn_ge "$after" "$before"; then
 	it_diag "(b) the slot did not go back this time (a save happened in between)"
 fi
-events 5 fourth
+it_events "$db" "$type" 5 fourth 5
 sleep 3
 it_consume_wait "$topic" "$out" 130 30 || true
 sleep 1

@@ -34,13 +34,6 @@ conf=$IT_TEST_DIR/relay.conf
 it_write_config "$conf" "$db" reconnect.backoff.ms=100
 out=$IT_TEST_DIR/out.json
 
-events() { # N TAG
-	local i
-	for ((i = 1; i <= $1; i++)); do
-		echo "INSERT INTO outbox (id, aggregate_type, aggregate_id, event_type, payload)
-			VALUES (gen_random_uuid(), '$type', 'a', '$2', '{\"i\": $i}');"
-	done | it_sql_file "$db" - >/dev/null
-}
 sysid=$(it_sql "$db" "SELECT system_identifier FROM pg_control_system()")
 key="$sysid/$db/$db"
 # The newest ledger record of the slot (its JSON value), "" when none.
@@ -53,7 +46,7 @@ record() {
 log=$IT_TEST_DIR/a.log
 it_start_relay "$conf" "$log"
 it_check "(a) relay streams" it_wait_slot_active "$db" "$db" 30
-events 5 a
+it_events "$db" "$type" 5 a
 it_check "(a) 5 events published" it_consume_wait "$topic" "$out" 5 30
 lsn=$(it_current_lsn "$db")
 it_check "(a) confirmed past them" it_wait_confirmed "$db" "$db" "$lsn" 15
@@ -71,10 +64,10 @@ else
 fi
 
 # ------------------------------------------------------------------ (b)
-events 3 lost
+it_events "$db" "$type" 3 lost
 it_sql "$db" "SELECT pg_drop_replication_slot('$db')" >/dev/null
 it_sql "$db" "SELECT pg_create_logical_replication_slot('$db', 'wal2json')" >/dev/null
-events 4 after
+it_events "$db" "$type" 4 after
 it_run_relay b --config "$conf"
 it_check "(b) a recreated slot is refused: exit 69 (got $RC)" test "$RC" = 69
 it_check "(b) ... saying it was dropped and created again, with the runbook step" \
@@ -104,9 +97,9 @@ it_stop_relay || rc=$?
 it_check "(c) relay exits 0" test "$rc" -eq 0
 
 # ------------------------------------------------------------------ (d)
-events 2 skipped
+it_events "$db" "$type" 2 skipped
 target=$(it_current_lsn "$db")
-events 2 kept
+it_events "$db" "$type" 2 kept
 it_run_relay d-adv --config "$conf" --advance-slot "$target" --yes
 it_check "(d) --advance-slot --yes: exit 0 (got $RC)" test "$RC" = 0
 log=$IT_TEST_DIR/d.log
@@ -118,7 +111,7 @@ it_stop_relay || rc=$?
 it_check "(d) relay exits 0" test "$rc" -eq 0
 it_run_relay d-drop --config "$conf" --drop-slot --yes
 it_check "(d) --drop-slot --yes: exit 0 (got $RC)" test "$RC" = 0
-events 2 dropped
+it_events "$db" "$type" 2 dropped
 it_run_relay d-create --config "$conf" --create-slot
 it_check "(d) --create-slot: exit 0 (got $RC)" test "$RC" = 0
 log=$IT_TEST_DIR/d2.log

@@ -18,27 +18,17 @@ set -euo pipefail
 # shellcheck source=lib.sh
 source "$(dirname "$0")/lib.sh"
 it_init
+# shellcheck source=own_pg.sh
+source "$(dirname "$0")/own_pg.sh"
 
-own=$IT_TEST_DIR/own
 port=$((PGPORT + 12))
 db=t225_perm
-if ! pg_start "$own" "$port" "$db" 2>"$IT_TEST_DIR/pg.err"; then
-	not_ok "own PostgreSQL cluster on port $port" "$(cat "$IT_TEST_DIR/pg.err")"
-	it_summary
-fi
-sql() { psql_q "$port" "$db" "$1"; }
-psql_f "$port" "$db" "$IT_ROOT/sql/outbox.sql" >/dev/null
-# The suite's plugin (make integration-pgoutput): the publication first.
-if [[ $RELAY_PLUGIN == pgoutput ]]; then
-	sql "CREATE PUBLICATION $IT_PUBLICATION FOR TABLE public.outbox
-		WITH (publish = 'insert')" >/dev/null
-fi
-sql "SELECT pg_create_logical_replication_slot('$db', '$RELAY_PLUGIN')" >/dev/null
-sql "CREATE ROLE t225_pw LOGIN REPLICATION PASSWORD 'right';
+own_pg_start "$port" "$db"
+own_sql "CREATE ROLE t225_pw LOGIN REPLICATION PASSWORD 'right';
 	CREATE ROLE t225_rej LOGIN REPLICATION;
 	CREATE ROLE t225_norep LOGIN;
 	GRANT SELECT ON pg_catalog.pg_replication_slots TO t225_norep;" >/dev/null
-hba=$own/pg/data/pg_hba.conf
+hba=$OWN/pg/data/pg_hba.conf
 {
 	echo "host all t225_pw 127.0.0.1/32 scram-sha-256"
 	echo "host all t225_rej 127.0.0.1/32 reject"
@@ -46,7 +36,7 @@ hba=$own/pg/data/pg_hba.conf
 } >"$hba.new"
 mv "$hba.new" "$hba"
 chown postgres:postgres "$hba" 2>/dev/null || true
-sql "SELECT pg_reload_conf()" >/dev/null
+own_sql "SELECT pg_reload_conf()" >/dev/null
 sleep 0.5
 
 passfile=$IT_TEST_DIR/pgpass
@@ -99,8 +89,8 @@ for ((i = 0; i < 100; i++)); do
 	sleep 0.2
 done
 it_check "(f) relay streams with the right password" test -n "$ok_stream"
-sql "ALTER ROLE t225_pw PASSWORD 'rotated'" >/dev/null
-sql "SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots
+own_sql "ALTER ROLE t225_pw PASSWORD 'rotated'" >/dev/null
+own_sql "SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots
 	WHERE slot_name = '$db' AND active" >/dev/null
 for ((i = 0; i < 300; i++)); do _env_pid_alive "$pid" || break; sleep 0.1; done
 rc=running
@@ -120,11 +110,11 @@ log=$IT_TEST_DIR/g.log
 it_start_relay "$IT_TEST_DIR/g.conf" "$log"
 pid=$IT_RELAY_PID
 for ((i = 0; i < 100; i++)); do grep -q 'streaming from slot' "$log" && break; sleep 0.2; done
-pg_stop "$own"
+pg_stop "$OWN"
 sleep 5
 it_check "(g) server down: the relay keeps retrying" _env_pid_alive "$pid"
 it_check "(g) ... at WARN, connection refused" grep -q 'WARN .*Connection refused.*retrying' "$log"
-pg_launch "$own"
+pg_launch "$OWN"
 n=0
 for ((i = 0; i < 100; i++)); do
 	n=$(grep -c 'streaming from slot' "$log" || true)

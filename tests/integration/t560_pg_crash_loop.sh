@@ -79,19 +79,7 @@ done
 
 load_stop
 it_diag "writer: $LOAD_BURSTS bursts, $LOAD_FAILED failed (bursts cut by the crashes)"
-# Every session after the first may replay a suffix: at most that many
-# restarts per aggregate.
-faults=$(($(load_count_log "$log" "$streaming") - 1))
-load_check "$topic" 120 "$faults"
-if ((LOAD_RC == 0)); then
-	ok "checker: all $LOAD_COMMITTED committed events in Kafka after $rounds crashes, in order, none rolled back, re-deliveries only suffixes ($faults reconnects)"
-else
-	not_ok "checker: all $LOAD_COMMITTED committed events in Kafka after $rounds crashes, in order, none rolled back, re-deliveries only suffixes ($faults reconnects)" \
-		"exit $LOAD_RC: $(head -n 30 "$LOAD_OUT.check")
-$(it_show_log "$log" 20)"
-fi
-it_diag "$LOAD_SUMMARY"
-load_row F3 "$rounds"
+load_check_sessions "$topic" "$log" F3 "$rounds" "after $rounds crashes"
 it_diag "committed $LOAD_COMMITTED, consumed $(load_stat records) records ($(load_stat events) distinct), missing $(load_stat missing), duplicates $(load_stat duplicates); sessions $(load_count_log "$log" "$streaming"), skipped as already published: $(grep -o 'skipped=[0-9]*' "$log" | tail -n1)"
 rc=0
 it_stop_relay || rc=$?

@@ -74,23 +74,9 @@ done
 it_diag "proxy: $(proxy_cmd stats && echo "$PROXY_ANSWER")"
 it_check "the proxy injected 3 errors" test "$(proxy_stat injected)" = 3
 
-load_stop
-it_diag "writer: $LOAD_BURSTS bursts, $LOAD_FAILED failed"
-it_check "writer ran without errors" test "$LOAD_FAILED" = 0
+load_stop_checked
 it_check "relay alive after the errors" it_relay_alive
-# Every session after the first may replay a suffix: at most that many
-# restarts per aggregate.
-faults=$(($(load_count_log "$log" "$streaming") - 1))
-load_check "$topic" 120 "$faults"
-if ((LOAD_RC == 0)); then
-	ok "checker: all $LOAD_COMMITTED committed events in Kafka, in order, none rolled back, re-deliveries only suffixes ($faults reconnects)"
-else
-	not_ok "checker: all $LOAD_COMMITTED committed events in Kafka, in order, none rolled back, re-deliveries only suffixes ($faults reconnects)" \
-		"exit $LOAD_RC: $(head -n 30 "$LOAD_OUT.check")
-$(it_show_log "$log" 20)"
-fi
-it_diag "$LOAD_SUMMARY"
-load_row F22 "3"
+load_check_sessions "$topic" "$log" F22 "3"
 it_diag "committed $LOAD_COMMITTED, consumed $(load_stat records) records, missing $(load_stat missing), duplicates $(load_stat duplicates); sessions $(load_count_log "$log" "$streaming")"
 rc=0
 it_stop_relay || rc=$?

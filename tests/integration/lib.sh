@@ -668,6 +668,32 @@ it_py_check() {
 
 # ---------------------------------------------------------------- http
 
+# it_http_get PORT PATH: GET http://127.0.0.1:PORT/PATH; sets CODE (000
+# when nothing answered) and BODY, the body also in $IT_TEST_DIR/http.body.
+# In the test's own shell, not in $(...): it sets variables.
+it_http_get() {
+	CODE=$(curl -s -m 3 -o "$IT_TEST_DIR/http.body" -w '%{http_code}' "http://127.0.0.1:$1$2" || true)
+	BODY=$(cat "$IT_TEST_DIR/http.body" 2>/dev/null || true)
+}
+
+# it_until_ready PORT CODE PREFIX SECS: polls /readyz every 0.25 s until it
+# answers CODE with a body that starts with PREFIX (may be empty), for up
+# to SECS; sets T to the seconds it took (one decimal; empty if it never
+# did). CODE and BODY stay those of the last answer.
+it_until_ready() {
+	local i
+	T=
+	for ((i = 0; i < $4 * 4; i++)); do
+		it_http_get "$1" /readyz
+		if [[ $CODE == "$2" && $BODY == "$3"* ]]; then
+			T=$((i / 4)).$(((i % 4) * 25))
+			return 0
+		fi
+		sleep 0.25
+	done
+	return 1
+}
+
 # it_metric PORT SERIES: the value of SERIES (the whole series name, labels
 # included) from the relay's /metrics on PORT; empty if absent or if the
 # endpoint does not answer (a check then fails on the empty value; the
@@ -704,9 +730,10 @@ it_txn() {
 
 # it_event DB TYPE AGG [EVENT_TYPE] [PAYLOAD]: one event in its own
 # transaction (event type E, payload {} by default; PAYLOAD is JSON text).
+# IT_EVENTS_PORT (default PGPORT) picks the server, as for it_events.
 it_event() {
 	local db=$1 type=$2 agg=$3 et=${4:-E} payload=${5:-'{}'}
-	it_sql "$db" "INSERT INTO outbox (aggregate_type, aggregate_id, event_type, payload)
+	psql_q "${IT_EVENTS_PORT:-$PGPORT}" "$db" "INSERT INTO outbox (aggregate_type, aggregate_id, event_type, payload)
 		VALUES ('$type', '$agg', '$et', '${payload//\'/\'\'}')" >/dev/null
 }
 

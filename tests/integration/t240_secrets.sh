@@ -65,8 +65,7 @@ no_secret() {
 # arrived.
 publish_one() {
 	local type=$1 name=$2
-	it_sql "$db" "INSERT INTO outbox (aggregate_type, aggregate_id, event_type, payload)
-		VALUES ('$type', 'agg-1', 'Secret', '{\"n\": 1}')" &&
+	it_event "$db" "$type" agg-1 Secret '{"n": 1}' &&
 		it_consume_wait "outbox.event.$type" "$IT_TEST_DIR/$name.json" 1 30
 }
 

@@ -121,8 +121,7 @@ else
 	not_ok "(a) verify-full + SCRAM + channel_binding=require: the relay streams" \
 		"$(it_show_log "$log")"
 fi
-sql "INSERT INTO outbox (aggregate_type, aggregate_id, event_type, payload)
-	VALUES ('$type', 'agg-1', 'Tls', '{\"n\": 1}')" >/dev/null
+IT_EVENTS_PORT=$port it_event "$db" "$type" agg-1 Tls '{"n": 1}'
 if it_consume_wait "outbox.event.$type" "$IT_TEST_DIR/a.json" 1 30; then
 	ok "(a) an event written over TLS is published"
 else

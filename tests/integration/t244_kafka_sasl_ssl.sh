@@ -86,19 +86,6 @@ conf_for() {
 		for kv in "$@"; do echo "${kv%%=*} = ${kv#*=}"; done
 	} >"$f"
 }
-readyz() { curl -s -m 5 -o /dev/null -w '%{http_code}' "http://127.0.0.1:$1/readyz" || true; }
-wait_readyz() { # PORT CODE SECS
-	local i
-	for ((i = 0; i < $3 * 2; i++)); do
-		[[ $(readyz "$1") == "$2" ]] && return 0
-		sleep 0.5
-	done
-	return 1
-}
-insert() {
-	it_sql "$db" "INSERT INTO outbox (aggregate_type, aggregate_id, event_type, payload)
-		VALUES ('$1', 'agg-1', 'Sasl', '{\"n\": 1}')" >/dev/null
-}
 
 # ---------------------------------------------------------------- (a)
 type=t244a_$tag
@@ -111,7 +98,7 @@ if it_wait_log "$log" 'streaming from slot' 30; then
 else
 	not_ok "(a) relay with SASL_SSL to Kafka streams" "$(it_show_log "$log")"
 fi
-insert "$type"
+it_event "$db" "$type" agg-1 Sasl '{"n": 1}'
 got=
 for ((i = 0; i < 60; i++)); do
 	ktls_kcat "$IT_TEST_DIR" relay "$relay_pw" -C -t "outbox.event.$type" -o beginning \
@@ -130,7 +117,7 @@ else
 		"$(cat "$IT_TEST_DIR/a.kcat.err"; it_show_log "$log")"
 fi
 it_check "(a) /readyz is 200 (the broker answers over SASL_SSL)" \
-	wait_readyz "$hport" 200 20
+	it_until_ready "$hport" 200 "" 20
 rc=0
 it_stop_relay || rc=$?
 it_check "(a) relay exits 0 on SIGTERM" test "$rc" -eq 0
@@ -147,7 +134,7 @@ OUTBOX_RELAY_KAFKA_SASL_PASSWORD=$bad_pw it_start_relay "$IT_TEST_DIR/b.conf" "$
 pid=$IT_RELAY_PID
 hport=$(it_health_port "$log" || true)
 it_wait_log "$log" 'streaming from slot' 30 || true
-insert "$type"
+it_event "$db" "$type" agg-1 Sasl '{"n": 1}'
 if it_wait_log "$log" 'ERROR .*SASL authentication error.*invalid credentials' 20; then
 	ok "(b) wrong password: ERROR line from the broker's refusal"
 	it_diag "(b) $(grep -m1 -E 'ERROR .*SASL authentication error' "$log" | cut -c1-300)"
@@ -156,7 +143,7 @@ else
 fi
 if [[ -n $hport ]] && _env_pid_alive "$pid"; then
 	it_check "(b) /readyz is 503 while the credentials are refused" \
-		wait_readyz "$hport" 503 20
+		it_until_ready "$hport" 503 "" 20
 	it_diag "(b) /readyz: $(curl -s -m 5 "http://127.0.0.1:$hport/readyz" | head -c 200)"
 fi
 # The relay must stop by itself: exit 77, not run on with health ok.

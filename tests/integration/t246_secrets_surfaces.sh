@@ -104,8 +104,7 @@ if it_wait_log "$log" 'streaming from slot' 30; then
 else
 	not_ok "(a) relay with the three secrets streams" "$(it_show_log "$log")"
 fi
-it_sql "$db" "INSERT INTO outbox (aggregate_type, aggregate_id, event_type, payload)
-	VALUES ('$type', 'agg-1', 'Secret', '{\"n\": 1}')" >/dev/null
+it_event "$db" "$type" agg-1 Secret '{"n": 1}'
 if it_consume_wait "outbox.event.$type" "$IT_TEST_DIR/a.json" 1 30; then
 	ok "(a) ... and publishes"
 else

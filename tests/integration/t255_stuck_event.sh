@@ -40,12 +40,9 @@ sed -i "s|^kafka.bootstrap.servers = .*|kafka.bootstrap.servers = $MOCK_BOOTSTRA
 it_start_relay "$conf" "$log"
 pid=$IT_RELAY_PID
 it_check "relay streams" it_wait_slot_active "$db" "$db" 30
-it_sql "$db" "INSERT INTO outbox (id, aggregate_type, aggregate_id, event_type, payload)
-	VALUES (gen_random_uuid(), 't255s_$run', 'stuck', 'E', '{}')" >/dev/null
-for ((i = 1; i <= N; i++)); do
-	echo "INSERT INTO outbox (id, aggregate_type, aggregate_id, event_type, payload)
-		VALUES (gen_random_uuid(), 't255h_$run', 'k$((i % 50))', 'E', '{\"i\": $i}');"
-done | it_sql_file "$db" - >/dev/null
+it_event "$db" "t255s_$run" stuck
+# N one-event transactions over 50 aggregates behind it.
+it_events "$db" "t255h_$run" "$N" E 50
 last=$(it_current_lsn "$db")
 sleep 10
 line=$(grep 'stats: ' "$log" | tail -n1)

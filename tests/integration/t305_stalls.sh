@@ -34,37 +34,24 @@ resume_all() {
 }
 env_on_cleanup resume_all
 
-readyz() { curl -s -m 3 -o "$IT_TEST_DIR/readyz.body" -w '%{http_code}' "http://127.0.0.1:$port/readyz" || true; }
-# until_ready CODE SECS: polls /readyz every 0.25 s; prints the seconds
-# it took (with one decimal), fails after SECS.
-until_ready() {
-	local want=$1 secs=$2 t0=$SECONDS i
-	for ((i = 0; i < secs * 4; i++)); do
-		if [[ $(readyz) == "$want" ]]; then
-			echo "$((i / 4)).$(((i % 4) * 25))"
-			return 0
-		fi
-		sleep 0.25
-	done
-	return 1
-}
-
 it_start_relay "$conf" "$log"
 pid=$IT_RELAY_PID
 port=$(it_health_port "$log") || { not_ok "health port"; it_summary; }
 it_check "relay streams" it_wait_slot_active "$db" "$db" 30
-t=$(until_ready 200 15) || t=
+it_until_ready "$port" 200 "" 15 || true
+t=$T
 it_check "/readyz 200 while streaming" test -n "$t"
 
 # ------------------------------------------------------------------ (a)
 wsender=$(it_sql "$db" "SELECT active_pid FROM pg_replication_slots WHERE slot_name = '$db'")
 kill -STOP "$wsender"
-if t=$(until_ready 503 7); then
-	ok "(a) walsender stopped: /readyz 503 after ${t}s ($(head -c 80 "$IT_TEST_DIR/readyz.body"))"
+if it_until_ready "$port" 503 "" 7; then
+	t=$T
+	ok "(a) walsender stopped: /readyz 503 after ${t}s ($(head -c 80 "$IT_TEST_DIR/http.body"))"
 else
-	not_ok "(a) walsender stopped: /readyz 503 within 7 s" "$(cat "$IT_TEST_DIR/readyz.body")"
+	not_ok "(a) walsender stopped: /readyz 503 within 7 s" "$(cat "$IT_TEST_DIR/http.body")"
 fi
-it_check "(a) /readyz names PostgreSQL" grep -qE 'no message from PostgreSQL|not streaming' "$IT_TEST_DIR/readyz.body"
+it_check "(a) /readyz names PostgreSQL" grep -qE 'no message from PostgreSQL|not streaming' "$IT_TEST_DIR/http.body"
 it_check "(a) /metrics pg_up 0" test "$(it_metric "$port" outbox_relay_pg_up)" = 0
 gaveup=
 for ((i = 0; i < 60; i++)); do
@@ -80,18 +67,20 @@ if it_consume_wait "$topic" "$out" 1 40; then
 else
 	not_ok "(a) after the walsender continued, the event arrives" "$(it_show_log "$log" 10)"
 fi
-t=$(until_ready 200 30) || t=
+it_until_ready "$port" 200 "" 30 || true
+t=$T
 it_check "(a) /readyz 200 again" test -n "$t"
 
 # ------------------------------------------------------------------ (b)
 kill -STOP "$kpid"
 it_event "$db" "$type" b1
-if t=$(until_ready 503 9); then
-	ok "(b) broker stopped: /readyz 503 after ${t}s ($(head -c 80 "$IT_TEST_DIR/readyz.body"))"
+if it_until_ready "$port" 503 "" 9; then
+	t=$T
+	ok "(b) broker stopped: /readyz 503 after ${t}s ($(head -c 80 "$IT_TEST_DIR/http.body"))"
 else
-	not_ok "(b) broker stopped: /readyz 503 within 9 s" "$(cat "$IT_TEST_DIR/readyz.body")"
+	not_ok "(b) broker stopped: /readyz 503 within 9 s" "$(cat "$IT_TEST_DIR/http.body")"
 fi
-it_check "(b) /readyz names Kafka" grep -qiE 'kafka' "$IT_TEST_DIR/readyz.body"
+it_check "(b) /readyz names Kafka" grep -qiE 'kafka' "$IT_TEST_DIR/http.body"
 it_check "(b) /metrics kafka_up 0" test "$(it_metric "$port" outbox_relay_kafka_up)" = 0
 sleep 6
 kill -CONT "$kpid"
@@ -100,7 +89,8 @@ if it_consume_wait "$topic" "$out" 2 60; then
 else
 	not_ok "(b) the event written during the stop arrives" "$(it_show_log "$log" 10)"
 fi
-t=$(until_ready 200 30) || t=
+it_until_ready "$port" 200 "" 30 || true
+t=$T
 it_check "(b) /readyz 200 again after SIGCONT" test -n "$t"
 
 # ------------------------------------------------------------------ (c)

@@ -250,8 +250,7 @@ wait "$hold_job" 2>/dev/null || true
 hold_job=
 holder_pid=
 t_end=$SECONDS
-it_sql "$db" "INSERT INTO outbox (aggregate_type, aggregate_id, event_type, payload)
-	VALUES ('$type', 'agg-1', 'Bloat', '{\"n\": 1}')"
+it_event "$db" "$type" agg-1 Bloat '{"n": 1}'
 # restart_lsn moves at the next xl_running_xacts record the relay confirms
 # past: the bgwriter logs one every 15 s of activity, a checkpoint at once.
 it_sql postgres "CHECKPOINT"

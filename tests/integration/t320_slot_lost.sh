@@ -112,8 +112,7 @@ port=$(it_health_port "$log") || port=
 base=http://127.0.0.1:${port:-0}
 
 insert_event() {
-	lsql "INSERT INTO outbox (aggregate_type, aggregate_id, event_type, payload)
-		VALUES ('$type', '$1', 'Lost', '{\"n\": 1}')"
+	IT_EVENTS_PORT=$lport it_event "$ldb" "$type" "$1" Lost '{"n": 1}'
 }
 insert_event agg-1
 if it_consume_wait "$topic" "$IT_TEST_DIR/out1.json" 1 30; then

@@ -184,8 +184,7 @@ for ((i = 0; i < 40; i++)); do
 done
 it_check "(b) /readyz from the host: ready (got '$ready')" test "$ready" = ready
 for i in 1 2 3; do
-	sql "INSERT INTO outbox (aggregate_type, aggregate_id, event_type, payload)
-		VALUES ('$type', 'agg-$i', 'Made', '{\"n\": $i}')" >/dev/null
+	IT_EVENTS_PORT=$port it_event "$db" "$type" "agg-$i" Made "{\"n\": $i}"
 done
 out=$IT_TEST_DIR/out.json
 if it_consume_wait "outbox.event.$type" "$out" 3 30; then

@@ -230,6 +230,20 @@ it_init() {
 	mkdir -p "$IT_TEST_DIR"
 }
 
+# it_scenario DB: the start most tests share. Sets, for the script, db=DB,
+# type=tNNN_<epoch> (a fresh topic per run: the broker outlives runs),
+# topic=outbox.event.$type, conf=$IT_TEST_DIR/relay.conf and
+# log=$IT_TEST_DIR/relay.log; then it_setup_db DB (database, outbox table,
+# slot DB).
+it_scenario() {
+	db=$1
+	type=${IT_TEST_NAME%%_*}_$(date +%s)
+	topic=outbox.event.$type
+	conf=$IT_TEST_DIR/relay.conf
+	log=$IT_TEST_DIR/relay.log
+	it_setup_db "$db"
+}
+
 # ---------------------------------------------------------------- postgres
 
 it_conninfo() {
@@ -307,6 +321,13 @@ it_pg_has_setting() {
 	[[ $(it_sql postgres "SELECT count(*) FROM pg_settings WHERE name = '$1'") == 1 ]]
 }
 
+# it_end_walsender DB [SLOT]: ends the walsender that serves SLOT (default
+# DB), as a server restart or a network cut would; the relay must reconnect.
+it_end_walsender() {
+	it_sql "$1" "SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots
+		WHERE slot_name = '${2:-$1}' AND active" >/dev/null
+}
+
 it_current_lsn() { it_sql "$1" "SELECT pg_current_wal_lsn()"; }
 
 it_slot_confirmed() {
@@ -333,6 +354,25 @@ it_wait_exit() {
 		sleep 0.1
 	done
 	return 1
+}
+
+# it_reap_child PID WHAT: a helper process (mock cluster, proxy) that was
+# told to quit: waited for up to 5 s, then SIGTERM and 5 s more, then
+# SIGKILL with a line on stderr naming WHAT; reaped either way. Returns its
+# exit status, 124 if it had to be killed. In the shell that started it.
+it_reap_child() {
+	local pid=$1 what=$2 rc=0
+	if ! it_wait_exit "$pid" 5; then
+		kill -TERM "$pid" 2>/dev/null || true
+		if ! it_wait_exit "$pid" 5; then
+			echo "$what $pid ignores SIGTERM; killed" >&2
+			kill -9 "$pid" 2>/dev/null || true
+			wait "$pid" 2>/dev/null || true
+			return 124
+		fi
+	fi
+	wait "$pid" 2>/dev/null || rc=$?
+	return "$rc"
 }
 
 it_wait_confirmed() {
@@ -589,6 +629,20 @@ it_relay_exit() {
 	wait "$pid" 2>/dev/null || EXIT_RC=$?
 }
 
+# it_expect_relay_exit PID SECS CODE DESC STOPPED_DESC LOG: the relay PID
+# must end by itself within SECS: it_check DESC that its status is CODE;
+# if it still runs, not_ok STOPPED_DESC with LOG's tail, and it is killed.
+it_expect_relay_exit() {
+	local pid=$1 secs=$2 code=$3 desc=$4 stopped=$5 log=$6 rc=0
+	if it_wait_exit "$pid" "$secs"; then
+		wait "$pid" 2>/dev/null || rc=$?
+		it_check "$desc" test "$rc" -eq "$code"
+	else
+		not_ok "$stopped" "$(it_show_log "$log" 10)"
+		kill -9 "$pid" 2>/dev/null || true
+	fi
+}
+
 # ---------------------------------------------------------------- one-shot runs
 
 # it_run_relay NAME ARGS...: the relay binary in the foreground with ARGS
@@ -704,6 +758,24 @@ it_metric() {
 
 # it_metric_in FILE SERIES: the same from a saved scrape (- for stdin).
 it_metric_in() { awk -v s="$2" '$1 == s {print $2; exit}' "$1"; }
+
+# it_webhook_receiver FILE: tests/integration/webhook_receiver.py in the
+# background, each request a JSON line in FILE (stopped at cleanup, 300 s
+# at most); sets HOOK_PORT once it listens. False if it did not come up
+# within 5 s ($IT_TEST_DIR/receiver.err says why).
+it_webhook_receiver() {
+	local i pid
+	python3 "$IT_ROOT/tests/integration/webhook_receiver.py" "$1" "$IT_TEST_DIR/hook.port" \
+		--lifetime 300 >/dev/null 2>"$IT_TEST_DIR/receiver.err" &
+	pid=$!
+	env_on_cleanup "kill $pid 2>/dev/null || true"
+	for ((i = 0; i < 50; i++)); do
+		[[ -s $IT_TEST_DIR/hook.port ]] && break
+		sleep 0.1
+	done
+	HOOK_PORT=$(cat "$IT_TEST_DIR/hook.port" 2>/dev/null || true)
+	[[ -n $HOOK_PORT ]]
+}
 
 # ---------------------------------------------------------------- events
 

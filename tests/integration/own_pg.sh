@@ -23,6 +23,8 @@
 #                            $OWN/pg/NAME, starts it again
 #   own_restore_data NAME    stops the server, puts that copy back, starts
 #   own_wait_confirmed LSN SECS   until the slot's confirmed_flush_lsn >= LSN
+#   own_check_slot_behind PREFIX   it_check: the slot's confirmed_flush_lsn
+#                            is not past pg_current_wal_lsn()
 #   own_all_arrived TOPIC TAG N SECS   until the N ids with event_type TAG
 #                            in OWN_DB are all in TOPIC ($IT_TEST_DIR/out.json)
 
@@ -86,6 +88,16 @@ own_wait_confirmed() {
 		sleep 0.2
 	done
 	return 1
+}
+
+# own_check_slot_behind PREFIX: it_check "PREFIX the slot (LSN) is not past
+# the server's WAL (LSN)": after a restore or a promotion, a slot ahead of
+# the WAL would skip whatever is written up to there.
+own_check_slot_behind() {
+	local slot wal
+	slot=$(own_sql "SELECT confirmed_flush_lsn FROM pg_replication_slots WHERE slot_name = '$OWN_DB'")
+	wal=$(own_sql "SELECT pg_current_wal_lsn()")
+	it_check "$1 the slot ($slot) is not past the server's WAL ($wal)" lsn_ge "$wal" "$slot"
 }
 
 # Ids, not counts: a replayed event must not stand in for a lost one.

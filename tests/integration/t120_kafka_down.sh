@@ -18,13 +18,8 @@ source "$(dirname "$0")/lib.sh"
 it_init
 
 CHECKER=$IT_ROOT/tests/integration/checker.py
-run=$(date +%s)
-db=t120_kafka_down
-type=t120_$run
-topic=outbox.event.$type
+it_scenario t120_kafka_down
 aggs=20
-conf=$IT_TEST_DIR/relay.conf
-log=$IT_TEST_DIR/relay.log
 out=$IT_TEST_DIR/records.json
 pglog=$IT_DIR/pg/postgres.log
 samples=$IT_TEST_DIR/confirmed.samples
@@ -41,7 +36,6 @@ restore_env() {
 }
 env_on_cleanup restore_env
 
-it_setup_db "$db"
 python3 "$CHECKER" setup-sql --type "$type" --aggs "$aggs" | it_sql_file "$db" -
 python3 "$CHECKER" pgbench-script --aggs "$aggs" --rollback-pct 10 --multi-pct 25 \
 	>"$IT_TEST_DIR/writer.pgbench"

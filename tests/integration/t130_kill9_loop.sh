@@ -21,13 +21,9 @@ source "$(dirname "$0")/load.sh"
 # The writer stops by itself after 60 s, should the test not stop it.
 LOAD_MAX_SECS=60
 
-run=$(date +%s)
-db=t130_kill9_loop
-type=t130_$run
-topic=outbox.event.$type
+it_scenario t130_kill9_loop
 aggs=50
 rounds=5
-conf=$IT_TEST_DIR/relay.conf
 
 # it_consume, retried: right after the first start the topic may be
 # between auto-creation and having a leader.
@@ -40,7 +36,6 @@ snapshot() {
 	return 1
 }
 
-it_setup_db "$db"
 load_init "$db" "$type" "$aggs"
 it_write_config "$conf" "$db" status.interval.ms=500 stats.interval.ms=1000 \
 	standby.retry.ms=200 reconnect.backoff.ms=100

@@ -22,15 +22,10 @@ source "$(dirname "$0")/load.sh"
 # The writer stops by itself after 60 s, should the test not stop it.
 LOAD_MAX_SECS=60
 
-run=$(date +%s)
-db=t140_sigterm_load
-type=t140_$run
-topic=outbox.event.$type
+it_scenario t140_sigterm_load
 aggs=50
 max_events_per_txn=2
-conf=$IT_TEST_DIR/relay.conf
 
-it_setup_db "$db"
 load_init "$db" "$type" "$aggs"
 # linger.ms: the producer holds events for 300 ms, so that SIGTERM finds
 # events in flight and the drain has something to wait for.

@@ -20,13 +20,8 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 it_init
 
-db=t160_noreplay
-type=t160_$(date +%s)
-topic=outbox.event.$type
-conf=$IT_TEST_DIR/relay.conf
-log=$IT_TEST_DIR/relay.log
+it_scenario t160_noreplay
 out=$IT_TEST_DIR/out.json
-it_setup_db "$db"
 it_write_config "$conf" "$db" status.interval.ms=10000 status.min.interval.ms=10000 \
 	reconnect.backoff.ms=100 reconnect.backoff.max.ms=500 stats.interval.ms=1000
 
@@ -51,15 +46,8 @@ if lsn_ge "$slot_before" "$last"; then
 else
 	ok "precondition: the slot ($slot_before) is behind the acked events ($last)"
 fi
-it_sql "$db" "SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots
-	WHERE slot_name = '$db' AND active" >/dev/null
-sessions=1
-for ((i = 0; i < 100; i++)); do
-	sessions=$(grep -c 'streaming from slot' "$log" || true)
-	((sessions >= 2)) && break
-	sleep 0.1
-done
-it_check "(a) the relay reconnected" test "$sessions" -ge 2
+it_end_walsender "$db"
+it_check "(a) the relay reconnected" it_wait_log "$log" 'streaming from slot' 10 2
 it_events "$db" "$type" 5 second 5
 it_consume_wait "$topic" "$out" 105 30 || true
 sleep 2

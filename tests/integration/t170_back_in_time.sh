@@ -56,14 +56,8 @@ for ((i = 0; i < 30; i++)); do
 	sleep 0.5
 done
 it_check "(a) the slot never passed the restored server's WAL${past:+ ($past)}" test -z "$past"
-if it_wait_exit "$pid" 30; then
-	rc=0
-	wait "$pid" 2>/dev/null || rc=$?
-	it_check "(a) the relay stopped with exit 69 after the restore" test "$rc" -eq 69
-else
-	not_ok "(a) the relay stopped after the restore" "$(it_show_log "$log" 10)"
-	kill -9 "$pid" 2>/dev/null || true
-fi
+it_expect_relay_exit "$pid" 30 69 "(a) the relay stopped with exit 69 after the restore" \
+	"(a) the relay stopped after the restore" "$log"
 if grep -q 'the database went back in time' "$log" &&
 	grep -qE 'Kafka may hold events with commit LSNs \(pg_lsn header\) above [0-9A-F]+/[0-9A-F]+ and up to [0-9A-F]+/[0-9A-F]+' "$log"; then
 	ok "(a) the log says the database went back in time, with the LSN range"
@@ -71,9 +65,7 @@ else
 	not_ok "(a) the log says the database went back in time, with the LSN range" \
 		"$(it_show_log "$log" 10)"
 fi
-slot=$(own_sql "SELECT confirmed_flush_lsn FROM pg_replication_slots WHERE slot_name = '$db'")
-wal=$(own_sql "SELECT pg_current_wal_lsn()")
-it_check "(a) the slot ($slot) is not past the server's WAL ($wal)" lsn_ge "$wal" "$slot"
+own_check_slot_behind "(a)"
 IT_EVENTS_PORT=$OWN_PORT it_events "$db" "$type" 30 restored 5 0
 log=$IT_TEST_DIR/relay.a2.log
 it_start_relay "$conf" "$log"
@@ -101,14 +93,8 @@ cur=$(own_sql "SELECT pg_current_wal_lsn()")
 it_check "(b) the restored server's WAL ($cur) passed what was confirmed ($lsn)" \
 	lsn_ge "$cur" "$lsn"
 kill -CONT "$pid"
-if it_wait_exit "$pid" 40; then
-	rc=0
-	wait "$pid" 2>/dev/null || rc=$?
-	it_check "(b) the relay stopped with exit 69" test "$rc" -eq 69
-else
-	not_ok "(b) the relay stopped" "$(it_show_log "$log" 10)"
-	kill -9 "$pid" 2>/dev/null || true
-fi
+it_expect_relay_exit "$pid" 40 69 "(b) the relay stopped with exit 69" \
+	"(b) the relay stopped" "$log"
 if grep -q 'is not in the server.s WAL any more' "$log"; then
 	ok "(b) the log says the confirmed commit is not in the WAL any more"
 else

@@ -100,14 +100,8 @@ it_check "(b) the relay confirmed them ($lsn)" own_wait_confirmed "$lsn" 15
 promote_under "$pid" copy1
 tl2=$(timeline)
 it_check "(b) the copy was promoted (timeline $tl2)" test "$tl2" -gt "$tl1"
-if it_wait_exit "$pid" 30; then
-	rc=0
-	wait "$pid" 2>/dev/null || rc=$?
-	it_check "(b) the relay stopped with exit 69" test "$rc" -eq 69
-else
-	not_ok "(b) the relay stopped" "$(it_show_log "$log" 10)"
-	kill -9 "$pid" 2>/dev/null || true
-fi
+it_expect_relay_exit "$pid" 30 69 "(b) the relay stopped with exit 69" \
+	"(b) the relay stopped" "$log"
 if grep -q "which left timeline $tl1 at [0-9A-F]*/[0-9A-F]*, before WAL this process had already published from" "$log" &&
 	grep -qE 'Kafka may hold events with commit LSNs \(pg_lsn header\) above [0-9A-F]+/[0-9A-F]+ and up to [0-9A-F]+/[0-9A-F]+' "$log"; then
 	ok "(b) the log says the promoted server lacks published WAL, with the range"
@@ -115,9 +109,7 @@ else
 	not_ok "(b) the log says the promoted server lacks published WAL, with the range" \
 		"$(it_show_log "$log" 10)"
 fi
-slot=$(own_sql "SELECT confirmed_flush_lsn FROM pg_replication_slots WHERE slot_name = '$db'")
-wal=$(own_sql "SELECT pg_current_wal_lsn()")
-it_check "(b) the slot ($slot) is not past the server's WAL ($wal)" lsn_ge "$wal" "$slot"
+own_check_slot_behind "(b)"
 
 # ------------------------------------------------------------------ (c)
 own_sql "SELECT pg_drop_replication_slot('$db')" >/dev/null
@@ -125,14 +117,8 @@ sed -i 's/^http.listen = .*/http.listen =/' "$conf"
 log=$IT_TEST_DIR/relay.c.log
 it_start_relay "$conf" "$log"
 pid=$IT_RELAY_PID
-if it_wait_exit "$pid" 30; then
-	rc=0
-	wait "$pid" 2>/dev/null || rc=$?
-	it_check "(c) a relay without its slot on a promoted server exits 69" test "$rc" -eq 69
-else
-	not_ok "(c) a relay without its slot on a promoted server exits" "$(it_show_log "$log" 10)"
-	kill -9 "$pid" 2>/dev/null || true
-fi
+it_expect_relay_exit "$pid" 30 69 "(c) a relay without its slot on a promoted server exits 69" \
+	"(c) a relay without its slot on a promoted server exits" "$log"
 if grep -q "This server is on timeline $tl2: it was promoted" "$log" &&
 	grep -q 'Runbook: failover' "$log"; then
 	ok "(c) the log points to the failover runbook"

@@ -25,12 +25,8 @@ source "$(dirname "$0")/lib.sh"
 it_init
 it_wal2json_only "drops and recreates its slot as wal2json by SQL and reads wal2json output; t430 covers the runbook slot actions on pgoutput"
 
-db=t180_recreated
-type=t180_$(date +%s)
-topic=outbox.event.$type
+it_scenario t180_recreated
 ledger=outbox-relay.slots
-it_setup_db "$db"
-conf=$IT_TEST_DIR/relay.conf
 it_write_config "$conf" "$db" reconnect.backoff.ms=100
 out=$IT_TEST_DIR/out.json
 

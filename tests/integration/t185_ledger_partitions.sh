@@ -21,14 +21,10 @@
 . "$(dirname "$0")/lib.sh"
 it_init
 
-db=t185_ledger
-type=t185_$(date +%s)
-topic=outbox.event.$type
+it_scenario t185_ledger
 one=t185.slots.one.$$
 three=t185.slots.three.$$
 three_c=t185.slots.threec.$$
-it_setup_db "$db"
-conf=$IT_TEST_DIR/relay.conf
 out=$IT_TEST_DIR/out.json
 sysid=$(it_sql "$db" "SELECT system_identifier FROM pg_control_system()")
 key="$sysid/$db/$db"

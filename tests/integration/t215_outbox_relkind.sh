@@ -70,8 +70,7 @@ pid=$IT_RELAY_PID
 it_check "(c) relay streams from public.swap" it_wait_slot_active "$db" "$db" 30
 it_sql "$db" "ALTER TABLE public.swap RENAME TO swap_old;
 	CREATE VIEW public.swap AS SELECT * FROM public.swap_old;" >/dev/null
-it_sql "$db" "SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots
-	WHERE slot_name = '$db' AND active" >/dev/null
+it_end_walsender "$db"
 rc=0
 for ((i = 0; i < 300; i++)); do it_relay_alive "$pid" || break; sleep 0.1; done
 if it_relay_alive "$pid"; then

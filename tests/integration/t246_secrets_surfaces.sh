@@ -38,7 +38,6 @@ hook_tok1=T246hookA1
 hook_tok2=T246hookB2
 hook_tok3=T246hookC3
 secrets=("$pg_pw" "$sasl_pw" "$hook_user" "$hook_tok1" "$hook_tok2" "$hook_tok3")
-RECEIVER=$IT_ROOT/tests/integration/webhook_receiver.py
 
 if ! it_setup_db "$db" 2>"$IT_TEST_DIR/setup.err"; then
 	not_ok "database, outbox table and slot created" "$(cat "$IT_TEST_DIR/setup.err")"
@@ -71,15 +70,8 @@ hook_url() { # PORT
 }
 
 # ---------------------------------------------------------------- (a)
-python3 "$RECEIVER" "$IT_TEST_DIR/hooks.jsonl" "$IT_TEST_DIR/hook.port" --lifetime 300 \
-	>/dev/null 2>"$IT_TEST_DIR/receiver.err" &
-recv_pid=$!
-env_on_cleanup "kill $recv_pid 2>/dev/null || true"
-for ((i = 0; i < 50; i++)); do
-	[[ -s $IT_TEST_DIR/hook.port ]] && break
-	sleep 0.1
-done
-hook_port=$(cat "$IT_TEST_DIR/hook.port" 2>/dev/null || true)
+it_webhook_receiver "$IT_TEST_DIR/hooks.jsonl" || true
+hook_port=$HOOK_PORT
 if [[ -z $hook_port ]]; then
 	not_ok "webhook receiver started" "$(cat "$IT_TEST_DIR/receiver.err")"
 	it_summary

@@ -35,14 +35,9 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 it_init
 
-run=$(date +%s)
-db=t300_health_endpoints
-type=t300_$run
-topic=outbox.event.$type
+it_scenario t300_health_endpoints
 pw=S3cretPw9
 sasl_pw=S3cretPw9k
-conf=$IT_TEST_DIR/relay.conf
-log=$IT_TEST_DIR/relay.log
 hdir=$IT_TEST_DIR/http
 mkdir -p "$hdir"
 nreq=0
@@ -168,7 +163,6 @@ restore_kafka() {
 env_on_cleanup restore_kafka
 
 # ------------------------------------------------------------- the relay
-it_setup_db "$db"
 it_write_config "$conf" "$db" \
 	"pg.conninfo=$(it_conninfo "$db") password=$pw" \
 	"kafka.sasl.password=$sasl_pw" \

@@ -18,12 +18,7 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 it_init
 
-db=t305_stalls
-type=t305_$(date +%s)
-topic=outbox.event.$type
-it_setup_db "$db"
-conf=$IT_TEST_DIR/relay.conf
-log=$IT_TEST_DIR/relay.log
+it_scenario t305_stalls
 it_write_config "$conf" "$db" pg.receive.timeout.ms=8000 kafka.contact.timeout.ms=5000 \
 	reconnect.backoff.ms=100 reconnect.backoff.max.ms=500 standby.retry.ms=500
 kpid=$(cat "$IT_DIR/kafka/kafka.pid")

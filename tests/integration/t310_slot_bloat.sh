@@ -28,17 +28,11 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 it_init
 
-run=$(date +%s)
-db=t310_slot_bloat
-type=t310_$run
-topic=outbox.event.$type
+it_scenario t310_slot_bloat
 warn_b=4000000
 crit_b=16000000
-conf=$IT_TEST_DIR/relay.conf
-log=$IT_TEST_DIR/relay.log
 hooks=$IT_TEST_DIR/hooks.jsonl
 samples=$IT_TEST_DIR/samples
-RECEIVER=$IT_ROOT/tests/integration/webhook_receiver.py
 
 
 # get NAME PATH: sets CODE and F (the body file).
@@ -58,15 +52,8 @@ health_state() {
 }
 
 # -- webhook receiver
-python3 "$RECEIVER" "$hooks" "$IT_TEST_DIR/hook.port" --lifetime 300 \
-	>/dev/null 2>"$IT_TEST_DIR/receiver.err" &
-recv_pid=$!
-env_on_cleanup "kill $recv_pid 2>/dev/null || true"
-for ((i = 0; i < 50; i++)); do
-	[[ -s $IT_TEST_DIR/hook.port ]] && break
-	sleep 0.1
-done
-hook_port=$(cat "$IT_TEST_DIR/hook.port" 2>/dev/null || true)
+it_webhook_receiver "$hooks" || true
+hook_port=$HOOK_PORT
 if [[ -n $hook_port ]]; then
 	ok "webhook receiver on 127.0.0.1:$hook_port"
 else
@@ -75,7 +62,6 @@ else
 fi
 
 # -- database, relay
-it_setup_db "$db"
 it_sql "$db" "CREATE TABLE t310_hold (n int); CREATE TABLE t310_bulk (n int, pad text)"
 it_write_config "$conf" "$db" http.listen=127.0.0.1:0 watchdog.interval.ms=500 \
 	status.interval.ms=500 \

@@ -20,19 +20,15 @@ it_init
 source "$(dirname "$0")/load.sh"
 
 ROUNDS=${F1_ROUNDS:-20}
-db=t500_kill9
+it_scenario t500_kill9
 other=t500_other
-type=t500_$(date +%s)
-topic=outbox.event.$type
 aggs=40
 stopfile=$IT_TEST_DIR/writer.stop
-it_setup_db "$db"
 it_sql_file "$db" "$IT_ROOT/sql/emit.sql" >/dev/null
 load_init "$db" "$type" "$aggs" 10 25 --rich
 it_drop_db "$other" >/dev/null 2>&1 || true
 it_sql postgres "CREATE DATABASE $other" >/dev/null
 "$PG_BIN/pgbench" -i -q -s 1 -h 127.0.0.1 -p "$PGPORT" -U postgres "$other" >/dev/null 2>&1
-conf=$IT_TEST_DIR/relay.conf
 it_write_config "$conf" "$db" outbox.emit.prefix=outbox reconnect.backoff.ms=100 \
 	standby.retry.ms=200
 

@@ -18,13 +18,9 @@ source "$(dirname "$0")/load.sh"
 LOOP_SECS=${LOOP_SECS:-60}
 # The writer stops by itself a minute after the loop, should the test not.
 LOAD_MAX_SECS=$((LOOP_SECS + 60))
-db=t510_crash_loop
-type=t510_$(date +%s)
-topic=outbox.event.$type
+it_scenario t510_crash_loop
 aggs=30
-it_setup_db "$db"
 load_init "$db" "$type" "$aggs"
-conf=$IT_TEST_DIR/relay.conf
 it_write_config "$conf" "$db" reconnect.backoff.ms=100 standby.retry.ms=200
 
 t0=$SECONDS

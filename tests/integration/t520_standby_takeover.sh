@@ -16,13 +16,9 @@ LOAD_MAX_SECS=120
 
 TAKEOVER_SECS=${TAKEOVER_SECS:-10}
 KILLS=3
-db=t520_standby
-type=t520_$(date +%s)
-topic=outbox.event.$type
+it_scenario t520_standby
 aggs=20
-it_setup_db "$db"
 load_init "$db" "$type" "$aggs" 5 20
-conf=$IT_TEST_DIR/relay.conf
 it_write_config "$conf" "$db" standby.retry.ms=500 reconnect.backoff.ms=100
 
 active_pid() { it_sql "$db" "SELECT coalesce(active_pid, 0) FROM pg_replication_slots WHERE slot_name = '$db'"; }

@@ -21,11 +21,8 @@ it_init
 # The writer stops by itself after 120 s, should the test not stop it.
 LOAD_MAX_SECS=120
 
-db=t550_mock
-type=t550_$(date +%s)
-topic=outbox.event.$type
+it_scenario t550_mock
 aggs=20
-it_setup_db "$db"
 load_init "$db" "$type" "$aggs" 5 20
 if ! mock_start --brokers 3; then
 	not_ok "mock cluster starts" "$(cat "$MOCK_LOG" 2>/dev/null)"
@@ -33,8 +30,6 @@ if ! mock_start --brokers 3; then
 fi
 it_check "topic $topic, 4 partitions" mock_cmd "topic $topic 4 3"
 for p in 0 1 2 3; do mock_cmd "leader $topic $p $((p % 3 + 1))" >/dev/null || true; done
-conf=$IT_TEST_DIR/relay.conf
-log=$IT_TEST_DIR/relay.log
 # One Produce request in flight per connection, on the mock only: its
 # brokers (librdkafka 2.0.2, rdkafka_mock.c) check idempotent sequence
 # numbers only for transactional producers. With several requests in

@@ -19,14 +19,9 @@ source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/load.sh"
 it_init
 
-db=t560_pg_crash_loop
-type=t560_$(date +%s)
-topic=outbox.event.$type
-conf=$IT_TEST_DIR/relay.conf
-log=$IT_TEST_DIR/relay.log
+it_scenario t560_pg_crash_loop
 streaming='streaming from slot'
 rounds=3
-it_setup_db "$db"
 load_init "$db" "$type" 50
 it_write_config "$conf" "$db" reconnect.backoff.ms=200 \
 	reconnect.backoff.max.ms=2000 stats.interval.ms=1000

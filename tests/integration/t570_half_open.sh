@@ -27,19 +27,11 @@ source "$(dirname "$0")/proxy.sh"
 source "$(dirname "$0")/load.sh"
 it_init
 
-db=t570_half_open
-type=t570_$(date +%s)
-topic=outbox.event.$type
-conf=$IT_TEST_DIR/relay.conf
-log=$IT_TEST_DIR/relay.log
+it_scenario t570_half_open
 timeout_ms=6000
 bound_ms=2000
-it_setup_db "$db"
 load_init "$db" "$type" 50
-if ! proxy_start "127.0.0.1:$PGPORT"; then
-	not_ok "tcp-proxy starts"
-	it_summary
-fi
+proxy_start_pg
 it_write_config "$conf" "$db" "pg.conninfo=$(proxy_conninfo "$db")" \
 	pg.receive.timeout.ms=$timeout_ms reconnect.backoff.ms=200 \
 	reconnect.backoff.max.ms=2000 standby.retry.ms=500 stats.interval.ms=2000

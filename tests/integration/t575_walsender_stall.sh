@@ -23,16 +23,11 @@ source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/load.sh"
 it_init
 
-db=t575_walsender_stall
-type=t575_$(date +%s)
-topic=outbox.event.$type
-conf=$IT_TEST_DIR/relay.conf
-log=$IT_TEST_DIR/relay.log
+it_scenario t575_walsender_stall
 timeout_ms=6000
 bound_ms=2000
 detected='no message from PostgreSQL for'
 streaming='streaming from slot'
-it_setup_db "$db"
 load_init "$db" "$type" 50
 it_write_config "$conf" "$db" pg.receive.timeout.ms=$timeout_ms \
 	reconnect.backoff.ms=200 reconnect.backoff.max.ms=2000 standby.retry.ms=500 \

@@ -20,18 +20,10 @@ source "$(dirname "$0")/proxy.sh"
 source "$(dirname "$0")/load.sh"
 it_init
 
-db=t580_stream_error
-type=t580_$(date +%s)
-topic=outbox.event.$type
-conf=$IT_TEST_DIR/relay.conf
-log=$IT_TEST_DIR/relay.log
+it_scenario t580_stream_error
 streaming='streaming from slot'
-it_setup_db "$db"
 load_init "$db" "$type" 50
-if ! proxy_start "127.0.0.1:$PGPORT"; then
-	not_ok "tcp-proxy starts"
-	it_summary
-fi
+proxy_start_pg
 it_write_config "$conf" "$db" "pg.conninfo=$(proxy_conninfo "$db")" \
 	pg.receive.timeout.ms=6000 reconnect.backoff.ms=100 \
 	reconnect.backoff.max.ms=1000 stats.interval.ms=1000

@@ -120,10 +120,7 @@ peer_start() {
 	out=$dir/out.json
 	mkdir -p "$dir"
 	it_setup_db "$db"
-	if ! proxy_start "127.0.0.1:$PGPORT"; then
-		not_ok "$row: tcp-proxy starts"
-		it_summary
-	fi
+	proxy_start_pg "$row: "
 	it_write_config "$dir/relay.conf" "$db" "pg.conninfo=$(proxy_conninfo "$db")" "$@"
 	it_start_relay "$dir/relay.conf" "$log"
 	it_check "$row: relay streams through the proxy" it_wait_slot_active "$db" "$db" 30

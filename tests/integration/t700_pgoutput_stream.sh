@@ -26,14 +26,9 @@ RELAY_PLUGIN=pgoutput
 source "$(dirname "$0")/lib.sh"
 it_init
 
-db=t700_pgo
-type=t700_$(date +%s)
-topic=outbox.event.$type
-conf=$IT_TEST_DIR/relay.conf
-log=$IT_TEST_DIR/relay.log
+it_scenario t700_pgo
 out=$IT_TEST_DIR/out.json
 
-it_setup_db "$db"
 it_sql_file "$db" "$IT_ROOT/sql/emit.sql" >/dev/null
 it_sql "$db" "CREATE TABLE busy (n int, pad text)" >/dev/null
 it_check "the slot is a pgoutput slot" test "$(it_sql "$db" "SELECT plugin
@@ -106,15 +101,8 @@ if lsn_ge "$slot_before" "$after"; then
 else
 	ok "(b) precondition: the slot ($slot_before) is behind the acked events"
 fi
-it_sql "$db" "SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots
-	WHERE slot_name = '$db' AND active" >/dev/null
-sessions=1
-for ((i = 0; i < 100; i++)); do
-	sessions=$(grep -c 'streaming from slot' "$log" || true)
-	((sessions >= 2)) && break
-	sleep 0.1
-done
-it_check "(b) the relay reconnected" test "$sessions" -ge 2
+it_end_walsender "$db"
+it_check "(b) the relay reconnected" it_wait_log "$log" 'streaming from slot' 10 2
 it_check "(b) it replays without publishing again" \
 	grep -q 'transactions already published are skipped' "$log"
 events 5 second

@@ -42,13 +42,9 @@ fi
 # The writer stops by itself after 300 s, should the test not stop it.
 LOAD_MAX_SECS=300
 ROUNDS=3
-db=t800_kafka_cluster
-type=t800_$(date +%s)
-topic=outbox.event.$type
+it_scenario t800_kafka_cluster
 ledger_topic=outbox-relay.slots
 aggs=40
-conf=$IT_TEST_DIR/relay.conf
-log=$IT_TEST_DIR/relay.log
 base=${T800_KAFKA_BASE:-$((${KAFKA_BROKERS##*:} + 20))}
 t0=$SECONDS
 
@@ -63,7 +59,6 @@ env_on_cleanup _it_kill_relays
 KAFKA_BROKERS=$(kc_brokers "$IT_TEST_DIR")
 export KAFKA_BROKERS
 
-it_setup_db "$db"
 it_sql_file "$db" "$IT_ROOT/sql/emit.sql" >/dev/null
 load_init "$db" "$type" "$aggs" 10 25 --rich
 

@@ -51,6 +51,8 @@
 #   it_stop_relay [PID]              SIGTERM, wait; returns the exit code
 #                                    (124: still running after the timeout,
 #                                    then killed)
+#   it_stop_checked DESC [PID]       it_stop_relay and a check that it
+#                                    exited 0 (STOP_RC: the status)
 #   it_wait_slot_active DB SLOT [SECS]
 #   it_wait_exit PID SECS            true once PID has exited
 #   it_consume TOPIC OUTFILE         all records, one kcat JSON object a line
@@ -458,6 +460,14 @@ it_health_port() {
 }
 
 it_relay_alive() { _env_pid_alive "${1:-$IT_RELAY_PID}"; }
+
+# it_stop_checked DESC [PID]: it_stop_relay, then it_check DESC that the
+# relay exited 0; STOP_RC keeps its status for what the test does next.
+it_stop_checked() {
+	STOP_RC=0
+	it_stop_relay "${2:-}" || STOP_RC=$?
+	it_check "$1" test "$STOP_RC" -eq 0
+}
 
 it_stop_relay() {
 	local pid=${1:-$IT_RELAY_PID} i rc=0

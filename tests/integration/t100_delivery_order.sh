@@ -92,9 +92,8 @@ else
 fi
 
 # -- clean stop, and the relay's own count agrees
-rc=0
-it_stop_relay || rc=$?
-it_check "relay exits 0 on SIGTERM" test "$rc" -eq 0
+it_stop_checked "relay exits 0 on SIGTERM"
+rc=$STOP_RC
 acked=$(sed -n 's/.*summary: .* acked=\([0-9]*\) .*/\1/p' "$log" | tail -n1)
 it_check "relay summary: acked=$acked equals the $committed committed events" \
 	test "${acked:-x}" = "$committed"

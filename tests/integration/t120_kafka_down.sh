@@ -25,7 +25,6 @@ pglog=$IT_DIR/pg/postgres.log
 samples=$IT_TEST_DIR/confirmed.samples
 down_secs=14
 
-
 # Whatever happens, later tests get a broker and the default timeout back.
 restore_env() {
 	it_sql postgres "ALTER SYSTEM RESET wal_sender_timeout" >/dev/null 2>&1 || true
@@ -182,9 +181,8 @@ else
 		"confirmed_flush_lsn: $(it_slot_confirmed "$db" "$db")"
 fi
 
-rc=0
-it_stop_relay || rc=$?
-it_check "relay exits 0 on SIGTERM" test "$rc" -eq 0
+it_stop_checked "relay exits 0 on SIGTERM"
+rc=$STOP_RC
 ((rc == 0)) || it_diag "$(it_show_log "$log" 20)"
 restore_env
 it_check "wal_sender_timeout restored" \

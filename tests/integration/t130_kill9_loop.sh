@@ -106,9 +106,8 @@ else
 	not_ok "final relay confirmed past the last outbox commit (${max_lsn:-none})" \
 		"confirmed_flush_lsn: $(it_slot_confirmed "$db" "$db")"
 fi
-rc=0
-it_stop_relay || rc=$?
-it_check "final relay exits 0 on SIGTERM" test "$rc" -eq 0
+it_stop_checked "final relay exits 0 on SIGTERM"
+rc=$STOP_RC
 ((rc == 0)) || it_diag "$(it_show_log "$log" 20)"
 
 it_summary

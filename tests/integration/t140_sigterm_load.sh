@@ -47,9 +47,7 @@ done
 sleep 1
 it_check "relay streaming under load before SIGTERM (acked=${acked:-0})" \
 	test "${acked:-0}" -gt 0
-rc=0
-it_stop_relay || rc=$?
-it_check "relay exits 0 on SIGTERM under load" test "$rc" -eq 0
+it_stop_checked "relay exits 0 on SIGTERM under load"
 # Nothing moves the slot now; the load goes on.
 c_stop=$(it_slot_confirmed "$db" "$db")
 snap=$IT_TEST_DIR/snapshot.json
@@ -109,9 +107,8 @@ else
 	not_ok "second relay confirmed past the last outbox commit (${max_lsn:-none})" \
 		"confirmed_flush_lsn: $(it_slot_confirmed "$db" "$db")"
 fi
-rc=0
-it_stop_relay || rc=$?
-it_check "second relay exits 0 on SIGTERM" test "$rc" -eq 0
+it_stop_checked "second relay exits 0 on SIGTERM"
+rc=$STOP_RC
 ((rc == 0)) || it_diag "$(it_show_log "$log2" 20)"
 
 it_summary

@@ -90,9 +90,7 @@ done | it_sql_file "$db" - >/dev/null
 lsn=$(it_current_lsn "$db")
 it_wait_confirmed "$db" "$db" "$lsn" 10 || true
 t1=$(date +%s%N)
-rc=0
-it_stop_relay || rc=$?
-it_check "(c) relay exits 0 on SIGTERM" test "$rc" -eq 0
+it_stop_checked "(c) relay exits 0 on SIGTERM"
 updates=$(grep -o 'summary: .*status_updates=[0-9]*' "$log" | tail -n1 | sed 's/.*status_updates=//' || true)
 elapsed_ms=$(((t1 - t0) / 1000000))
 # At most one per 100 ms, plus the keepalive timer's, the final one and
@@ -141,8 +139,6 @@ if [[ -n $ratio ]] && awk -v r="$ratio" 'BEGIN { exit !(r + 0 <= 1.5) }'; then
 else
 	not_ok "(d) consumed / committed = $ratio <= 1.5 after $rounds kills"
 fi
-rc=0
-it_stop_relay || rc=$?
-it_check "(d) final relay exits 0 on SIGTERM" test "$rc" -eq 0
+it_stop_checked "(d) final relay exits 0 on SIGTERM"
 
 it_summary

@@ -25,7 +25,6 @@ out=$IT_TEST_DIR/out.json
 it_write_config "$conf" "$db" status.interval.ms=10000 status.min.interval.ms=10000 \
 	reconnect.backoff.ms=100 reconnect.backoff.max.ms=500 stats.interval.ms=1000
 
-
 distinct_ids() {
 	it_fields "$1" h:id | sort -u | grep -c . || true
 }
@@ -66,9 +65,7 @@ else
 	not_ok "(a) the relay says it skips what it already published" "$(it_show_log "$log" 15)"
 fi
 
-rc=0
-it_stop_relay || rc=$?
-it_check "(a) relay exits 0 on SIGTERM" test "$rc" -eq 0
+it_stop_checked "(a) relay exits 0 on SIGTERM"
 skipped=$(grep -o 'summary: .*skipped=[0-9]*' "$log" | tail -n1 | sed 's/.*skipped=//' || true)
 if [[ -n $skipped ]] && ((skipped == 100)); then
 	ok "(a) summary: skipped=100"
@@ -116,9 +113,7 @@ else
 $(it_show_log "$log" 15)"
 fi
 it_check "(b) the relay is still running (a crash is not a rewind)" it_relay_alive
-rc=0
-it_stop_relay || rc=$?
-it_check "(b) relay exits 0 on SIGTERM" test "$rc" -eq 0
+it_stop_checked "(b) relay exits 0 on SIGTERM"
 skipped=$(grep -o 'summary: .*skipped=[0-9]*' "$log" | tail -n1 | sed 's/.*skipped=//' || true)
 it_diag "(b) events skipped after the crash: ${skipped:-?}"
 

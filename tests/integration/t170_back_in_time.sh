@@ -29,7 +29,6 @@ own_pg_start "$port" "$db"
 conf=$IT_TEST_DIR/relay.conf
 own_write_config "$conf" http.listen=
 
-
 # ------------------------------------------------------------------ (a)
 log=$IT_TEST_DIR/relay.a.log
 it_start_relay "$conf" "$log"
@@ -105,8 +104,6 @@ log=$IT_TEST_DIR/relay.b2.log
 it_start_relay "$conf" "$log"
 it_check "(b) a new relay publishes the 10 events committed after the restore" \
 	own_all_arrived "$topic" restored2 10 30
-rc=0
-it_stop_relay || rc=$?
-it_check "relay exits 0 on SIGTERM" test "$rc" -eq 0
+it_stop_checked "relay exits 0 on SIGTERM"
 
 it_summary

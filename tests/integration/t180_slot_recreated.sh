@@ -46,9 +46,7 @@ it_events "$db" "$type" 5 a
 it_check "(a) 5 events published" it_consume_wait "$topic" "$out" 5 30
 lsn=$(it_current_lsn "$db")
 it_check "(a) confirmed past them" it_wait_confirmed "$db" "$db" "$lsn" 15
-rc=0
-it_stop_relay || rc=$?
-it_check "(a) relay exits 0" test "$rc" -eq 0
+it_stop_checked "(a) relay exits 0"
 rec=$(record || true)
 rec_lsn=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["lsn"])' "$rec" 2>/dev/null || true)
 slot=$(it_slot_confirmed "$db" "$db")
@@ -88,9 +86,7 @@ else
 fi
 lost=$(it_fields "$out" h:event_type | grep -c '^lost$' || true)
 it_diag "(c) events committed between the drop and the recreation that reached Kafka: $lost of 3 (the refusal's warning)"
-rc=0
-it_stop_relay || rc=$?
-it_check "(c) relay exits 0" test "$rc" -eq 0
+it_stop_checked "(c) relay exits 0"
 
 # ------------------------------------------------------------------ (d)
 it_events "$db" "$type" 2 skipped
@@ -102,9 +98,7 @@ log=$IT_TEST_DIR/d.log
 it_start_relay "$conf" "$log"
 it_check "(d) after --advance-slot the relay streams (the CLI recorded it)" \
 	it_wait_slot_active "$db" "$db" 30
-rc=0
-it_stop_relay || rc=$?
-it_check "(d) relay exits 0" test "$rc" -eq 0
+it_stop_checked "(d) relay exits 0"
 it_run_relay d-drop --config "$conf" --drop-slot --yes
 it_check "(d) --drop-slot --yes: exit 0 (got $RC)" test "$RC" = 0
 it_events "$db" "$type" 2 dropped
@@ -113,9 +107,7 @@ it_check "(d) --create-slot: exit 0 (got $RC)" test "$RC" = 0
 log=$IT_TEST_DIR/d2.log
 it_start_relay "$conf" "$log"
 it_check "(d) a slot made with --create-slot is taken" it_wait_slot_active "$db" "$db" 30
-rc=0
-it_stop_relay || rc=$?
-it_check "(d) relay exits 0" test "$rc" -eq 0
+it_stop_checked "(d) relay exits 0"
 
 # ------------------------------------------------------------------ (e)
 it_sql "$db" "SELECT pg_drop_replication_slot('$db')" >/dev/null
@@ -125,8 +117,6 @@ it_write_config "$conf_off" "$db" slot.ledger.topic=
 log=$IT_TEST_DIR/e.log
 it_start_relay "$conf_off" "$log"
 it_check "(e) slot.ledger.topic empty: the relay streams" it_wait_slot_active "$db" "$db" 30
-rc=0
-it_stop_relay || rc=$?
-it_check "(e) relay exits 0" test "$rc" -eq 0
+it_stop_checked "(e) relay exits 0"
 
 it_summary

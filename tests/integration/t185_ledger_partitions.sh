@@ -62,9 +62,7 @@ for round in 1 2 3; do
 	sleep 0.3
 done
 it_check "(a) 9 events published" it_consume_wait "$topic" "$out" 9 30
-rc=0
-it_stop_relay || rc=$?
-it_check "(a) relay exits 0" test "$rc" -eq 0
+it_stop_checked "(a) relay exits 0"
 first=$(records "$one" | head -n1 | cut -f2-)
 last=$(records "$one" | tail -n1 | cut -f2-)
 n=$(records "$one" | wc -l)

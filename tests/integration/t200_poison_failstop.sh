@@ -27,9 +27,6 @@ it_wal2json_only "finds the commit ends of its transactions with a wal2json peek
 RUN_TAG=$$
 RELAY_EXIT_WAIT=${RELAY_EXIT_WAIT:-60}
 
-
-
-
 # Peeks at the slot through a copy of it (the original is left as it is)
 # and prints, as JSON lines, every wal2json record in the relay's format.
 peek_copy() {
@@ -220,7 +217,6 @@ second: $line2"
 	fi
 	it_drop_db "$db" >/dev/null 2>&1 || true
 }
-
 
 # (a) NULL payload: the table must allow it.
 run_case a_null_payload \

@@ -26,9 +26,6 @@ it_init
 # guards against a relay that would retry forever (its exit is then 124).
 IT_RUN_TIMEOUT=${RUN_TIMEOUT:-45}
 
-
-
-
 slots() { it_sql postgres "SELECT slot_name FROM pg_replication_slots ORDER BY 1"; }
 
 db=t210_refusals
@@ -171,9 +168,7 @@ else
 	not_ok "(e) kafka.enable.idempotence=false accepted with producer.allow.unsafe=true" \
 		"$(it_show_log "$log")"
 fi
-rc=0
-it_stop_relay || rc=$?
-it_check "(e) that relay exits 0 on SIGTERM" test "$rc" -eq 0
+it_stop_checked "(e) that relay exits 0 on SIGTERM"
 
 it_run_relay e_kprop --config "$cfg" --set kafka.no.such.property=1
 it_expect_exit e_kprop 78 "(e) unknown librdkafka property"

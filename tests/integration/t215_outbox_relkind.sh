@@ -23,7 +23,6 @@ it_sql "$db" "
 	CREATE TABLE public.outbox_parted_a PARTITION OF public.outbox_parted FOR VALUES IN ('t215');
 	CREATE VIEW public.outbox_view AS SELECT * FROM public.outbox;" >/dev/null
 
-
 # ------------------------------------------------------------------ (a)
 before=$(it_slot_confirmed "$db" "$db")
 it_sql "$db" "INSERT INTO public.outbox_parted (id, aggregate_type, aggregate_id, event_type, payload)

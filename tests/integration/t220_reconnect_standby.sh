@@ -92,7 +92,6 @@ active_pid() {
 		WHERE slot_name = '$slot'"
 }
 
-
 if ! it_setup_db "$db" 2>"$IT_TEST_DIR/setup.err"; then
 	not_ok "database, outbox table and slot created" "$(cat "$IT_TEST_DIR/setup.err")"
 	it_summary
@@ -172,9 +171,7 @@ if [[ $MISSING -gt 0 ]]; then
 	it_diag "$(head -n 5 "$IT_TEST_DIR/b.missing")"
 fi
 it_check "(b) relay still running" it_relay_alive "$relay"
-rc=0
-it_stop_relay "$relay" || rc=$?
-it_check "(b) relay exits 0 on SIGTERM" test "$rc" -eq 0
+it_stop_checked "(b) relay exits 0 on SIGTERM" "$relay"
 
 # ---------------------------------------------------------------- (c)
 log_a=$IT_TEST_DIR/relay_a.log
@@ -216,9 +213,7 @@ wait_load 30
 compare "$type_c" c
 it_check "(c) events written after the kill arrived" test "$MISSING" -eq 0
 it_check "(c) and some were written" test -s "$IT_TEST_DIR/c.committed"
-rc=0
-it_stop_relay "$relay_b" || rc=$?
-it_check "(c) relay B exits 0 on SIGTERM" test "$rc" -eq 0
+it_stop_checked "(c) relay B exits 0 on SIGTERM" "$relay_b"
 
 it_drop_db "$db" >/dev/null 2>&1 || true
 it_summary

@@ -60,7 +60,6 @@ no_secret() {
 	fi
 }
 
-
 # publish_one TYPE NAME: one event through the running relay; true when it
 # arrived.
 publish_one() {

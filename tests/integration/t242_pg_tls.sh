@@ -105,7 +105,6 @@ conf_for() {
 }
 write_pass "$pw"
 
-
 tls="sslmode=verify-full sslrootcert=$certs/ca.crt"
 base="port=$port dbname=$db user=$role"
 
@@ -143,9 +142,7 @@ it_check "(a) the walsender's connection uses TLS" \
 	grep -qE '^outbox-relay walsender TLSv1\.[23]' <<<"$rows"
 it_check "(a) the watchdog's connection uses TLS" \
 	grep -qE '^outbox-relay-watchdog client backend TLSv1\.[23]' <<<"$rows"
-rc=0
-it_stop_relay || rc=$?
-it_check "(a) relay exits 0 on SIGTERM" test "$rc" -eq 0
+it_stop_checked "(a) relay exits 0 on SIGTERM"
 it_check "(a) the password is not in the debug log" \
 	bash -c '! grep -qiF -- "$1" "$2"' _ "$pw" "$log"
 
@@ -159,9 +156,7 @@ else
 	not_ok "(a) host=127.0.0.1 (in the certificate's SAN) streams too" \
 		"$(it_show_log "$log")"
 fi
-rc=0
-it_stop_relay || rc=$?
-it_check "(a) that relay exits 0 on SIGTERM" test "$rc" -eq 0
+it_stop_checked "(a) that relay exits 0 on SIGTERM"
 
 # ---------------------------------------------------------------- (b)-(f)
 conf_for "$IT_TEST_DIR/b.conf" \
@@ -217,9 +212,7 @@ else
 	not_ok "(g) ... host=localhost still streams with that certificate" \
 		"$(it_show_log "$log")"
 fi
-rc=0
-it_stop_relay || rc=$?
-it_check "(g) relay exits 0 on SIGTERM" test "$rc" -eq 0
+it_stop_checked "(g) relay exits 0 on SIGTERM"
 
 leaks=$(grep -lF -- "$pw" "$IT_TEST_DIR"/*.err "$IT_TEST_DIR"/*.out "$IT_TEST_DIR"/*.log \
 	2>/dev/null || true)

@@ -118,9 +118,7 @@ else
 fi
 it_check "(a) /readyz is 200 (the broker answers over SASL_SSL)" \
 	it_until_ready "$hport" 200 "" 20
-rc=0
-it_stop_relay || rc=$?
-it_check "(a) relay exits 0 on SIGTERM" test "$rc" -eq 0
+it_stop_checked "(a) relay exits 0 on SIGTERM"
 it_diag "(a) $(grep -c . "$log") log lines at debug with kafka.debug=security,broker"
 it_check "(a) the SASL password is in no log line" \
 	bash -c '! grep -qiF -- "$1" "$2"' _ "$relay_pw" "$log"

@@ -121,9 +121,7 @@ tr '\0' ' ' <"/proc/$pid/cmdline" >"$surf/cmdline" 2>/dev/null || true
 it_diag "(a) cmdline: $(cat "$surf/cmdline")"
 it_check "(a) /proc/PID/cmdline shows the relay's arguments (--config)" \
 	grep -qF -- "--config $cfg" "$surf/cmdline"
-rc=0
-it_stop_relay || rc=$?
-it_check "(a) relay exits 0 on SIGTERM" test "$rc" -eq 0
+it_stop_checked "(a) relay exits 0 on SIGTERM"
 OUTBOX_RELAY_ALERT_WEBHOOK_URL=$(hook_url "$hook_port") "$RELAY_BIN" --config "$cfg" \
 	--print-config >"$surf/print-config" 2>&1 || true
 it_check "(a) --print-config redacts the three keys" bash -c '
@@ -210,9 +208,7 @@ if it_wait_log "$log" 'streaming from slot' 30; then
 else
 	not_ok "(c) the %40-encoded URI streams" "$(it_show_log "$log")"
 fi
-rc=0
-it_stop_relay || rc=$?
-it_check "(c) that relay exits 0 on SIGTERM" test "$rc" -eq 0
+it_stop_checked "(c) that relay exits 0 on SIGTERM"
 no_secret "(c) ... and its debug log holds no part of the password" "$log"
 
 # ---------------------------------------------------------------- (d)

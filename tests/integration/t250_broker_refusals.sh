@@ -84,9 +84,7 @@ else
 fi
 it_check "(a) the relay confirms past them" it_wait_confirmed "$db" "$db" "$last" 30
 it_check "(a) the relay keeps running" it_relay_alive
-rc=0
-it_stop_relay || rc=$?
-it_check "(a) relay exits 0 on SIGTERM" test "$rc" -eq 0
+it_stop_checked "(a) relay exits 0 on SIGTERM"
 
 # ------------------------------------------------------------------ (b)
 tb=t250b_$run

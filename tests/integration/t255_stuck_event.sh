@@ -71,9 +71,7 @@ done
 it_check "all $N events of the healthy topic arrive (got $got)" test "$got" -ge "$N"
 it_check "the stuck event arrives" test "$(count "$stuck")" -ge 1
 it_check "the slot is confirmed past the last commit" it_wait_confirmed "$db" "$db" "$last" 30
-rc=0
-it_stop_relay || rc=$?
-it_check "relay exits 0 on SIGTERM" test "$rc" -eq 0
+it_stop_checked "relay exits 0 on SIGTERM"
 rc=0
 mock_stop || rc=$?
 it_check "mock cluster exits 0" test "$rc" -eq 0

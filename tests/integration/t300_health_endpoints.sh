@@ -136,7 +136,6 @@ prom_parse() {
 	PY
 }
 
-
 # scrape NAME: GET /metrics into $LAST.body, parsed into $LAST.parsed;
 # returns non-zero when the request or the parse failed.
 scrape() {
@@ -378,9 +377,7 @@ else
 	not_ok "the event written while Kafka was down arrived" "$(it_show_log "$log" 15)"
 fi
 
-rc=0
-it_stop_relay || rc=$?
-it_check "relay exits 0 on SIGTERM" test "$rc" -eq 0
+it_stop_checked "relay exits 0 on SIGTERM"
 
 # ------------------------------------------------------------- stuck loop
 conf2=$IT_TEST_DIR/relay-stall.conf
@@ -437,9 +434,7 @@ $(it_show_log "$log2" 10)"
 else
 	not_ok "stall relay: health endpoint port from the log" "$(it_show_log "$log2")"
 fi
-rc=0
-it_stop_relay "$stall_pid" || rc=$?
-it_check "stall relay exits 0 on SIGTERM" test "$rc" -eq 0
+it_stop_checked "stall relay exits 0 on SIGTERM" "$stall_pid"
 
 # ------------------------------------------------------------- secrets
 hits=$(grep -rliF -e "$pw" -e "$sasl_pw" -e password "$hdir" --include='*.body' \

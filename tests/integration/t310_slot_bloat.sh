@@ -34,7 +34,6 @@ crit_b=16000000
 hooks=$IT_TEST_DIR/hooks.jsonl
 samples=$IT_TEST_DIR/samples
 
-
 # get NAME PATH: sets CODE and F (the body file).
 get() {
 	F=$IT_TEST_DIR/$1.body
@@ -274,8 +273,6 @@ fi
 it_diag "webhook POSTs: $(python3 -c 'import json,sys; print(" ".join("%s->%s" % (json.loads(l)["previous_state"], json.loads(l)["state"]) for l in open(sys.argv[1])))' "$hooks")"
 it_diag "log: $(grep 'slot health' "$log" | cut -c1-200)"
 
-rc=0
-it_stop_relay || rc=$?
-it_check "relay exits 0 on SIGTERM" test "$rc" -eq 0
+it_stop_checked "relay exits 0 on SIGTERM"
 it_drop_db "$db" >/dev/null 2>&1 || true
 it_summary

@@ -42,7 +42,6 @@ trace=$IT_TEST_DIR/wal_status.trace
 
 lsql() { psql_q "$lport" "$ldb" "$1"; }
 
-
 restore_kafka() {
 	if ! _env_pid_alive "$(cat "$IT_DIR/kafka/kafka.pid" 2>/dev/null || true)"; then
 		kafka_restart "$IT_DIR" || true

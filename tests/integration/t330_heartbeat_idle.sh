@@ -60,7 +60,6 @@ WINDOW_SECS=${WINDOW_SECS:-45}
 PGBENCH_RATE=${PGBENCH_RATE:-800}
 MIB=1048576
 
-
 topics() {
 	kcat -b "$KAFKA_BROKERS" -L -J -m 10 2>/dev/null |
 		python3 -c 'import json,sys; print("\n".join(sorted(t["topic"] for t in json.load(sys.stdin)["topics"])))'
@@ -177,15 +176,12 @@ phase() {
 		sleep 0.2
 	done
 	curl -s -m 5 "http://127.0.0.1:$port/metrics" >"$IT_TEST_DIR/$name.metrics" || true
-	rc=0
-	it_stop_relay || rc=$?
-	it_check "($name) relay exits 0 on SIGTERM" test "$rc" -eq 0
+	it_stop_checked "($name) relay exits 0 on SIGTERM"
 	figures "$smp" "$t0" "$t1" >"$IT_TEST_DIR/$name.figures"
 	unset F_total F_peak F_end F_settle F_excess F_drops F_lagmax F_samples F_worst_at F_lagexcess F_lagworst_at
 	eval "$(tr ' ' '\n' <"$IT_TEST_DIR/$name.figures" | sed -n 's/^\([a-z_]*\)=\([0-9.a-z-]*\)$/F_\1=\2/p')"
 	it_diag "($name) heartbeat.interval.ms=$hb: $(cat "$IT_TEST_DIR/$name.figures") ckpt=$F_ckpt; pgbench $(grep -E '^tps' "$IT_TEST_DIR/$name.pgbench" | head -n1)"
 }
-
 
 # ------------------------------------------------------------- setup
 it_setup_db "$db"

@@ -56,13 +56,7 @@ it_wal2json_only "creates wal2json slots by SQL and checks wal2json-specific out
 IT_RUN_TIMEOUT=${RUN_TIMEOUT:-120}
 TAG=$$
 
-
-
-
-
 confirmed() { it_slot_confirmed "$db" "${1:-$db}"; }
-
-
 
 db=t400_cli
 if ! it_setup_db "$db" 2>"$IT_TEST_DIR/setup.err"; then
@@ -378,9 +372,7 @@ it_expect_in h_check out "(h) --check warns that the slot is active" \
 it_check "(h) the slot is still there" test -n "$(confirmed)"
 it_check "(h) no temporary copy is left" test -z "$(it_sql "$db" \
 	"SELECT slot_name FROM pg_replication_slots WHERE slot_name LIKE 'outbox_relay_dry_run_%'")"
-rc=0
-it_stop_relay || rc=$?
-it_check "(h) that relay exits 0 on SIGTERM" test "$rc" -eq 0
+it_stop_checked "(h) that relay exits 0 on SIGTERM"
 
 # ---------------------------------------------------------------- (k)
 it_sql "$db" "$IT_INS ('$(it_new_uuid)', 'T400k$TAG', 'k-1', 'Stuck', '{}')"

@@ -49,7 +49,6 @@ relay=t410_relay         # custom role names for (6), psql variables
 monitor=t410_monitor
 writer=t410_writer
 
-
 # psql as ROLE on DB, SQL on stdin; unaligned, tuples only, stops at the
 # first error.
 psql_as() {
@@ -99,7 +98,6 @@ fails_with() {
 $out"
 	fi
 }
-
 
 roles_drop() {
 	local r
@@ -530,9 +528,7 @@ if [[ -n $up_b ]]; then
 	check_topic "(e) partitioned outbox: today's partition and one created after the relay started" \
 		"$tP" 2 "key payload h:id h:event_type" \
 		"$(printf 'part-1\t{"day": 0}\t%s\tToday\npart-1\t{"day": 10}\t%s\tNewPartition' "$up1" "$up2")"
-	rc=0
-	it_stop_relay "$relayB" || rc=$?
-	it_check "relay B exits 0 on SIGTERM" test "$rc" -eq 0
+	it_stop_checked "relay B exits 0 on SIGTERM" "$relayB"
 else
 	not_ok "(e) partitioned outbox: today's partition and one created after the relay started" \
 		"relay B is not running"
@@ -557,13 +553,9 @@ fi
 
 # Relay A published nothing of the partitioned table, relay B nothing of
 # outbox_emit: the counts above are exact (check_topic reads everything).
-rc=0
-it_stop_relay "$relayA" || rc=$?
-it_check "relay A exits 0 on SIGTERM" test "$rc" -eq 0
+it_stop_checked "relay A exits 0 on SIGTERM" "$relayA"
 if [[ -n $up_b ]] && it_relay_alive "$relayB"; then
-	rc=0
-	it_stop_relay "$relayB" || rc=$?
-	it_check "relay B exits 0 on SIGTERM" test "$rc" -eq 0
+	it_stop_checked "relay B exits 0 on SIGTERM" "$relayB"
 fi
 
 it_drop_db "$kit" || true

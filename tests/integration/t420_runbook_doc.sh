@@ -158,7 +158,6 @@ $(show)"
 	fi
 }
 
-
 ALTERED=
 reset_settings() {
 	[[ -n $ALTERED ]] || return 0

@@ -45,11 +45,6 @@ it_init
 
 IT_RUN_TIMEOUT=${RUN_TIMEOUT:-120}
 
-
-
-
-
-
 db=t430_pgo
 pub=t430_pub
 w2j=t430_w2j                  # a wal2json slot reading the same WAL

@@ -46,9 +46,6 @@ it_init
 
 IT_RUN_TIMEOUT=${RUN_TIMEOUT:-120}
 
-
-
-
 # py_json DESC FILE EXPR...: each Python expression over d (FILE's JSON)
 # must be true.
 py_json() {

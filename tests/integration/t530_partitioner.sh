@@ -66,8 +66,6 @@ else
 	not_ok "F20: all $N keys on the Java client's murmur2 partition" "$result $(head -c 300 "$IT_TEST_DIR/java.err")"
 fi
 it_diag "row: scenario=F20 rounds=1 keys=$N mismatches=${nbad:-?} partitions_used=${used:-?}"
-rc=0
-it_stop_relay || rc=$?
-it_check "relay exits 0" test "$rc" -eq 0
+it_stop_checked "relay exits 0"
 
 it_summary

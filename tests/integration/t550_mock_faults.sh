@@ -84,9 +84,7 @@ else
 $(it_show_log "$log" 20)"
 fi
 it_diag "row: scenario=F7/F8 rounds=$faults $(sed 's/^checker: [A-Z]* //' <<<"$summary") wall=$((SECONDS - t0))s"
-rc=0
-it_stop_relay || rc=$?
-it_check "relay exits 0 on SIGTERM" test "$rc" -eq 0
+it_stop_checked "relay exits 0 on SIGTERM"
 rc=0
 mock_stop || rc=$?
 it_check "mock cluster exits 0" test "$rc" -eq 0

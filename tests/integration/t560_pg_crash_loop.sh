@@ -76,9 +76,8 @@ load_stop
 it_diag "writer: $LOAD_BURSTS bursts, $LOAD_FAILED failed (bursts cut by the crashes)"
 load_check_sessions "$topic" "$log" F3 "$rounds" "after $rounds crashes"
 it_diag "committed $LOAD_COMMITTED, consumed $(load_stat records) records ($(load_stat events) distinct), missing $(load_stat missing), duplicates $(load_stat duplicates); sessions $(load_count_log "$log" "$streaming"), skipped as already published: $(grep -o 'skipped=[0-9]*' "$log" | tail -n1)"
-rc=0
-it_stop_relay || rc=$?
-it_check "relay exits 0 on SIGTERM" test "$rc" -eq 0
+it_stop_checked "relay exits 0 on SIGTERM"
+rc=$STOP_RC
 ((rc == 0)) || it_diag "$(it_show_log "$log" 20)"
 
 it_summary

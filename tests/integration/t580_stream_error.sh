@@ -70,9 +70,8 @@ load_stop_checked
 it_check "relay alive after the errors" it_relay_alive
 load_check_sessions "$topic" "$log" F22 "3"
 it_diag "committed $LOAD_COMMITTED, consumed $(load_stat records) records, missing $(load_stat missing), duplicates $(load_stat duplicates); sessions $(load_count_log "$log" "$streaming")"
-rc=0
-it_stop_relay || rc=$?
-it_check "relay exits 0 on SIGTERM" test "$rc" -eq 0
+it_stop_checked "relay exits 0 on SIGTERM"
+rc=$STOP_RC
 ((rc == 0)) || it_diag "$(it_show_log "$log" 20)"
 
 it_summary

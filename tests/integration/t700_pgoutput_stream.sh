@@ -129,9 +129,7 @@ if [[ $hbs =~ ^[0-9]+$ ]] && ((hbs > 0)); then
 else
 	not_ok "(a) heartbeats seen through pgoutput" "heartbeats_total '${hbs}'"
 fi
-rc=0
-it_stop_relay "$relay" || rc=$?
-it_check "(b) relay exits 0 on SIGTERM" test "$rc" -eq 0
+it_stop_checked "(b) relay exits 0 on SIGTERM" "$relay"
 it_check "(b) summary: skipped=40" test "$(summary_field "$log" skipped)" = 40
 
 # ------------------------------------------------------------------ (c)
@@ -152,9 +150,7 @@ else
 	not_ok "(c) confirmed_flush_lsn passed $busy_end" \
 		"slot at $(it_slot_confirmed "$db" "$db"); $(it_show_log "$log_c" 10)"
 fi
-rc=0
-it_stop_relay "$relay" || rc=$?
-it_check "(c) relay exits 0" test "$rc" -eq 0
+it_stop_checked "(c) relay exits 0" "$relay"
 it_check "(c) nothing published and no transaction read for the busy table" \
 	test "$(summary_field "$log_c" received):$(summary_field "$log_c" txns)" = 0:0
 
@@ -189,8 +185,6 @@ if it_consume_wait "$ltopic" "$lout" 1 30; then
 else
 	not_ok "(d) the LATIN1 event published" "$(it_show_log "$log_d" 10)"
 fi
-rc=0
-it_stop_relay "$relay" || rc=$?
-it_check "(d) relay exits 0 (no fail-stop on the converted text)" test "$rc" -eq 0
+it_stop_checked "(d) relay exits 0 (no fail-stop on the converted text)" "$relay"
 
 it_summary

@@ -274,9 +274,8 @@ errs=$(grep -ciE 'unsupported|protocol error|invalid request|UNSUPPORTED_VERSION
 it_check "no protocol error in the relay's log" test "$errs" = 0
 it_diag "relay log: $(grep -cE 'replaying from slot' "$log" || true) replays, $(grep -ciE 'producer rebuilt|rebuilding' "$log" || true) producer rebuilds"
 it_diag "row: scenario=cluster rounds=$kills committed=$committed consumed=$consumed ratio=$ratio $(sed 's/^checker: [A-Z]* //' <<<"$summary") wall=$((SECONDS - t0))s"
-rc=0
-it_stop_relay || rc=$?
-it_check "relay exits 0 on SIGTERM" test "$rc" -eq 0
+it_stop_checked "relay exits 0 on SIGTERM"
+rc=$STOP_RC
 ((rc == 0)) || it_diag "$(it_show_log "$log" 20)"
 
 it_summary

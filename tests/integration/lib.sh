@@ -78,6 +78,35 @@
 #   it_summary                       "N passed, N failed, N skipped";
 #                                    exit 1 if failed
 #
+# Shared by many tests (one copy here instead of one a script):
+#   it_scenario DB                   db, type, topic, conf, log for the
+#                                    script; it_setup_db DB
+#   it_wait_log FILE ERE SECS [N]    until N lines (1) match
+#   it_relay_exit PID SECS           EXIT_RC: its status or "running"
+#   it_expect_relay_exit PID SECS CODE DESC STOPPED_DESC LOG
+#   it_reap_child PID WHAT           a helper process told to quit, reaped
+#   it_end_walsender DB [SLOT]       pg_terminate_backend of the walsender
+#   it_run_relay NAME ARGS...        foreground, NAME.out/.err, RC
+#                                    (IT_RUN_TIMEOUT, 45 s)
+#   it_expect_exit NAME CODE DESC    RC == CODE, else the outputs' tails
+#   it_expect_err NAME CODE DESC ERE...   and stderr matches each ERE
+#   it_expect_in NAME out|err DESC STRING...   each string in the output
+#   it_py_check DESC SCRIPT ARGS...  ok when python3 -c SCRIPT exits 0
+#   it_stop_checked DESC [PID]       it_stop_relay and a check of exit 0
+#   it_http_get PORT PATH            CODE, BODY
+#   it_until_ready PORT CODE PREFIX SECS   /readyz until CODE PREFIX...; T
+#   it_metric PORT SERIES / it_metric_in FILE SERIES   a sample's value
+#   it_webhook_receiver FILE         webhook_receiver.py; HOOK_PORT
+#   it_new_uuid, IT_INS              a uuid; "INSERT INTO outbox (id, ...)
+#                                    VALUES" for SQL that is under test
+#   it_txn DB STATEMENT...           one transaction; prints its xid
+#   it_event DB TYPE AGG [EVENT_TYPE] [PAYLOAD]   one event
+#   it_events DB TYPE N EVENT_TYPE [AGGS] [PAD]   N one-event transactions
+#                                    (IT_EVENTS_PORT: another server)
+# Next to this file, sourced by the tests that need them: load.sh (the
+# writer under load, the kill loop, the checker), proxy.sh (tcp-proxy),
+# mock.sh (kafka-mock), own_pg.sh (a PostgreSQL of the test's own), tls.sh.
+#
 # Everything in tests/env/lib.sh is available too; fault tests use the
 # run's servers through IT_DIR: kafka_stop_hard "$IT_DIR", kafka_restart
 # "$IT_DIR", pg_restart "$IT_DIR" (a restart stays up after the test).

@@ -55,14 +55,7 @@ listen() {
 	return 1
 }
 # has NAME REGEX SECS: some message of NAME matches REGEX within SECS.
-has() {
-	local i
-	for ((i = 0; i < $3 * 5; i++)); do
-		grep -qE -- "$2" "$IT_TEST_DIR/$1.msgs" 2>/dev/null && return 0
-		sleep 0.2
-	done
-	return 1
-}
+has() { it_wait_log "$IT_TEST_DIR/$1.msgs" "$2" "$3"; }
 
 # ------------------------------------------------------------------ (a)
 listen a || { not_ok "notify socket a"; it_summary; }

@@ -59,6 +59,8 @@
 #   it_consume_wait TOPIC OUTFILE N [SECS]  until at least N records
 #   it_count FILE                    records in an it_consume file
 #   it_wait_checked TOPIC OUT SECS ARGS...  checker.py until complete
+#   it_check_confirmed_past DB SUMMARY DESC [SUFFIX]   the slot confirms
+#                                    past the checker's max_pg_lsn
 #   it_kafka_topic TOPIC [KEY=VALUE...]  creates TOPIC (the broker's
 #                                    auto-creation, through a metadata
 #                                    request) and sets topic configs
@@ -583,6 +585,21 @@ it_wait_checked() {
 		fi
 		sleep 1
 	done
+}
+
+# it_check_confirmed_past DB SUMMARY DESC [SUFFIX]: the slot DB confirms
+# past the checker's max_pg_lsn (in SUMMARY, its "checker:" line: the
+# newest pg_lsn header of the complete set, the last outbox commit's end)
+# within 30 s: ok "DESC (LSN)SUFFIX", else not_ok "DESC (LSN or none)" with
+# the slot's position. MAX_LSN is that LSN.
+it_check_confirmed_past() {
+	local db=$1 summary=$2 desc=$3 suffix=${4:-}
+	MAX_LSN=$(sed -n 's/.* max_pg_lsn=\([0-9A-Fa-f]*\/[0-9A-Fa-f]*\).*/\1/p' <<<"$summary")
+	if [[ -n $MAX_LSN ]] && it_wait_confirmed "$db" "$db" "$MAX_LSN" 30; then
+		ok "$desc ($MAX_LSN)$suffix"
+	else
+		not_ok "$desc (${MAX_LSN:-none})" "confirmed_flush_lsn: $(it_slot_confirmed "$db" "$db")"
+	fi
 }
 
 it_kafka_topic() {

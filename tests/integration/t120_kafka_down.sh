@@ -173,13 +173,7 @@ else
 	not_ok "commit end of the first down transaction (xid $xid1) found" "pg_lsn: '$e1'"
 fi
 
-max_lsn=$(sed -n 's/.* max_pg_lsn=\([0-9A-Fa-f]*\/[0-9A-Fa-f]*\).*/\1/p' <<<"$summary")
-if [[ -n $max_lsn ]] && it_wait_confirmed "$db" "$db" "$max_lsn" 30; then
-	ok "confirmed_flush_lsn passed the last outbox commit ($max_lsn) after Kafka came back"
-else
-	not_ok "confirmed_flush_lsn passed the last outbox commit (${max_lsn:-none})" \
-		"confirmed_flush_lsn: $(it_slot_confirmed "$db" "$db")"
-fi
+it_check_confirmed_past "$db" "$summary" "confirmed_flush_lsn passed the last outbox commit" " after Kafka came back"
 
 it_stop_checked "relay exits 0 on SIGTERM"
 rc=$STOP_RC

@@ -99,13 +99,7 @@ it_diag "$summary"
 dups=$(load_stat duplicates)
 it_diag "duplicates after $rounds x SIGKILL: ${dups:-?} (allowed: at-least-once)"
 
-max_lsn=$(load_stat max_pg_lsn)
-if [[ -n $max_lsn ]] && it_wait_confirmed "$db" "$db" "$max_lsn" 30; then
-	ok "final relay confirmed past the last outbox commit ($max_lsn)"
-else
-	not_ok "final relay confirmed past the last outbox commit (${max_lsn:-none})" \
-		"confirmed_flush_lsn: $(it_slot_confirmed "$db" "$db")"
-fi
+it_check_confirmed_past "$db" "$summary" "final relay confirmed past the last outbox commit"
 it_stop_checked "final relay exits 0 on SIGTERM"
 rc=$STOP_RC
 ((rc == 0)) || it_diag "$(it_show_log "$log" 20)"

@@ -100,13 +100,7 @@ it_diag "duplicates after SIGTERM + restart: ${dups:-?}"
 it_check "duplicates (${dups:-?}) at most one cut transaction's events ($max_events_per_txn)" \
 	test "${dups:-999}" -le "$max_events_per_txn"
 
-max_lsn=$(load_stat max_pg_lsn)
-if [[ -n $max_lsn ]] && it_wait_confirmed "$db" "$db" "$max_lsn" 30; then
-	ok "second relay confirmed past the last outbox commit ($max_lsn)"
-else
-	not_ok "second relay confirmed past the last outbox commit (${max_lsn:-none})" \
-		"confirmed_flush_lsn: $(it_slot_confirmed "$db" "$db")"
-fi
+it_check_confirmed_past "$db" "$summary" "second relay confirmed past the last outbox commit"
 it_stop_checked "second relay exits 0 on SIGTERM"
 rc=$STOP_RC
 ((rc == 0)) || it_diag "$(it_show_log "$log2" 20)"

@@ -263,13 +263,7 @@ else
 	not_ok "$committed events after $kills broker kills" "exit $rc: $(head -n 30 "$out.check")
 $(it_show_log "$log" 20)"
 fi
-max_lsn=$(load_stat max_pg_lsn)
-if [[ -n $max_lsn ]] && it_wait_confirmed "$db" "$db" "$max_lsn" 30; then
-	ok "confirmed_flush_lsn passed the last outbox commit ($max_lsn)"
-else
-	not_ok "confirmed_flush_lsn passed the last outbox commit (${max_lsn:-none})" \
-		"confirmed_flush_lsn: $(it_slot_confirmed "$db" "$db")"
-fi
+it_check_confirmed_past "$db" "$summary" "confirmed_flush_lsn passed the last outbox commit"
 errs=$(grep -ciE 'unsupported|protocol error|invalid request|UNSUPPORTED_VERSION' "$log" || true)
 it_check "no protocol error in the relay's log" test "$errs" = 0
 it_diag "relay log: $(grep -cE 'replaying from slot' "$log" || true) replays, $(grep -ciE 'producer rebuilt|rebuilding' "$log" || true) producer rebuilds"

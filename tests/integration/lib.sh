@@ -88,6 +88,10 @@
 #   it_expect_relay_exit PID SECS CODE DESC STOPPED_DESC LOG
 #   it_reap_child PID WHAT           a helper process told to quit, reaped
 #   it_end_walsender DB [SLOT]       pg_terminate_backend of the walsender
+#   it_slot_pid DB [SLOT]            the walsender's PID, 0 if none
+#   it_json_get FILE EXPR            a Python expression over FILE's JSON
+#   it_restore_kafka                 the run's broker back (a cleanup hook)
+#   it_pgpass FILE LINE              a password file, mode 0600
 #   it_run_relay NAME ARGS...        foreground, NAME.out/.err, RC
 #                                    (IT_RUN_TIMEOUT, 45 s)
 #   it_expect_exit NAME CODE DESC    RC == CODE, else the outputs' tails
@@ -359,6 +363,33 @@ it_pg_has_setting() {
 it_end_walsender() {
 	it_sql "$1" "SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots
 		WHERE slot_name = '${2:-$1}' AND active" >/dev/null
+}
+
+# it_slot_pid DB [SLOT]: the PID of the walsender that serves SLOT
+# (default DB), 0 while none does.
+it_slot_pid() {
+	it_sql "$1" "SELECT coalesce(active_pid, 0) FROM pg_replication_slots
+		WHERE slot_name = '${2:-$1}'"
+}
+
+# it_json_get FILE EXPR: the Python expression EXPR over d, FILE's JSON.
+it_json_get() {
+	python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2"
+}
+
+# it_restore_kafka: the run's broker back if a test killed it; for
+# env_on_cleanup, so that the tests after a failure still have one.
+it_restore_kafka() {
+	if ! _env_pid_alive "$(cat "$IT_DIR/kafka/kafka.pid" 2>/dev/null || true)"; then
+		kafka_restart "$IT_DIR" || true
+	fi
+}
+
+# it_pgpass FILE LINE: a password file of that one line, mode 0600 (libpq
+# ignores a file others can read).
+it_pgpass() {
+	echo "$2" >"$1"
+	chmod 600 "$1"
 }
 
 it_current_lsn() { it_sql "$1" "SELECT pg_current_wal_lsn()"; }

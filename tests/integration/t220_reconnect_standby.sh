@@ -87,11 +87,6 @@ compare() {
 		"$MISSING missing, $EXTRA not committed"
 }
 
-active_pid() {
-	it_sql "$db" "SELECT coalesce(active_pid, 0) FROM pg_replication_slots
-		WHERE slot_name = '$slot'"
-}
-
 if ! it_setup_db "$db" 2>"$IT_TEST_DIR/setup.err"; then
 	not_ok "database, outbox table and slot created" "$(cat "$IT_TEST_DIR/setup.err")"
 	it_summary
@@ -112,7 +107,7 @@ fi
 type_a=t220a_$tag
 start_load "$type_a" 150 0.05
 sleep 3
-pid1=$(active_pid)
+pid1=$(it_slot_pid "$db" "$slot")
 it_sql "$db" "SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots
 	WHERE slot_name = '$slot'" >/dev/null
 it_diag "(a) walsender $pid1 terminated at $(date -u +%T.%3N)"
@@ -135,7 +130,7 @@ else
 	not_ok "(a) reconnect after a backoff" "$(it_show_log "$log")"
 fi
 wait_load 60
-pid2=$(active_pid)
+pid2=$(it_slot_pid "$db" "$slot")
 it_check "(a) a new walsender serves the slot ($pid1 -> $pid2)" \
 	test "$pid2" != 0 -a "$pid2" != "$pid1"
 compare "$type_a" a
@@ -207,7 +202,7 @@ if it_wait_log "$log_b" 'streaming from slot' "$TAKEOVER_SECS" 1; then
 	ok "(c) relay B took over within ${TAKEOVER_SECS} s (${took} s)"
 else
 	not_ok "(c) relay B took over within ${TAKEOVER_SECS} s" \
-		"slot active_pid $(active_pid); $(it_show_log "$log_b")"
+		"slot active_pid $(it_slot_pid "$db" "$slot"); $(it_show_log "$log_b")"
 fi
 wait_load 30
 compare "$type_c" c

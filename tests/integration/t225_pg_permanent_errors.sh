@@ -40,10 +40,7 @@ own_sql "SELECT pg_reload_conf()" >/dev/null
 sleep 0.5
 
 passfile=$IT_TEST_DIR/pgpass
-write_pass() {
-	echo "127.0.0.1:$port:*:t225_pw:$1" >"$passfile"
-	chmod 600 "$passfile"
-}
+write_pass() { it_pgpass "$passfile" "127.0.0.1:$port:*:t225_pw:$1"; }
 # Every refusal comes at the first attempt: 30 s is plenty.
 IT_RUN_TIMEOUT=30
 # conf_for FILE CONNINFO [KEY=VALUE...]: a relay of this server's slot,

@@ -90,10 +90,7 @@ for ((i = 0; i < 25; i++)); do
 done
 it_check "server has ssl=on after the reload" test "$(sql "SHOW ssl")" = on
 
-write_pass() {
-	echo "*:$port:*:$role:$1" >"$passfile"
-	chmod 600 "$passfile"
-}
+write_pass() { it_pgpass "$passfile" "*:$port:*:$role:$1"; }
 # Every refusal comes at the first attempt: 30 s is plenty.
 IT_RUN_TIMEOUT=30
 IT_EXPECT_DIAG=1 # each refusal's ERROR line, also when it passes

@@ -143,23 +143,13 @@ scrape() {
 	[[ $CODE == 200 ]] && prom_parse "$LAST.body" >"$LAST.parsed"
 }
 
-# json_get FILE EXPR: python expression on the parsed JSON d.
-json_get() {
-	python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2"
-}
-
 insert_events() { # N AGG
 	it_sql "$db" "INSERT INTO outbox (aggregate_type, aggregate_id, event_type, payload)
 		SELECT '$type', '$2', 'Health', jsonb_build_object('n', g)
 		FROM generate_series(1, $1) g"
 }
 
-restore_kafka() {
-	if ! _env_pid_alive "$(cat "$IT_DIR/kafka/kafka.pid" 2>/dev/null || true)"; then
-		kafka_restart "$IT_DIR" || true
-	fi
-}
-env_on_cleanup restore_kafka
+env_on_cleanup it_restore_kafka
 
 # ------------------------------------------------------------- the relay
 it_write_config "$conf" "$db" \
@@ -201,11 +191,11 @@ slotf=$LAST.body
 it_check "/slot 200 (got $CODE)" test "$CODE" = 200
 it_check "/slot Content-Type application/json" grep -qi '^content-type: application/json' "$LAST.hdr"
 it_check "/slot parses (python3 -m json.tool)" python3 -m json.tool "$slotf"
-got=$(json_get "$slotf" '"|".join(map(str, [d["state"], d["slot"], d["relay"]["state"], d["server"]["wal_status"], d["server"]["active"]]))' 2>&1 || true)
+got=$(it_json_get "$slotf" '"|".join(map(str, [d["state"], d["slot"], d["relay"]["state"], d["server"]["wal_status"], d["server"]["active"]]))' 2>&1 || true)
 it_check "/slot state ok, slot $db, relay streaming, wal_status reserved, active (got $got)" \
 	test "$got" = "ok|$db|streaming|reserved|True"
 it_check "/slot compact: one line" test "$(grep -c . "$slotf")" = 1
-got=$(json_get "$slotf" 'd["plugin"]' 2>&1 || true)
+got=$(it_json_get "$slotf" 'd["plugin"]' 2>&1 || true)
 it_check "/slot names the plugin, $RELAY_PLUGIN (got $got)" test "$got" = "$RELAY_PLUGIN"
 req slot_pretty "$base/slot?pretty=1"
 prettyf=$LAST.body

@@ -42,12 +42,7 @@ trace=$IT_TEST_DIR/wal_status.trace
 
 lsql() { psql_q "$lport" "$ldb" "$1"; }
 
-restore_kafka() {
-	if ! _env_pid_alive "$(cat "$IT_DIR/kafka/kafka.pid" 2>/dev/null || true)"; then
-		kafka_restart "$IT_DIR" || true
-	fi
-}
-env_on_cleanup restore_kafka
+env_on_cleanup it_restore_kafka
 
 # ------------------------------------------------------------- the cluster
 # pg_start has no knob for initdb options: initdb here exactly as pg_start

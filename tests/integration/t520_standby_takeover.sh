@@ -21,8 +21,6 @@ aggs=20
 load_init "$db" "$type" "$aggs" 5 20
 it_write_config "$conf" "$db" standby.retry.ms=500 reconnect.backoff.ms=100
 
-active_pid() { it_sql "$db" "SELECT coalesce(active_pid, 0) FROM pg_replication_slots WHERE slot_name = '$db'"; }
-
 t0=$SECONDS
 # pgbench bursts of 2 s (2 clients, 100 transactions/s) until load_stop.
 load_start 100 2
@@ -38,7 +36,7 @@ for ((k = 1; k <= KILLS; k++)); do
 		sleep 0.1
 	done
 	sleep 1
-	before=$(active_pid)
+	before=$(it_slot_pid "$db")
 	kill -9 "$a" 2>/dev/null || true
 	wait "$a" 2>/dev/null || true
 	tk=$(date +%s%N)

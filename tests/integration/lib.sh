@@ -51,12 +51,16 @@
 #   it_stop_relay [PID]              SIGTERM, wait; returns the exit code
 #                                    (124: still running after the timeout,
 #                                    then killed)
+#   it_stop_checked DESC [PID]       it_stop_relay and a check that it
+#                                    exited 0 (STOP_RC: the status)
 #   it_wait_slot_active DB SLOT [SECS]
 #   it_wait_exit PID SECS            true once PID has exited
 #   it_consume TOPIC OUTFILE         all records, one kcat JSON object a line
 #   it_consume_wait TOPIC OUTFILE N [SECS]  until at least N records
 #   it_count FILE                    records in an it_consume file
 #   it_wait_checked TOPIC OUT SECS ARGS...  checker.py until complete
+#   it_check_confirmed_past DB SUMMARY DESC [SUFFIX]   the slot confirms
+#                                    past the checker's max_pg_lsn
 #   it_kafka_topic TOPIC [KEY=VALUE...]  creates TOPIC (the broker's
 #                                    auto-creation, through a metadata
 #                                    request) and sets topic configs
@@ -75,6 +79,39 @@
 #   it_show_log FILE [N]             last N lines of FILE, for not_ok DETAIL
 #   it_summary                       "N passed, N failed, N skipped";
 #                                    exit 1 if failed
+#
+# Shared by many tests (one copy here instead of one a script):
+#   it_scenario DB                   db, type, topic, conf, log for the
+#                                    script; it_setup_db DB
+#   it_wait_log FILE ERE SECS [N]    until N lines (1) match
+#   it_relay_exit PID SECS           EXIT_RC: its status or "running"
+#   it_expect_relay_exit PID SECS CODE DESC STOPPED_DESC LOG
+#   it_reap_child PID WHAT           a helper process told to quit, reaped
+#   it_end_walsender DB [SLOT]       pg_terminate_backend of the walsender
+#   it_slot_pid DB [SLOT]            the walsender's PID, 0 if none
+#   it_json_get FILE EXPR            a Python expression over FILE's JSON
+#   it_restore_kafka                 the run's broker back (a cleanup hook)
+#   it_pgpass FILE LINE              a password file, mode 0600
+#   it_run_relay NAME ARGS...        foreground, NAME.out/.err, RC
+#                                    (IT_RUN_TIMEOUT, 45 s)
+#   it_expect_exit NAME CODE DESC    RC == CODE, else the outputs' tails
+#   it_expect_err NAME CODE DESC ERE...   and stderr matches each ERE
+#   it_expect_in NAME out|err DESC STRING...   each string in the output
+#   it_py_check DESC SCRIPT ARGS...  ok when python3 -c SCRIPT exits 0
+#   it_stop_checked DESC [PID]       it_stop_relay and a check of exit 0
+#   it_http_get PORT PATH            CODE, BODY
+#   it_until_ready PORT CODE PREFIX SECS   /readyz until CODE PREFIX...; T
+#   it_metric PORT SERIES / it_metric_in FILE SERIES   a sample's value
+#   it_webhook_receiver FILE         webhook_receiver.py; HOOK_PORT
+#   it_new_uuid, IT_INS              a uuid; "INSERT INTO outbox (id, ...)
+#                                    VALUES" for SQL that is under test
+#   it_txn DB STATEMENT...           one transaction; prints its xid
+#   it_event DB TYPE AGG [EVENT_TYPE] [PAYLOAD]   one event
+#   it_events DB TYPE N EVENT_TYPE [AGGS] [PAD]   N one-event transactions
+#                                    (IT_EVENTS_PORT: another server)
+# Next to this file, sourced by the tests that need them: load.sh (the
+# writer under load, the kill loop, the checker), proxy.sh (tcp-proxy),
+# mock.sh (kafka-mock), own_pg.sh (a PostgreSQL of the test's own), tls.sh.
 #
 # Everything in tests/env/lib.sh is available too; fault tests use the
 # run's servers through IT_DIR: kafka_stop_hard "$IT_DIR", kafka_restart
@@ -230,6 +267,20 @@ it_init() {
 	mkdir -p "$IT_TEST_DIR"
 }
 
+# it_scenario DB: the start most tests share. Sets, for the script, db=DB,
+# type=tNNN_<epoch> (a fresh topic per run: the broker outlives runs),
+# topic=outbox.event.$type, conf=$IT_TEST_DIR/relay.conf and
+# log=$IT_TEST_DIR/relay.log; then it_setup_db DB (database, outbox table,
+# slot DB).
+it_scenario() {
+	db=$1
+	type=${IT_TEST_NAME%%_*}_$(date +%s)
+	topic=outbox.event.$type
+	conf=$IT_TEST_DIR/relay.conf
+	log=$IT_TEST_DIR/relay.log
+	it_setup_db "$db"
+}
+
 # ---------------------------------------------------------------- postgres
 
 it_conninfo() {
@@ -307,6 +358,40 @@ it_pg_has_setting() {
 	[[ $(it_sql postgres "SELECT count(*) FROM pg_settings WHERE name = '$1'") == 1 ]]
 }
 
+# it_end_walsender DB [SLOT]: ends the walsender that serves SLOT (default
+# DB), as a server restart or a network cut would; the relay must reconnect.
+it_end_walsender() {
+	it_sql "$1" "SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots
+		WHERE slot_name = '${2:-$1}' AND active" >/dev/null
+}
+
+# it_slot_pid DB [SLOT]: the PID of the walsender that serves SLOT
+# (default DB), 0 while none does.
+it_slot_pid() {
+	it_sql "$1" "SELECT coalesce(active_pid, 0) FROM pg_replication_slots
+		WHERE slot_name = '${2:-$1}'"
+}
+
+# it_json_get FILE EXPR: the Python expression EXPR over d, FILE's JSON.
+it_json_get() {
+	python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2"
+}
+
+# it_restore_kafka: the run's broker back if a test killed it; for
+# env_on_cleanup, so that the tests after a failure still have one.
+it_restore_kafka() {
+	if ! _env_pid_alive "$(cat "$IT_DIR/kafka/kafka.pid" 2>/dev/null || true)"; then
+		kafka_restart "$IT_DIR" || true
+	fi
+}
+
+# it_pgpass FILE LINE: a password file of that one line, mode 0600 (libpq
+# ignores a file others can read).
+it_pgpass() {
+	echo "$2" >"$1"
+	chmod 600 "$1"
+}
+
 it_current_lsn() { it_sql "$1" "SELECT pg_current_wal_lsn()"; }
 
 it_slot_confirmed() {
@@ -333,6 +418,25 @@ it_wait_exit() {
 		sleep 0.1
 	done
 	return 1
+}
+
+# it_reap_child PID WHAT: a helper process (mock cluster, proxy) that was
+# told to quit: waited for up to 5 s, then SIGTERM and 5 s more, then
+# SIGKILL with a line on stderr naming WHAT; reaped either way. Returns its
+# exit status, 124 if it had to be killed. In the shell that started it.
+it_reap_child() {
+	local pid=$1 what=$2 rc=0
+	if ! it_wait_exit "$pid" 5; then
+		kill -TERM "$pid" 2>/dev/null || true
+		if ! it_wait_exit "$pid" 5; then
+			echo "$what $pid ignores SIGTERM; killed" >&2
+			kill -9 "$pid" 2>/dev/null || true
+			wait "$pid" 2>/dev/null || true
+			return 124
+		fi
+	fi
+	wait "$pid" 2>/dev/null || rc=$?
+	return "$rc"
 }
 
 it_wait_confirmed() {
@@ -418,6 +522,14 @@ it_health_port() {
 }
 
 it_relay_alive() { _env_pid_alive "${1:-$IT_RELAY_PID}"; }
+
+# it_stop_checked DESC [PID]: it_stop_relay, then it_check DESC that the
+# relay exited 0; STOP_RC keeps its status for what the test does next.
+it_stop_checked() {
+	STOP_RC=0
+	it_stop_relay "${2:-}" || STOP_RC=$?
+	it_check "$1" test "$STOP_RC" -eq 0
+}
 
 it_stop_relay() {
 	local pid=${1:-$IT_RELAY_PID} i rc=0
@@ -506,6 +618,21 @@ it_wait_checked() {
 	done
 }
 
+# it_check_confirmed_past DB SUMMARY DESC [SUFFIX]: the slot DB confirms
+# past the checker's max_pg_lsn (in SUMMARY, its "checker:" line: the
+# newest pg_lsn header of the complete set, the last outbox commit's end)
+# within 30 s: ok "DESC (LSN)SUFFIX", else not_ok "DESC (LSN or none)" with
+# the slot's position. MAX_LSN is that LSN.
+it_check_confirmed_past() {
+	local db=$1 summary=$2 desc=$3 suffix=${4:-}
+	MAX_LSN=$(sed -n 's/.* max_pg_lsn=\([0-9A-Fa-f]*\/[0-9A-Fa-f]*\).*/\1/p' <<<"$summary")
+	if [[ -n $MAX_LSN ]] && it_wait_confirmed "$db" "$db" "$MAX_LSN" 30; then
+		ok "$desc ($MAX_LSN)$suffix"
+	else
+		not_ok "$desc (${MAX_LSN:-none})" "confirmed_flush_lsn: $(it_slot_confirmed "$db" "$db")"
+	fi
+}
+
 it_kafka_topic() {
 	local topic=$1 i kv
 	shift
@@ -555,4 +682,233 @@ it_fields() {
 	                out.append(esc(rec.get(fld)))
 	        print("\t".join(out))
 	PY
+}
+
+# ---------------------------------------------------------------- waits
+
+# it_wait_log FILE ERE SECS [N]: true once FILE has at least N (default
+# 1) lines matching the extended regex ERE, polled every 0.2 s until SECS
+# of wall clock have passed (a slow grep does not stretch the wait); false
+# on the deadline. A missing FILE counts as no line yet.
+it_wait_log() {
+	local f=$1 ere=$2 secs=$3 n=${4:-1} c deadline
+	deadline=$((${EPOCHREALTIME/./} + secs * 1000000))
+	while :; do
+		c=$(grep -cE -- "$ere" "$f" 2>/dev/null) || true
+		((${c:-0} >= n)) && return 0
+		((${EPOCHREALTIME/./} < deadline)) || return 1
+		sleep 0.2
+	done
+}
+
+# it_relay_exit PID SECS: waits up to SECS for the relay PID to exit by
+# itself and sets EXIT_RC to its exit status, or to "running" (then stops
+# it, so that the caller's check fails instead of hanging). Must run in
+# the test's own shell: `wait` only reaps that shell's children.
+it_relay_exit() {
+	local pid=$1 secs=$2
+	EXIT_RC=0
+	if ! it_wait_exit "$pid" "$secs"; then
+		it_stop_relay "$pid" >/dev/null 2>&1 || true
+		EXIT_RC=running
+		return 0
+	fi
+	wait "$pid" 2>/dev/null || EXIT_RC=$?
+}
+
+# it_expect_relay_exit PID SECS CODE DESC STOPPED_DESC LOG: the relay PID
+# must end by itself within SECS: it_check DESC that its status is CODE;
+# if it still runs, not_ok STOPPED_DESC with LOG's tail, and it is killed.
+it_expect_relay_exit() {
+	local pid=$1 secs=$2 code=$3 desc=$4 stopped=$5 log=$6 rc=0
+	if it_wait_exit "$pid" "$secs"; then
+		wait "$pid" 2>/dev/null || rc=$?
+		it_check "$desc" test "$rc" -eq "$code"
+	else
+		not_ok "$stopped" "$(it_show_log "$log" 10)"
+		kill -9 "$pid" 2>/dev/null || true
+	fi
+}
+
+# ---------------------------------------------------------------- one-shot runs
+
+# it_run_relay NAME ARGS...: the relay binary in the foreground with ARGS
+# (e.g. --config FILE, a runbook action), stdout to $IT_TEST_DIR/NAME.out,
+# stderr to NAME.err, bounded by IT_RUN_TIMEOUT seconds (45; a relay that
+# should have exited then fails the caller's check with 124); sets RC.
+# Environment for the relay goes before the call: PGPASSFILE=f it_run_relay.
+it_run_relay() {
+	local name=$1
+	shift
+	RC=0
+	timeout -k 5 "${IT_RUN_TIMEOUT:-45}" "$RELAY_BIN" "$@" </dev/null \
+		>"$IT_TEST_DIR/$name.out" 2>"$IT_TEST_DIR/$name.err" || RC=$?
+}
+
+# it_expect_exit NAME CODE DESC: ok when the last it_run_relay NAME ended
+# with CODE; otherwise not_ok with the tails of its stdout and stderr.
+it_expect_exit() {
+	local name=$1 code=$2 desc=$3
+	if [[ $RC == "$code" ]]; then
+		ok "$desc: exit $code"
+	else
+		not_ok "$desc: exit $code" "exit $RC; stdout:
+$(tail -n 20 "$IT_TEST_DIR/$name.out")
+stderr:
+$(tail -n 20 "$IT_TEST_DIR/$name.err")"
+	fi
+}
+
+# it_expect_err NAME CODE DESC ERE...: ok when the last it_run_relay NAME
+# ended with CODE and its stderr matches every ERE; IT_EXPECT_DIAG=1 adds
+# the first ERROR line as a diagnostic on success.
+it_expect_err() {
+	local name=$1 code=$2 desc=$3 p missing=()
+	shift 3
+	for p in "$@"; do
+		grep -qE -- "$p" "$IT_TEST_DIR/$name.err" || missing+=("$p")
+	done
+	if [[ $RC == "$code" ]] && ((${#missing[@]} == 0)); then
+		ok "$desc: exit $code"
+		[[ -z ${IT_EXPECT_DIAG:-} ]] ||
+			it_diag "$(grep -m1 ERROR "$IT_TEST_DIR/$name.err" | cut -c1-400)"
+	else
+		not_ok "$desc: exit $code" "exit $RC${missing[*]:+, missing: ${missing[*]}}
+$(tail -n 5 "$IT_TEST_DIR/$name.err")"
+	fi
+}
+
+# it_expect_in NAME out|err DESC FIXED_STRING...: ok when each string is
+# in NAME's stdout (out) or stderr (err).
+it_expect_in() {
+	local name=$1 stream=$2 desc=$3 s missing=()
+	shift 3
+	for s in "$@"; do
+		grep -qF -- "$s" "$IT_TEST_DIR/$name.$stream" || missing+=("$s")
+	done
+	if ((${#missing[@]} == 0)); then
+		ok "$desc"
+	else
+		not_ok "$desc" "missing in $stream: ${missing[*]}
+$(tail -n 20 "$IT_TEST_DIR/$name.$stream")"
+	fi
+}
+
+# it_py_check DESC SCRIPT ARGS...: ok when python3 -c SCRIPT ARGS exits 0;
+# not_ok with its output otherwise.
+it_py_check() {
+	local desc=$1 script=$2 out rc=0
+	shift 2
+	out=$(python3 -c "$script" "$@" 2>&1) || rc=$?
+	if ((rc == 0)); then
+		ok "$desc"
+	else
+		not_ok "$desc" "$out"
+	fi
+}
+
+# ---------------------------------------------------------------- http
+
+# it_http_get PORT PATH: GET http://127.0.0.1:PORT/PATH; sets CODE (000
+# when nothing answered) and BODY, the body also in $IT_TEST_DIR/http.body.
+# In the test's own shell, not in $(...): it sets variables.
+it_http_get() {
+	CODE=$(curl -s -m 3 -o "$IT_TEST_DIR/http.body" -w '%{http_code}' "http://127.0.0.1:$1$2" || true)
+	BODY=$(cat "$IT_TEST_DIR/http.body" 2>/dev/null || true)
+}
+
+# it_until_ready PORT CODE PREFIX SECS: polls /readyz every 0.25 s until it
+# answers CODE with a body that starts with PREFIX (may be empty), for up
+# to SECS; sets T to the seconds it took (one decimal; empty if it never
+# did). CODE and BODY stay those of the last answer.
+it_until_ready() {
+	local i
+	T=
+	for ((i = 0; i < $4 * 4; i++)); do
+		it_http_get "$1" /readyz
+		if [[ $CODE == "$2" && $BODY == "$3"* ]]; then
+			T=$((i / 4)).$(((i % 4) * 25))
+			return 0
+		fi
+		sleep 0.25
+	done
+	return 1
+}
+
+# it_metric PORT SERIES: the value of SERIES (the whole series name, labels
+# included) from the relay's /metrics on PORT; empty if absent or if the
+# endpoint does not answer (a check then fails on the empty value; the
+# script goes on).
+it_metric() {
+	{ curl -s -m 5 "http://127.0.0.1:$1/metrics" || true; } | it_metric_in - "$2"
+}
+
+# it_metric_in FILE SERIES: the same from a saved scrape (- for stdin).
+it_metric_in() { awk -v s="$2" '$1 == s {print $2; exit}' "$1"; }
+
+# it_webhook_receiver FILE: tests/integration/webhook_receiver.py in the
+# background, each request a JSON line in FILE (stopped at cleanup, 300 s
+# at most); sets HOOK_PORT once it listens. False if it did not come up
+# within 5 s ($IT_TEST_DIR/receiver.err says why).
+it_webhook_receiver() {
+	local i pid
+	python3 "$IT_ROOT/tests/integration/webhook_receiver.py" "$1" "$IT_TEST_DIR/hook.port" \
+		--lifetime 300 >/dev/null 2>"$IT_TEST_DIR/receiver.err" &
+	pid=$!
+	env_on_cleanup "kill $pid 2>/dev/null || true"
+	for ((i = 0; i < 50; i++)); do
+		[[ -s $IT_TEST_DIR/hook.port ]] && break
+		sleep 0.1
+	done
+	HOOK_PORT=$(cat "$IT_TEST_DIR/hook.port" 2>/dev/null || true)
+	[[ -n $HOOK_PORT ]]
+}
+
+# ---------------------------------------------------------------- events
+
+it_new_uuid() { cat /proc/sys/kernel/random/uuid; }
+
+# The head of an outbox row with its id given: "$IT_INS ('$(it_new_uuid)',
+# 'type', 'agg', 'E', '{}')", for statements whose SQL is itself the test.
+IT_INS="INSERT INTO outbox (id, aggregate_type, aggregate_id, event_type, payload) VALUES"
+
+# it_txn DB STATEMENT...: the statements as one transaction in DB; prints
+# its xid (32 bits, as wal2json shows it) before their output.
+it_txn() {
+	local db=$1 s
+	shift
+	{
+		echo "BEGIN;"
+		echo "SELECT txid_current() % 4294967296;"
+		for s in "$@"; do
+			echo "$s;"
+		done
+		echo "COMMIT;"
+	} | it_sql_file "$db" -
+}
+
+# it_event DB TYPE AGG [EVENT_TYPE] [PAYLOAD]: one event in its own
+# transaction (event type E, payload {} by default; PAYLOAD is JSON text).
+# IT_EVENTS_PORT (default PGPORT) picks the server, as for it_events.
+it_event() {
+	local db=$1 type=$2 agg=$3 et=${4:-E} payload=${5:-'{}'}
+	psql_q "${IT_EVENTS_PORT:-$PGPORT}" "$db" "INSERT INTO outbox (aggregate_type, aggregate_id, event_type, payload)
+		VALUES ('$type', '$agg', '$et', '${payload//\'/\'\'}')" >/dev/null
+}
+
+# it_events DB TYPE N EVENT_TYPE [AGGS] [PAD]: N events, one transaction
+# each, payload {"i": I} for I = 1..N ({"i": I, "pad": "xx..."} with PAD
+# x's when PAD is given); aggregate "a", or "a-(I % AGGS)" when AGGS is not
+# empty. IT_EVENTS_PORT (default PGPORT) picks the server: tests with a
+# server of their own set it.
+it_events() {
+	local db=$1 type=$2 n=$3 et=$4 aggs=${5:-} pad=${6:-} agg payload i
+	for ((i = 1; i <= n; i++)); do
+		agg=a
+		[[ -z $aggs ]] || agg=a-$((i % aggs))
+		payload="jsonb_build_object('i', $i)"
+		[[ -z $pad ]] || payload="jsonb_build_object('i', $i, 'pad', repeat('x', $pad))"
+		echo "INSERT INTO outbox (aggregate_type, aggregate_id, event_type, payload)
+			VALUES ('$type', '$agg', '$et', $payload);"
+	done | psql_f "${IT_EVENTS_PORT:-$PGPORT}" "$db" - >/dev/null
 }

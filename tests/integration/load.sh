@@ -1,7 +1,8 @@
 # shellcheck shell=bash
-# tests/integration/load.sh -- the checker's writer in the background and
-# the final delivery check, for the fault tests that inject a fault under
-# load (t560-t585). Source it after lib.sh and after it_init:
+# tests/integration/load.sh -- the checker's writer in the background, the
+# relay killed at random moments under it, and the final delivery check,
+# for the tests that inject a fault under load (t130-t150, t500-t550,
+# t560-t585, t800). Source it after lib.sh and after it_init:
 #
 #   source "$(dirname "$0")/load.sh"
 #   it_setup_db "$db"
@@ -14,9 +15,12 @@
 #   load_row F5 2                     # the reliability matrix's row
 #
 # Functions:
-#   load_init DB TYPE AGGS    checker.py setup-sql in DB (aggregates TYPE-1..
-#                             TYPE-AGGS) and the pgbench script (10%
-#                             rollbacks, 25% two-aggregate transactions)
+#   load_init DB TYPE AGGS [ROLLBACK_PCT [MULTI_PCT [--rich]]]
+#                             checker.py setup-sql in DB (aggregates TYPE-1..
+#                             TYPE-AGGS) and the pgbench script (ROLLBACK_PCT
+#                             rollbacks, default 10%, MULTI_PCT two-aggregate
+#                             transactions, default 25%; --rich: the ledger,
+#                             deletes and outbox_emit() of checker.py --rich)
 #   load_start [RATE] [CLIENTS]  background writer: pgbench bursts of 2 s at
 #                             RATE transactions/s (default 100) over CLIENTS
 #                             connections (3), straight to PostgreSQL, until
@@ -37,6 +41,27 @@
 #                             violation, 2 events missing), LOAD_SUMMARY
 #                             (its "checker: ..." line), LOAD_COMMITTED,
 #                             LOAD_OUT (the consumed records)
+#   load_expected             $IT_TEST_DIR/expected (agg_seq) and
+#                             LOAD_COMMITTED, for checker.py --expected
+#   load_ids                  $IT_TEST_DIR/ids: the outbox rows of TYPE
+#                             (aggregate, seq, id), for checker.py --ids
+#   load_checked TOPIC SECS ARGS...  it_wait_checked with --expected and
+#                             ARGS (the parts of load_check a test wants:
+#                             --ids, --topic, --faults, --covered, --notes);
+#                             sets LOAD_RC, LOAD_SUMMARY, LOAD_OUT
+#   load_kill9 CONF LOG MIN SPREAD  a relay on CONF (log LOG) killed with
+#                             SIGKILL after MIN + (RANDOM % SPREAD) / 10
+#                             seconds and reaped; LOAD_NAP is how long it
+#                             ran. In the test's own shell, like
+#                             it_start_relay
+#   load_stop_checked         load_stop, the writer's figures as a
+#                             diagnostic, and the check that no burst failed
+#   load_check_sessions TOPIC LOG SCENARIO ROUNDS [WHAT]   load_check with
+#                             one re-delivery allowed per reconnect (the
+#                             "streaming from slot" lines of LOG, less the
+#                             first: LOAD_FAULTS), ok or not_ok "checker: all
+#                             N committed events in Kafka[ WHAT], ...", then
+#                             the summary and load_row SCENARIO ROUNDS
 #   load_stat NAME            a NAME=N figure of LOAD_SUMMARY (records,
 #                             events, expected, missing, duplicates,
 #                             dup_events, replays, max_pg_lsn, committed,
@@ -69,16 +94,19 @@ LOAD_RC=
 LOAD_SUMMARY=
 LOAD_COMMITTED=
 LOAD_OUT=
+LOAD_NAP=
+LOAD_FAULTS=
 _LOAD_PID=
 _LOAD_HOOKED=
 
 load_init() {
 	LOAD_DB=$1 LOAD_TYPE=$2
-	local aggs=$3
-	python3 "$LOAD_CHECKER" setup-sql --type "$LOAD_TYPE" --aggs "$aggs" |
+	local aggs=$3 rollback=${4:-10} multi=${5:-25} rich=()
+	[[ ${6:-} != --rich ]] || rich=(--rich)
+	python3 "$LOAD_CHECKER" setup-sql --type "$LOAD_TYPE" --aggs "$aggs" "${rich[@]}" |
 		it_sql_file "$LOAD_DB" - || return 1
-	python3 "$LOAD_CHECKER" pgbench-script --aggs "$aggs" --rollback-pct 10 \
-		--multi-pct 25 >"$IT_TEST_DIR/writer.pgbench" || return 1
+	python3 "$LOAD_CHECKER" pgbench-script --aggs "$aggs" --rollback-pct "$rollback" \
+		--multi-pct "$multi" "${rich[@]}" >"$IT_TEST_DIR/writer.pgbench" || return 1
 }
 
 # The writer itself, in a background subshell: bursts until the stop file.
@@ -131,17 +159,66 @@ load_committed() {
 load_check() {
 	local topic=$1 secs=$2 faults=()
 	[[ -z ${3:-} ]] || faults=(--faults "$3")
-	LOAD_OUT=$IT_TEST_DIR/records.json
-	LOAD_RC=0
+	load_expected && load_ids || return 1
+	load_checked "$topic" "$secs" --ids "$IT_TEST_DIR/ids" --topic "$topic" "${faults[@]}"
+}
+
+load_expected() {
 	it_sql "$LOAD_DB" "SELECT agg, n FROM agg_seq ORDER BY id" \
 		>"$IT_TEST_DIR/expected" || return 1
-	it_sql "$LOAD_DB" "SELECT aggregate_id, payload->>'seq', id FROM outbox
-		WHERE aggregate_type = '$LOAD_TYPE'" >"$IT_TEST_DIR/ids" || return 1
 	LOAD_COMMITTED=$(load_committed)
+}
+
+load_ids() {
+	it_sql "$LOAD_DB" "SELECT aggregate_id, payload->>'seq', id FROM outbox
+		WHERE aggregate_type = '$LOAD_TYPE'" >"$IT_TEST_DIR/ids"
+}
+
+load_checked() {
+	local topic=$1 secs=$2
+	shift 2
+	LOAD_OUT=$IT_TEST_DIR/records.json
+	LOAD_RC=0
 	it_wait_checked "$topic" "$LOAD_OUT" "$secs" \
-		--expected "$IT_TEST_DIR/expected" --ids "$IT_TEST_DIR/ids" \
-		--topic "$topic" "${faults[@]}" || LOAD_RC=$?
+		--expected "$IT_TEST_DIR/expected" "$@" || LOAD_RC=$?
 	LOAD_SUMMARY=$(grep '^checker:' "$LOAD_OUT.check" | head -n1 || true)
+}
+
+# The relay killed at a random moment: how long it ran varies from round
+# to round, so that the kills land in every phase of a session.
+load_kill9() {
+	local conf=$1 log=$2 min=$3 spread=$4
+	it_start_relay "$conf" "$log"
+	LOAD_NAP=$(awk -v x="$RANDOM" -v m="$min" -v s="$spread" \
+		'BEGIN { printf "%.1f", m + (x % s) / 10 }')
+	sleep "$LOAD_NAP"
+	kill -9 "$IT_RELAY_PID" 2>/dev/null || true
+	wait "$IT_RELAY_PID" 2>/dev/null || true
+	IT_RELAY_PID=
+}
+
+load_stop_checked() {
+	load_stop
+	it_diag "writer: $LOAD_BURSTS bursts, $LOAD_FAILED failed"
+	it_check "writer ran without errors" test "$LOAD_FAILED" = 0
+}
+
+# A fault that ends the relay's session makes the next one start from the
+# slot's confirmed position: every session after the first may replay a
+# suffix, so the checker allows one re-delivery per reconnect.
+load_check_sessions() {
+	local topic=$1 log=$2 scenario=$3 rounds=$4 what=${5:-} desc
+	LOAD_FAULTS=$(($(load_count_log "$log" 'streaming from slot') - 1))
+	load_check "$topic" 120 "$LOAD_FAULTS"
+	desc="checker: all $LOAD_COMMITTED committed events in Kafka${what:+ $what}, in order, none rolled back, re-deliveries only suffixes ($LOAD_FAULTS reconnects)"
+	if ((LOAD_RC == 0)); then
+		ok "$desc"
+	else
+		not_ok "$desc" "exit $LOAD_RC: $(head -n 30 "$LOAD_OUT.check")
+$(it_show_log "$log" 20)"
+	fi
+	it_diag "$LOAD_SUMMARY"
+	load_row "$scenario" "$rounds"
 }
 
 load_stat() {

@@ -134,7 +134,7 @@ mock_cmd() {
 }
 
 mock_stop() {
-	local pid=$MOCK_PID rc=0 i
+	local pid=$MOCK_PID rc=0
 	[[ -n $pid ]] || return 0
 	if mock_alive; then
 		mock_cmd quit 5 >/dev/null 2>&1 || true
@@ -144,25 +144,7 @@ mock_stop() {
 		exec {_MOCK_IN}>&-
 		_MOCK_IN=
 	fi
-	for ((i = 0; i < 50; i++)); do
-		mock_alive || break
-		sleep 0.1
-	done
-	if mock_alive; then
-		kill -TERM "$pid" 2>/dev/null || true
-		for ((i = 0; i < 50; i++)); do
-			mock_alive || break
-			sleep 0.1
-		done
-	fi
-	if mock_alive; then
-		echo "mock_stop: kafka-mock $pid ignores SIGTERM; killed" >&2
-		kill -9 "$pid" 2>/dev/null || true
-		wait "$pid" 2>/dev/null || true
-		rc=124
-	else
-		wait "$pid" 2>/dev/null || rc=$?
-	fi
+	it_reap_child "$pid" "mock_stop: kafka-mock" || rc=$?
 	if [[ -n $_MOCK_OUT ]]; then
 		exec {_MOCK_OUT}<&-
 		_MOCK_OUT=

@@ -28,6 +28,9 @@
 #                            mode, delay, close_after,
 #                            blackhole_after_ready); fails if none
 #   proxy_wait_stat NAME MIN [SECS]   until figure NAME >= MIN (default 30 s)
+#   proxy_start_pg [PREFIX]  proxy_start to the run's PostgreSQL; if it
+#                            does not start: not_ok "PREFIXtcp-proxy
+#                            starts" and the test ends (it_summary)
 #   proxy_conninfo DB        libpq conninfo for DB through the proxy
 #   proxy_stop               "quit", then TERM, then KILL, each bounded;
 #                            returns the proxy's exit status (124 if it had
@@ -159,12 +162,20 @@ proxy_wait_stat() {
 	return 1
 }
 
+# A test cannot go on without its proxy: a not_ok and the end of the test.
+proxy_start_pg() {
+	if ! proxy_start "127.0.0.1:$PGPORT"; then
+		not_ok "${1:-}tcp-proxy starts"
+		it_summary
+	fi
+}
+
 proxy_conninfo() {
 	echo "host=127.0.0.1 port=$PROXY_PORT dbname=$1 user=postgres"
 }
 
 proxy_stop() {
-	local pid=$PROXY_PID rc=0 i
+	local pid=$PROXY_PID rc=0
 	[[ -n $pid ]] || return 0
 	if proxy_alive; then
 		proxy_cmd quit 5 >/dev/null 2>&1 || true
@@ -174,25 +185,7 @@ proxy_stop() {
 		exec {_PROXY_IN}>&-
 		_PROXY_IN=
 	fi
-	for ((i = 0; i < 50; i++)); do
-		proxy_alive || break
-		sleep 0.1
-	done
-	if proxy_alive; then
-		kill -TERM "$pid" 2>/dev/null || true
-		for ((i = 0; i < 50; i++)); do
-			proxy_alive || break
-			sleep 0.1
-		done
-	fi
-	if proxy_alive; then
-		echo "proxy_stop: tcp-proxy $pid ignores SIGTERM; killed" >&2
-		kill -9 "$pid" 2>/dev/null || true
-		wait "$pid" 2>/dev/null || true
-		rc=124
-	else
-		wait "$pid" 2>/dev/null || rc=$?
-	fi
+	it_reap_child "$pid" "proxy_stop: tcp-proxy" || rc=$?
 	if [[ -n $_PROXY_OUT ]]; then
 		exec {_PROXY_OUT}<&-
 		_PROXY_OUT=

@@ -12,26 +12,18 @@ set -euo pipefail
 # shellcheck source=lib.sh
 source "$(dirname "$0")/lib.sh"
 it_init
+# shellcheck source=load.sh
+source "$(dirname "$0")/load.sh"
 
-CHECKER=$IT_ROOT/tests/integration/checker.py
-run=$(date +%s) # fresh topic even when run twice against the same broker
-db=t100_delivery_order
-type=t100_$run
-topic=outbox.event.$type
+it_scenario t100_delivery_order
 aggs=200
 clients=4
 txns_per_client=900   # ~3,240 committed transactions, ~4,000 events
 rate=360              # transactions/s over all clients: ~10 s of load
-conf=$IT_TEST_DIR/relay.conf
-log=$IT_TEST_DIR/relay.log
 out=$IT_TEST_DIR/records.json
 
-# Consumes TOPIC into OUT and runs the checker (extra arguments passed on)
-# until no committed event is missing any more or SECS have passed. The
-# checker's report is left in OUT.check; returns the checker's status.
-
 # -- the checker can fail
-if out_st=$(python3 "$CHECKER" --self-test 2>&1); then
+if out_st=$(python3 "$LOAD_CHECKER" --self-test 2>&1); then
 	ok "checker self-test: reordered, missing, rolled-back, duplicate input all detected"
 else
 	not_ok "checker self-test: reordered, missing, rolled-back, duplicate input all detected" \
@@ -40,10 +32,7 @@ else
 fi
 
 # -- database, writer scheme, relay
-it_setup_db "$db"
-python3 "$CHECKER" setup-sql --type "$type" --aggs "$aggs" | it_sql_file "$db" -
-python3 "$CHECKER" pgbench-script --aggs "$aggs" --rollback-pct 10 --multi-pct 25 \
-	>"$IT_TEST_DIR/writer.pgbench"
+load_init "$db" "$type" "$aggs"
 it_write_config "$conf" "$db" status.interval.ms=500 stats.interval.ms=2000
 it_start_relay "$conf" "$log"
 it_check "relay holds the slot" it_wait_slot_active "$db" "$db" 30
@@ -59,19 +48,16 @@ it_check "pgbench ran $((clients * txns_per_client)) transactions" test "$rc" -e
 it_diag "load took $((SECONDS - t0)) s"
 it_check "relay alive after the load" it_relay_alive
 
-it_sql "$db" "SELECT agg, n FROM agg_seq ORDER BY id" >"$IT_TEST_DIR/expected"
-it_sql "$db" "SELECT aggregate_id, payload->>'seq', id FROM outbox
-	WHERE aggregate_type = '$type'" >"$IT_TEST_DIR/ids"
-committed=$(it_sql "$db" "SELECT sum(n) FROM agg_seq")
+load_expected
+load_ids
+committed=$LOAD_COMMITTED
 rows=$(grep -c . "$IT_TEST_DIR/ids" || true)
 it_diag "committed events: $committed (outbox rows: $rows)"
 it_check "writer committed several thousand events" test "$committed" -ge 3000
 
 # -- every event, once, in order
-rc=0
-it_wait_checked "$topic" "$out" 60 --expected "$IT_TEST_DIR/expected" \
-	--ids "$IT_TEST_DIR/ids" --topic "$topic" --no-dups || rc=$?
-summary=$(grep '^checker:' "$out.check" | head -n1 || true)
+load_checked "$topic" 60 --ids "$IT_TEST_DIR/ids" --topic "$topic" --no-dups
+rc=$LOAD_RC summary=$LOAD_SUMMARY
 if ((rc == 0)); then
 	ok "checker: all $committed events exactly once, in order, no rollback"
 else
@@ -83,18 +69,11 @@ it_diag "$summary"
 
 # -- confirmed_flush_lsn reaches the last outbox commit: the newest pg_lsn
 # header of the complete set is that commit's end LSN.
-max_lsn=$(sed -n 's/.* max_pg_lsn=\([0-9A-Fa-f]*\/[0-9A-Fa-f]*\).*/\1/p' <<<"$summary")
-if [[ -n $max_lsn ]] && it_wait_confirmed "$db" "$db" "$max_lsn" 30; then
-	ok "slot confirmed_flush_lsn reached the last outbox commit end ($max_lsn)"
-else
-	not_ok "slot confirmed_flush_lsn reached the last outbox commit end (${max_lsn:-none})" \
-		"confirmed_flush_lsn: $(it_slot_confirmed "$db" "$db")"
-fi
+it_check_confirmed_past "$db" "$summary" "slot confirmed_flush_lsn reached the last outbox commit end"
 
 # -- clean stop, and the relay's own count agrees
-rc=0
-it_stop_relay || rc=$?
-it_check "relay exits 0 on SIGTERM" test "$rc" -eq 0
+it_stop_checked "relay exits 0 on SIGTERM"
+rc=$STOP_RC
 acked=$(sed -n 's/.*summary: .* acked=\([0-9]*\) .*/\1/p' "$log" | tail -n1)
 it_check "relay summary: acked=$acked equals the $committed committed events" \
 	test "${acked:-x}" = "$committed"

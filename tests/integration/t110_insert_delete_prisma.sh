@@ -207,9 +207,7 @@ else
 	not_ok "Kafka value == SELECT payload::text byte for byte" "$cmp_out"
 fi
 
-rc=0
-it_stop_relay "$relay1" || rc=$?
-it_check "relay (outbox) exits 0 on SIGTERM" test "$rc" -eq 0
+it_stop_checked "relay (outbox) exits 0 on SIGTERM" "$relay1"
 
 # =============================================================== (2)
 it_setup_db "$pdb"
@@ -275,8 +273,6 @@ it_check "Prisma: every pg_lsn header is an LSN" test "$badlsn" = 0
 tops=$(it_fields "$outp" topic | sort -u)
 it_check "Prisma: topic is outbox.event.<aggregateType>" test "$tops" = "$ptopic"
 
-rc=0
-it_stop_relay "$prelay" || rc=$?
-it_check "prisma relay exits 0 on SIGTERM" test "$rc" -eq 0
+it_stop_checked "prisma relay exits 0 on SIGTERM" "$prelay"
 
 it_summary

@@ -16,20 +16,15 @@ set -euo pipefail
 # shellcheck source=lib.sh
 source "$(dirname "$0")/lib.sh"
 it_init
+# shellcheck source=load.sh
+source "$(dirname "$0")/load.sh"
 
-CHECKER=$IT_ROOT/tests/integration/checker.py
-run=$(date +%s)
-db=t120_kafka_down
-type=t120_$run
-topic=outbox.event.$type
+it_scenario t120_kafka_down
 aggs=20
-conf=$IT_TEST_DIR/relay.conf
-log=$IT_TEST_DIR/relay.log
 out=$IT_TEST_DIR/records.json
 pglog=$IT_DIR/pg/postgres.log
 samples=$IT_TEST_DIR/confirmed.samples
 down_secs=14
-
 
 # Whatever happens, later tests get a broker and the default timeout back.
 restore_env() {
@@ -41,18 +36,10 @@ restore_env() {
 }
 env_on_cleanup restore_env
 
-it_setup_db "$db"
-python3 "$CHECKER" setup-sql --type "$type" --aggs "$aggs" | it_sql_file "$db" -
-python3 "$CHECKER" pgbench-script --aggs "$aggs" --rollback-pct 10 --multi-pct 25 \
-	>"$IT_TEST_DIR/writer.pgbench"
+load_init "$db" "$type" "$aggs"
 pgbench() { # CLIENTS TXNS_PER_CLIENT RATE
 	"$PG_BIN/pgbench" -n -h 127.0.0.1 -p "$PGPORT" -U postgres \
 		-f "$IT_TEST_DIR/writer.pgbench" -c "$1" -j 1 -t "$2" -R "$3" "$db"
-}
-dump_expected() {
-	it_sql "$db" "SELECT agg, n FROM agg_seq ORDER BY id" >"$IT_TEST_DIR/expected"
-	it_sql "$db" "SELECT aggregate_id, payload->>'seq', id FROM outbox
-		WHERE aggregate_type = '$type'" >"$IT_TEST_DIR/ids"
 }
 
 it_sql postgres "ALTER SYSTEM SET wal_sender_timeout = '5s'" >/dev/null
@@ -72,10 +59,8 @@ it_check "relay holds the slot" it_wait_slot_active "$db" "$db" 30
 
 # -- before: some events through, the topic exists
 pgbench 2 25 100 >"$IT_TEST_DIR/pgbench.pre.log" 2>&1
-dump_expected
-rc=0
-it_wait_checked "$topic" "$out" 60 --expected "$IT_TEST_DIR/expected" \
-	--ids "$IT_TEST_DIR/ids" --topic "$topic" || rc=$?
+load_check "$topic" 60
+rc=$LOAD_RC
 it_check "events before the outage arrived" test "$rc" -eq 0
 wpid=$(it_sql "$db" "SELECT active_pid FROM pg_replication_slots WHERE slot_name = '$db'")
 pglog_off=$(stat -c %s "$pglog")
@@ -137,12 +122,8 @@ if kafka_restart "$IT_DIR"; then
 else
 	not_ok "kafka restarted"
 fi
-dump_expected
-committed=$(it_sql "$db" "SELECT sum(n) FROM agg_seq")
-rc=0
-it_wait_checked "$topic" "$out" 90 --expected "$IT_TEST_DIR/expected" \
-	--ids "$IT_TEST_DIR/ids" --topic "$topic" || rc=$?
-summary=$(grep '^checker:' "$out.check" | head -n1 || true)
+load_check "$topic" 90
+committed=$LOAD_COMMITTED rc=$LOAD_RC summary=$LOAD_SUMMARY
 if ((rc == 0)); then
 	ok "checker: all $committed events arrived, in order, none rolled back"
 else
@@ -180,17 +161,10 @@ else
 	not_ok "commit end of the first down transaction (xid $xid1) found" "pg_lsn: '$e1'"
 fi
 
-max_lsn=$(sed -n 's/.* max_pg_lsn=\([0-9A-Fa-f]*\/[0-9A-Fa-f]*\).*/\1/p' <<<"$summary")
-if [[ -n $max_lsn ]] && it_wait_confirmed "$db" "$db" "$max_lsn" 30; then
-	ok "confirmed_flush_lsn passed the last outbox commit ($max_lsn) after Kafka came back"
-else
-	not_ok "confirmed_flush_lsn passed the last outbox commit (${max_lsn:-none})" \
-		"confirmed_flush_lsn: $(it_slot_confirmed "$db" "$db")"
-fi
+it_check_confirmed_past "$db" "$summary" "confirmed_flush_lsn passed the last outbox commit" " after Kafka came back"
 
-rc=0
-it_stop_relay || rc=$?
-it_check "relay exits 0 on SIGTERM" test "$rc" -eq 0
+it_stop_checked "relay exits 0 on SIGTERM"
+rc=$STOP_RC
 ((rc == 0)) || it_diag "$(it_show_log "$log" 20)"
 restore_env
 it_check "wal_sender_timeout restored" \

@@ -16,17 +16,14 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 it_init
 
-CHECKER=$IT_ROOT/tests/integration/checker.py
-run=$(date +%s)
-db=t130_kill9_loop
-type=t130_$run
-topic=outbox.event.$type
+# shellcheck source=load.sh
+source "$(dirname "$0")/load.sh"
+# The writer stops by itself after 60 s, should the test not stop it.
+LOAD_MAX_SECS=60
+
+it_scenario t130_kill9_loop
 aggs=50
 rounds=5
-conf=$IT_TEST_DIR/relay.conf
-out=$IT_TEST_DIR/records.json
-stopfile=$IT_TEST_DIR/writer.stop
-
 
 # it_consume, retried: right after the first start the topic may be
 # between auto-creation and having a leader.
@@ -39,49 +36,22 @@ snapshot() {
 	return 1
 }
 
-# pgbench bursts of 2 s until the stop file appears, 60 s at most; a burst
-# that fails is recorded (the test then fails: the writer must not err).
-writer() {
-	local deadline=$((SECONDS + 60)) n=0
-	while [[ ! -e $stopfile ]] && ((SECONDS < deadline)); do
-		n=$((n + 1))
-		"$PG_BIN/pgbench" -n -h 127.0.0.1 -p "$PGPORT" -U postgres \
-			-f "$IT_TEST_DIR/writer.pgbench" -c 3 -j 1 -T 2 -R 120 "$db" \
-			>>"$IT_TEST_DIR/pgbench.log" 2>&1 ||
-			echo "burst $n failed" >>"$IT_TEST_DIR/writer.err"
-	done
-	echo "$n bursts" >"$IT_TEST_DIR/writer.done"
-}
-stop_writer() {
-	[[ -n ${writer_pid:-} ]] || return 0
-	touch "$stopfile"
-	wait "$writer_pid" 2>/dev/null || true
-	writer_pid=
-}
-env_on_cleanup stop_writer
-
-it_setup_db "$db"
-python3 "$CHECKER" setup-sql --type "$type" --aggs "$aggs" | it_sql_file "$db" -
-python3 "$CHECKER" pgbench-script --aggs "$aggs" --rollback-pct 10 --multi-pct 25 \
-	>"$IT_TEST_DIR/writer.pgbench"
+load_init "$db" "$type" "$aggs"
 it_write_config "$conf" "$db" status.interval.ms=500 stats.interval.ms=1000 \
 	standby.retry.ms=200 reconnect.backoff.ms=100
 
-writer &
-writer_pid=$!
+# pgbench bursts of 2 s (3 clients, 120 transactions/s) until load_stop;
+# a burst that fails is counted (the test then fails: the writer must not
+# err).
+load_start 120 3
 
 covered=()
 prev=
 monotonic=1
 for ((r = 1; r <= rounds; r++)); do
 	log=$IT_TEST_DIR/relay.$r.log
-	it_start_relay "$conf" "$log"
 	# 0.5 .. 3.0 s
-	nap=$(awk -v x="$RANDOM" 'BEGIN { printf "%.1f", 0.5 + (x % 26) / 10 }')
-	sleep "$nap"
-	kill -9 "$IT_RELAY_PID" 2>/dev/null || true
-	wait "$IT_RELAY_PID" 2>/dev/null || true
-	IT_RELAY_PID=
+	load_kill9 "$conf" "$log" 0.5 26
 	# The relay is gone: nothing moves the slot until the next one starts.
 	c=$(it_slot_confirmed "$db" "$db")
 	snap=$IT_TEST_DIR/snapshot.$r.json
@@ -97,7 +67,7 @@ for ((r = 1; r <= rounds; r++)); do
 	prev=$c
 	streamed=$(grep -c 'streaming from slot' "$log" || true)
 	acked=$(grep -o 'stats: .* acked=[0-9]*' "$log" | tail -n1 | sed 's/.*acked=//' || true)
-	it_diag "round $r: SIGKILL after ${nap}s (sessions $streamed, last stats acked=${acked:--}), confirmed $c, $(it_count "$snap") records in Kafka"
+	it_diag "round $r: SIGKILL after ${LOAD_NAP}s (sessions $streamed, last stats acked=${acked:--}), confirmed $c, $(it_count "$snap") records in Kafka"
 done
 if [[ -n $monotonic ]]; then
 	ok "confirmed_flush_lsn never went backwards over $rounds kills"
@@ -109,19 +79,15 @@ fi
 log=$IT_TEST_DIR/relay.final.log
 it_start_relay "$conf" "$log"
 sleep 2
-stop_writer
-it_check "writer ran without errors ($(cat "$IT_TEST_DIR/writer.done" 2>/dev/null || echo '?'))" \
-	test ! -e "$IT_TEST_DIR/writer.err"
+load_stop
+it_check "writer ran without errors ($LOAD_BURSTS bursts, $LOAD_FAILED failed)" \
+	test "$LOAD_FAILED" = 0
 it_check "final relay alive" it_relay_alive
 
-it_sql "$db" "SELECT agg, n FROM agg_seq ORDER BY id" >"$IT_TEST_DIR/expected"
-it_sql "$db" "SELECT aggregate_id, payload->>'seq', id FROM outbox
-	WHERE aggregate_type = '$type'" >"$IT_TEST_DIR/ids"
-committed=$(it_sql "$db" "SELECT sum(n) FROM agg_seq")
-rc=0
-it_wait_checked "$topic" "$out" 90 --expected "$IT_TEST_DIR/expected" \
-	--ids "$IT_TEST_DIR/ids" --topic "$topic" "${covered[@]}" || rc=$?
-summary=$(grep '^checker:' "$out.check" | head -n1 || true)
+load_expected
+load_ids
+load_checked "$topic" 90 --ids "$IT_TEST_DIR/ids" --topic "$topic" "${covered[@]}"
+committed=$LOAD_COMMITTED rc=$LOAD_RC summary=$LOAD_SUMMARY out=$LOAD_OUT
 if ((rc == 0)); then
 	ok "checker: all $committed events after $rounds kills, in order, none rolled back, confirmed ones in Kafka at every kill"
 else
@@ -130,19 +96,12 @@ else
 $(it_show_log "$log" 20)"
 fi
 it_diag "$summary"
-dups=$(sed -n 's/.* duplicates=\([0-9]*\) .*/\1/p' <<<"$summary")
+dups=$(load_stat duplicates)
 it_diag "duplicates after $rounds x SIGKILL: ${dups:-?} (allowed: at-least-once)"
 
-max_lsn=$(sed -n 's/.* max_pg_lsn=\([0-9A-Fa-f]*\/[0-9A-Fa-f]*\).*/\1/p' <<<"$summary")
-if [[ -n $max_lsn ]] && it_wait_confirmed "$db" "$db" "$max_lsn" 30; then
-	ok "final relay confirmed past the last outbox commit ($max_lsn)"
-else
-	not_ok "final relay confirmed past the last outbox commit (${max_lsn:-none})" \
-		"confirmed_flush_lsn: $(it_slot_confirmed "$db" "$db")"
-fi
-rc=0
-it_stop_relay || rc=$?
-it_check "final relay exits 0 on SIGTERM" test "$rc" -eq 0
+it_check_confirmed_past "$db" "$summary" "final relay confirmed past the last outbox commit"
+it_stop_checked "final relay exits 0 on SIGTERM"
+rc=$STOP_RC
 ((rc == 0)) || it_diag "$(it_show_log "$log" 20)"
 
 it_summary

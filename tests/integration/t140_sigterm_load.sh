@@ -17,41 +17,16 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 it_init
 
-CHECKER=$IT_ROOT/tests/integration/checker.py
-run=$(date +%s)
-db=t140_sigterm_load
-type=t140_$run
-topic=outbox.event.$type
+# shellcheck source=load.sh
+source "$(dirname "$0")/load.sh"
+# The writer stops by itself after 60 s, should the test not stop it.
+LOAD_MAX_SECS=60
+
+it_scenario t140_sigterm_load
 aggs=50
 max_events_per_txn=2
-conf=$IT_TEST_DIR/relay.conf
-out=$IT_TEST_DIR/records.json
-stopfile=$IT_TEST_DIR/writer.stop
 
-
-writer() {
-	local deadline=$((SECONDS + 60)) n=0
-	while [[ ! -e $stopfile ]] && ((SECONDS < deadline)); do
-		n=$((n + 1))
-		"$PG_BIN/pgbench" -n -h 127.0.0.1 -p "$PGPORT" -U postgres \
-			-f "$IT_TEST_DIR/writer.pgbench" -c 3 -j 1 -T 2 -R 150 "$db" \
-			>>"$IT_TEST_DIR/pgbench.log" 2>&1 ||
-			echo "burst $n failed" >>"$IT_TEST_DIR/writer.err"
-	done
-	echo "$n bursts" >"$IT_TEST_DIR/writer.done"
-}
-stop_writer() {
-	[[ -n ${writer_pid:-} ]] || return 0
-	touch "$stopfile"
-	wait "$writer_pid" 2>/dev/null || true
-	writer_pid=
-}
-env_on_cleanup stop_writer
-
-it_setup_db "$db"
-python3 "$CHECKER" setup-sql --type "$type" --aggs "$aggs" | it_sql_file "$db" -
-python3 "$CHECKER" pgbench-script --aggs "$aggs" --rollback-pct 10 --multi-pct 25 \
-	>"$IT_TEST_DIR/writer.pgbench"
+load_init "$db" "$type" "$aggs"
 # linger.ms: the producer holds events for 300 ms, so that SIGTERM finds
 # events in flight and the drain has something to wait for.
 it_write_config "$conf" "$db" status.interval.ms=500 stats.interval.ms=1000 \
@@ -61,8 +36,8 @@ it_write_config "$conf" "$db" status.interval.ms=500 stats.interval.ms=1000 \
 log1=$IT_TEST_DIR/relay.1.log
 it_start_relay "$conf" "$log1"
 it_check "relay holds the slot" it_wait_slot_active "$db" "$db" 30
-writer &
-writer_pid=$!
+# pgbench bursts of 2 s (3 clients, 150 transactions/s) until load_stop.
+load_start 150 3
 # Until the relay has acked a good part of the load, then 1 s more.
 for ((i = 0; i < 40; i++)); do
 	acked=$(grep -o 'stats: .* acked=[0-9]*' "$log1" | tail -n1 | sed 's/.*acked=//' || true)
@@ -72,9 +47,7 @@ done
 sleep 1
 it_check "relay streaming under load before SIGTERM (acked=${acked:-0})" \
 	test "${acked:-0}" -gt 0
-rc=0
-it_stop_relay || rc=$?
-it_check "relay exits 0 on SIGTERM under load" test "$rc" -eq 0
+it_stop_checked "relay exits 0 on SIGTERM under load"
 # Nothing moves the slot now; the load goes on.
 c_stop=$(it_slot_confirmed "$db" "$db")
 snap=$IT_TEST_DIR/snapshot.json
@@ -104,20 +77,16 @@ sleep 1
 log2=$IT_TEST_DIR/relay.2.log
 it_start_relay "$conf" "$log2"
 sleep 3
-stop_writer
-it_check "writer ran without errors ($(cat "$IT_TEST_DIR/writer.done" 2>/dev/null || echo '?'))" \
-	test ! -e "$IT_TEST_DIR/writer.err"
+load_stop
+it_check "writer ran without errors ($LOAD_BURSTS bursts, $LOAD_FAILED failed)" \
+	test "$LOAD_FAILED" = 0
 
-it_sql "$db" "SELECT agg, n FROM agg_seq ORDER BY id" >"$IT_TEST_DIR/expected"
-it_sql "$db" "SELECT aggregate_id, payload->>'seq', id FROM outbox
-	WHERE aggregate_type = '$type'" >"$IT_TEST_DIR/ids"
-committed=$(it_sql "$db" "SELECT sum(n) FROM agg_seq")
+load_expected
+load_ids
 covered=()
 [[ -z $snap_ok ]] || covered=(--covered "$c_stop=$snap")
-rc=0
-it_wait_checked "$topic" "$out" 90 --expected "$IT_TEST_DIR/expected" \
-	--ids "$IT_TEST_DIR/ids" --topic "$topic" "${covered[@]}" || rc=$?
-summary=$(grep '^checker:' "$out.check" | head -n1 || true)
+load_checked "$topic" 90 --ids "$IT_TEST_DIR/ids" --topic "$topic" "${covered[@]}"
+committed=$LOAD_COMMITTED rc=$LOAD_RC summary=$LOAD_SUMMARY out=$LOAD_OUT
 if ((rc == 0)); then
 	ok "checker: all $committed events, in order, none rolled back, confirmed ones in Kafka at the stop"
 else
@@ -126,21 +95,14 @@ else
 $(it_show_log "$log2" 20)"
 fi
 it_diag "$summary"
-dups=$(sed -n 's/.* duplicates=\([0-9]*\) .*/\1/p' <<<"$summary")
+dups=$(load_stat duplicates)
 it_diag "duplicates after SIGTERM + restart: ${dups:-?}"
 it_check "duplicates (${dups:-?}) at most one cut transaction's events ($max_events_per_txn)" \
 	test "${dups:-999}" -le "$max_events_per_txn"
 
-max_lsn=$(sed -n 's/.* max_pg_lsn=\([0-9A-Fa-f]*\/[0-9A-Fa-f]*\).*/\1/p' <<<"$summary")
-if [[ -n $max_lsn ]] && it_wait_confirmed "$db" "$db" "$max_lsn" 30; then
-	ok "second relay confirmed past the last outbox commit ($max_lsn)"
-else
-	not_ok "second relay confirmed past the last outbox commit (${max_lsn:-none})" \
-		"confirmed_flush_lsn: $(it_slot_confirmed "$db" "$db")"
-fi
-rc=0
-it_stop_relay || rc=$?
-it_check "second relay exits 0 on SIGTERM" test "$rc" -eq 0
+it_check_confirmed_past "$db" "$summary" "second relay confirmed past the last outbox commit"
+it_stop_checked "second relay exits 0 on SIGTERM"
+rc=$STOP_RC
 ((rc == 0)) || it_diag "$(it_show_log "$log2" 20)"
 
 it_summary

@@ -22,7 +22,8 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 it_init
 
-CHECKER=$IT_ROOT/tests/integration/checker.py
+# shellcheck source=load.sh
+source "$(dirname "$0")/load.sh"
 db=t150_confirm
 run=$(date +%s)
 type=t150_$run
@@ -89,9 +90,7 @@ done | it_sql_file "$db" - >/dev/null
 lsn=$(it_current_lsn "$db")
 it_wait_confirmed "$db" "$db" "$lsn" 10 || true
 t1=$(date +%s%N)
-rc=0
-it_stop_relay || rc=$?
-it_check "(c) relay exits 0 on SIGTERM" test "$rc" -eq 0
+it_stop_checked "(c) relay exits 0 on SIGTERM"
 updates=$(grep -o 'summary: .*status_updates=[0-9]*' "$log" | tail -n1 | sed 's/.*status_updates=//' || true)
 elapsed_ms=$(((t1 - t0) / 1000000))
 # At most one per 100 ms, plus the keepalive timer's, the final one and
@@ -108,50 +107,23 @@ fi
 aggs=20
 dtype=t150d_$run
 dtopic=outbox.event.$dtype
-stopfile=$IT_TEST_DIR/writer.stop
-python3 "$CHECKER" setup-sql --type "$dtype" --aggs "$aggs" | it_sql_file "$db" -
-python3 "$CHECKER" pgbench-script --aggs "$aggs" --rollback-pct 5 --multi-pct 10 \
-	>"$IT_TEST_DIR/writer.pgbench"
-writer() {
-	local deadline=$((SECONDS + 60)) n=0
-	while [[ ! -e $stopfile ]] && ((SECONDS < deadline)); do
-		n=$((n + 1))
-		"$PG_BIN/pgbench" -n -h 127.0.0.1 -p "$PGPORT" -U postgres \
-			-f "$IT_TEST_DIR/writer.pgbench" -c 2 -j 1 -T 2 -R 150 "$db" \
-			>>"$IT_TEST_DIR/pgbench.log" 2>&1 ||
-			echo "burst $n failed" >>"$IT_TEST_DIR/writer.err"
-	done
-}
-stop_writer() {
-	[[ -n ${writer_pid:-} ]] || return 0
-	touch "$stopfile"
-	wait "$writer_pid" 2>/dev/null || true
-	writer_pid=
-}
-env_on_cleanup stop_writer
-writer &
-writer_pid=$!
+load_init "$db" "$dtype" "$aggs" 5 10
+# The writer stops by itself after 60 s, should the test not stop it.
+LOAD_MAX_SECS=60
+load_start 150 2
 rounds=10
 for ((r = 1; r <= rounds; r++)); do
 	log=$IT_TEST_DIR/relay.d$r.log
-	it_start_relay "$conf" "$log"
-	nap=$(awk -v x="$RANDOM" 'BEGIN { printf "%.1f", 1 + (x % 21) / 10 }')
-	sleep "$nap"
-	kill -9 "$IT_RELAY_PID" 2>/dev/null || true
-	wait "$IT_RELAY_PID" 2>/dev/null || true
-	IT_RELAY_PID=
+	load_kill9 "$conf" "$log" 1 21
 done
 log=$IT_TEST_DIR/relay.final.log
 it_start_relay "$conf" "$log"
 sleep 1
-stop_writer
-it_check "writer ran without errors" test ! -e "$IT_TEST_DIR/writer.err"
-it_sql "$db" "SELECT agg, n FROM agg_seq ORDER BY id" >"$IT_TEST_DIR/expected"
-committed=$(it_sql "$db" "SELECT coalesce(sum(n), 0) FROM agg_seq")
-out=$IT_TEST_DIR/records.json
-rc=0
-it_wait_checked "$dtopic" "$out" 90 --expected "$IT_TEST_DIR/expected" || rc=$?
-summary=$(grep '^checker:' "$out.check" | head -n1 || true)
+load_stop
+it_check "writer ran without errors" test "$LOAD_FAILED" = 0
+load_expected
+load_checked "$dtopic" 90
+committed=$LOAD_COMMITTED rc=$LOAD_RC summary=$LOAD_SUMMARY out=$LOAD_OUT
 it_diag "$summary"
 if ((rc == 0)); then
 	ok "(d) all $committed events after $rounds kills, in order"
@@ -167,8 +139,6 @@ if [[ -n $ratio ]] && awk -v r="$ratio" 'BEGIN { exit !(r + 0 <= 1.5) }'; then
 else
 	not_ok "(d) consumed / committed = $ratio <= 1.5 after $rounds kills"
 fi
-rc=0
-it_stop_relay || rc=$?
-it_check "(d) final relay exits 0 on SIGTERM" test "$rc" -eq 0
+it_stop_checked "(d) final relay exits 0 on SIGTERM"
 
 it_summary

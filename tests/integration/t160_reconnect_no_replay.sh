@@ -20,23 +20,10 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 it_init
 
-db=t160_noreplay
-type=t160_$(date +%s)
-topic=outbox.event.$type
-conf=$IT_TEST_DIR/relay.conf
-log=$IT_TEST_DIR/relay.log
+it_scenario t160_noreplay
 out=$IT_TEST_DIR/out.json
-it_setup_db "$db"
 it_write_config "$conf" "$db" status.interval.ms=10000 status.min.interval.ms=10000 \
 	reconnect.backoff.ms=100 reconnect.backoff.max.ms=500 stats.interval.ms=1000
-
-events() { # N TAG: N one-event transactions
-	local i
-	for ((i = 1; i <= $1; i++)); do
-		echo "INSERT INTO outbox (id, aggregate_type, aggregate_id, event_type, payload)
-			VALUES (gen_random_uuid(), '$type', 'a-$((i % 5))', '$2', '{\"i\": $i}');"
-	done | it_sql_file "$db" - >/dev/null
-}
 
 distinct_ids() {
 	it_fields "$1" h:id | sort -u | grep -c . || true
@@ -44,7 +31,7 @@ distinct_ids() {
 
 it_start_relay "$conf" "$log"
 it_check "relay streams" it_wait_slot_active "$db" "$db" 30
-events 100 first
+it_events "$db" "$type" 100 first 5
 if it_consume_wait "$topic" "$out" 100 30; then
 	ok "100 events published"
 else
@@ -58,16 +45,9 @@ if lsn_ge "$slot_before" "$last"; then
 else
 	ok "precondition: the slot ($slot_before) is behind the acked events ($last)"
 fi
-it_sql "$db" "SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots
-	WHERE slot_name = '$db' AND active" >/dev/null
-sessions=1
-for ((i = 0; i < 100; i++)); do
-	sessions=$(grep -c 'streaming from slot' "$log" || true)
-	((sessions >= 2)) && break
-	sleep 0.1
-done
-it_check "(a) the relay reconnected" test "$sessions" -ge 2
-events 5 second
+it_end_walsender "$db"
+it_check "(a) the relay reconnected" it_wait_log "$log" 'streaming from slot' 10 2
+it_events "$db" "$type" 5 second 5
 it_consume_wait "$topic" "$out" 105 30 || true
 sleep 2
 it_consume "$topic" "$out"
@@ -85,9 +65,7 @@ else
 	not_ok "(a) the relay says it skips what it already published" "$(it_show_log "$log" 15)"
 fi
 
-rc=0
-it_stop_relay || rc=$?
-it_check "(a) relay exits 0 on SIGTERM" test "$rc" -eq 0
+it_stop_checked "(a) relay exits 0 on SIGTERM"
 skipped=$(grep -o 'summary: .*skipped=[0-9]*' "$log" | tail -n1 | sed 's/.*skipped=//' || true)
 if [[ -n $skipped ]] && ((skipped == 100)); then
 	ok "(a) summary: skipped=100"
@@ -109,7 +87,7 @@ it_start_relay "$conf" "$log"
 it_check "(b) relay streams" it_wait_slot_active "$db" "$db" 30
 it_sql "$db" "CHECKPOINT" >/dev/null
 sleep 1
-events 20 third
+it_events "$db" "$type" 20 third 5
 it_consume_wait "$topic" "$out" 125 30 || true
 last=$(it_current_lsn "$db")
 it_wait_confirmed "$db" "$db" "$last" 5 || true
@@ -121,7 +99,7 @@ it_diag "(b) slot confirmed_flush_lsn $before before the crash, $after after it"
 if lsn_ge "$after" "$before"; then
 	it_diag "(b) the slot did not go back this time (a save happened in between)"
 fi
-events 5 fourth
+it_events "$db" "$type" 5 fourth 5
 sleep 3
 it_consume_wait "$topic" "$out" 130 30 || true
 sleep 1
@@ -135,9 +113,7 @@ else
 $(it_show_log "$log" 15)"
 fi
 it_check "(b) the relay is still running (a crash is not a rewind)" it_relay_alive
-rc=0
-it_stop_relay || rc=$?
-it_check "(b) relay exits 0 on SIGTERM" test "$rc" -eq 0
+it_stop_checked "(b) relay exits 0 on SIGTERM"
 skipped=$(grep -o 'summary: .*skipped=[0-9]*' "$log" | tail -n1 | sed 's/.*skipped=//' || true)
 it_diag "(b) events skipped after the crash: ${skipped:-?}"
 

@@ -25,29 +25,11 @@ source "$(dirname "$0")/lib.sh"
 it_init
 it_wal2json_only "drops and recreates its slot as wal2json by SQL and reads wal2json output; t430 covers the runbook slot actions on pgoutput"
 
-db=t180_recreated
-type=t180_$(date +%s)
-topic=outbox.event.$type
+it_scenario t180_recreated
 ledger=outbox-relay.slots
-it_setup_db "$db"
-conf=$IT_TEST_DIR/relay.conf
 it_write_config "$conf" "$db" reconnect.backoff.ms=100
 out=$IT_TEST_DIR/out.json
 
-events() { # N TAG
-	local i
-	for ((i = 1; i <= $1; i++)); do
-		echo "INSERT INTO outbox (id, aggregate_type, aggregate_id, event_type, payload)
-			VALUES (gen_random_uuid(), '$type', 'a', '$2', '{\"i\": $i}');"
-	done | it_sql_file "$db" - >/dev/null
-}
-run_relay() { # NAME [ARGS]: foreground, bounded; RC
-	local name=$1
-	shift
-	RC=0
-	timeout -k 5 45 "$RELAY_BIN" --config "$conf" "$@" </dev/null \
-		>"$IT_TEST_DIR/$name.out" 2>"$IT_TEST_DIR/$name.err" || RC=$?
-}
 sysid=$(it_sql "$db" "SELECT system_identifier FROM pg_control_system()")
 key="$sysid/$db/$db"
 # The newest ledger record of the slot (its JSON value), "" when none.
@@ -60,13 +42,11 @@ record() {
 log=$IT_TEST_DIR/a.log
 it_start_relay "$conf" "$log"
 it_check "(a) relay streams" it_wait_slot_active "$db" "$db" 30
-events 5 a
+it_events "$db" "$type" 5 a
 it_check "(a) 5 events published" it_consume_wait "$topic" "$out" 5 30
 lsn=$(it_current_lsn "$db")
 it_check "(a) confirmed past them" it_wait_confirmed "$db" "$db" "$lsn" 15
-rc=0
-it_stop_relay || rc=$?
-it_check "(a) relay exits 0" test "$rc" -eq 0
+it_stop_checked "(a) relay exits 0"
 rec=$(record || true)
 rec_lsn=$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["lsn"])' "$rec" 2>/dev/null || true)
 slot=$(it_slot_confirmed "$db" "$db")
@@ -78,22 +58,22 @@ else
 fi
 
 # ------------------------------------------------------------------ (b)
-events 3 lost
+it_events "$db" "$type" 3 lost
 it_sql "$db" "SELECT pg_drop_replication_slot('$db')" >/dev/null
 it_sql "$db" "SELECT pg_create_logical_replication_slot('$db', 'wal2json')" >/dev/null
-events 4 after
-run_relay b
+it_events "$db" "$type" 4 after
+it_run_relay b --config "$conf"
 it_check "(b) a recreated slot is refused: exit 69 (got $RC)" test "$RC" = 69
 it_check "(b) ... saying it was dropped and created again, with the runbook step" \
 	bash -c 'grep -q "dropped and created again" "$1" && grep -q -- "--accept-slot --yes" "$1"' _ "$IT_TEST_DIR/b.err"
-run_relay b-check --check
+it_run_relay b-check --config "$conf" --check
 it_check "(b) --check fails (got $RC)" test "$RC" != 0
 it_check "(b) --check: fail slot_ledger" grep -qE '^fail +slot_ledger: ' "$IT_TEST_DIR/b-check.out"
 
 # ------------------------------------------------------------------ (c)
-run_relay c-noyes --accept-slot
+it_run_relay c-noyes --config "$conf" --accept-slot
 it_check "(c) --accept-slot without --yes: exit 64 (got $RC)" test "$RC" = 64
-run_relay c-yes --accept-slot --yes
+it_run_relay c-yes --config "$conf" --accept-slot --yes
 it_check "(c) --accept-slot --yes: exit 0 (got $RC)" test "$RC" = 0
 it_check "(c) ... with an AUDIT line" grep -q '^AUDIT: slot .* accepted at' "$IT_TEST_DIR/c-yes.err"
 log=$IT_TEST_DIR/c.log
@@ -106,34 +86,28 @@ else
 fi
 lost=$(it_fields "$out" h:event_type | grep -c '^lost$' || true)
 it_diag "(c) events committed between the drop and the recreation that reached Kafka: $lost of 3 (the refusal's warning)"
-rc=0
-it_stop_relay || rc=$?
-it_check "(c) relay exits 0" test "$rc" -eq 0
+it_stop_checked "(c) relay exits 0"
 
 # ------------------------------------------------------------------ (d)
-events 2 skipped
+it_events "$db" "$type" 2 skipped
 target=$(it_current_lsn "$db")
-events 2 kept
-run_relay d-adv --advance-slot "$target" --yes
+it_events "$db" "$type" 2 kept
+it_run_relay d-adv --config "$conf" --advance-slot "$target" --yes
 it_check "(d) --advance-slot --yes: exit 0 (got $RC)" test "$RC" = 0
 log=$IT_TEST_DIR/d.log
 it_start_relay "$conf" "$log"
 it_check "(d) after --advance-slot the relay streams (the CLI recorded it)" \
 	it_wait_slot_active "$db" "$db" 30
-rc=0
-it_stop_relay || rc=$?
-it_check "(d) relay exits 0" test "$rc" -eq 0
-run_relay d-drop --drop-slot --yes
+it_stop_checked "(d) relay exits 0"
+it_run_relay d-drop --config "$conf" --drop-slot --yes
 it_check "(d) --drop-slot --yes: exit 0 (got $RC)" test "$RC" = 0
-events 2 dropped
-run_relay d-create --create-slot
+it_events "$db" "$type" 2 dropped
+it_run_relay d-create --config "$conf" --create-slot
 it_check "(d) --create-slot: exit 0 (got $RC)" test "$RC" = 0
 log=$IT_TEST_DIR/d2.log
 it_start_relay "$conf" "$log"
 it_check "(d) a slot made with --create-slot is taken" it_wait_slot_active "$db" "$db" 30
-rc=0
-it_stop_relay || rc=$?
-it_check "(d) relay exits 0" test "$rc" -eq 0
+it_stop_checked "(d) relay exits 0"
 
 # ------------------------------------------------------------------ (e)
 it_sql "$db" "SELECT pg_drop_replication_slot('$db')" >/dev/null
@@ -143,8 +117,6 @@ it_write_config "$conf_off" "$db" slot.ledger.topic=
 log=$IT_TEST_DIR/e.log
 it_start_relay "$conf_off" "$log"
 it_check "(e) slot.ledger.topic empty: the relay streams" it_wait_slot_active "$db" "$db" 30
-rc=0
-it_stop_relay || rc=$?
-it_check "(e) relay exits 0" test "$rc" -eq 0
+it_stop_checked "(e) relay exits 0"
 
 it_summary

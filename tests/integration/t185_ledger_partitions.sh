@@ -21,25 +21,14 @@
 . "$(dirname "$0")/lib.sh"
 it_init
 
-db=t185_ledger
-type=t185_$(date +%s)
-topic=outbox.event.$type
+it_scenario t185_ledger
 one=t185.slots.one.$$
 three=t185.slots.three.$$
 three_c=t185.slots.threec.$$
-it_setup_db "$db"
-conf=$IT_TEST_DIR/relay.conf
 out=$IT_TEST_DIR/out.json
 sysid=$(it_sql "$db" "SELECT system_identifier FROM pg_control_system()")
 key="$sysid/$db/$db"
 
-events() { # N TAG
-	local i
-	for ((i = 1; i <= $1; i++)); do
-		echo "INSERT INTO outbox (id, aggregate_type, aggregate_id, event_type, payload)
-			VALUES (gen_random_uuid(), '$type', 'a', '$2', '{\"i\": $i}');"
-	done | it_sql_file "$db" - >/dev/null
-}
 # KEY's records on TOPIC: "partition<TAB>value" lines, in partition order.
 records() { # TOPIC
 	kcat -b "$KAFKA_BROKERS" -C -t "$1" -o beginning -e -q -f '%p\t%k\t%s\n' 2>/dev/null |
@@ -67,15 +56,13 @@ log=$IT_TEST_DIR/a.log
 it_start_relay "$conf" "$log"
 it_check "(a) relay streams" it_wait_slot_active "$db" "$db" 30
 for round in 1 2 3; do
-	events 3 "a$round"
+	it_events "$db" "$type" 3 "a$round"
 	lsn=$(it_current_lsn "$db")
 	it_wait_confirmed "$db" "$db" "$lsn" 15 || true
 	sleep 0.3
 done
 it_check "(a) 9 events published" it_consume_wait "$topic" "$out" 9 30
-rc=0
-it_stop_relay || rc=$?
-it_check "(a) relay exits 0" test "$rc" -eq 0
+it_stop_checked "(a) relay exits 0"
 first=$(records "$one" | head -n1 | cut -f2-)
 last=$(records "$one" | tail -n1 | cut -f2-)
 n=$(records "$one" | wc -l)
@@ -94,7 +81,7 @@ log=$IT_TEST_DIR/b.log
 it_start_relay "$conf" "$log"
 it_check "(b) the relay streams: the newer record (partition 0) is the slot's" \
 	it_wait_slot_active "$db" "$db" 30
-events 2 b
+it_events "$db" "$type" 2 b
 it_check "(b) 2 more events published" it_consume_wait "$topic" "$out" 11 30
 rc=0
 it_stop_relay || rc=$?
@@ -107,12 +94,12 @@ it_write_config "$conf" "$db" reconnect.backoff.ms=100 slot.ledger.topic="$three
 log=$IT_TEST_DIR/c.log
 it_start_relay "$conf" "$log"
 it_check "(c) relay streams" it_wait_slot_active "$db" "$db" 30
-events 2 c
+it_events "$db" "$type" 2 c
 lsn=$(it_current_lsn "$db")
 it_check "(c) confirmed" it_wait_confirmed "$db" "$db" "$lsn" 15
 rc=0
 it_stop_relay || rc=$?
-events 1 c-skipped
+it_events "$db" "$type" 1 c-skipped
 lsn=$(it_current_lsn "$db")
 RC=0
 timeout -k 5 45 "$RELAY_BIN" --config "$conf" --advance-slot "$lsn" --yes \

@@ -27,43 +27,6 @@ it_wal2json_only "finds the commit ends of its transactions with a wal2json peek
 RUN_TAG=$$
 RELAY_EXIT_WAIT=${RELAY_EXIT_WAIT:-60}
 
-new_uuid() { cat /proc/sys/kernel/random/uuid; }
-
-# Waits up to SECS for the relay PID to exit by itself and sets EXIT_RC
-# to its exit status, or to "running" (then stops it; the caller's check
-# fails). Runs in the test's shell: `wait` only works for its children.
-wait_exit() {
-	local pid=$1 secs=$2 i
-	EXIT_RC=0
-	for ((i = 0; i < secs * 10; i++)); do
-		it_relay_alive "$pid" || break
-		sleep 0.1
-	done
-	if it_relay_alive "$pid"; then
-		it_stop_relay "$pid" >/dev/null 2>&1 || true
-		EXIT_RC=running
-		return 0
-	fi
-	wait "$pid" 2>/dev/null || EXIT_RC=$?
-}
-
-# One transaction: INSERTs, with txid_current() printed (32 bits, as the
-# relay and wal2json show it) between the first and the second statement.
-# Each INSERT_SQL is a full statement without the trailing semicolon.
-txn() {
-	local db=$1 first=$2 s
-	shift 2
-	{
-		echo "BEGIN;"
-		echo "$first;"
-		echo "SELECT txid_current() % 4294967296;"
-		for s in "$@"; do
-			echo "$s;"
-		done
-		echo "COMMIT;"
-	} | it_sql_file "$db" -
-}
-
 # Peeks at the slot through a copy of it (the original is left as it is)
 # and prints, as JSON lines, every wal2json record in the relay's format.
 peek_copy() {
@@ -139,15 +102,14 @@ run_case() {
 		return 0
 	fi
 
-	g1=$(new_uuid) pg=$(new_uuid) pb=$(new_uuid) g2=$(new_uuid)
-	local ins="INSERT INTO outbox (id, aggregate_type, aggregate_id, event_type, payload) VALUES"
+	g1=$(it_new_uuid) pg=$(it_new_uuid) pb=$(it_new_uuid) g2=$(it_new_uuid)
 	bad=${bad//@ID@/$pb}
 	bad=${bad//@TYPE@/$type}
-	if ! g1xid=$(txn "$db" "$ins ('$g1', '$type', 'agg-1', 'Good1', '{\"n\": 1}')" \
+	if ! g1xid=$(it_txn "$db" "$IT_INS ('$g1', '$type', 'agg-1', 'Good1', '{\"n\": 1}')" \
 		2>"$dir/sql.err") ||
-		! pxid=$(txn "$db" "$ins ('$pg', '$type', 'agg-1', 'GoodInP', '{\"n\": 2}')" \
+		! pxid=$(it_txn "$db" "$IT_INS ('$pg', '$type', 'agg-1', 'GoodInP', '{\"n\": 2}')" \
 			"$bad" 2>>"$dir/sql.err") ||
-		! g2xid=$(txn "$db" "$ins ('$g2', '$type', 'agg-1', 'Good2', '{\"n\": 3}')" \
+		! g2xid=$(it_txn "$db" "$IT_INS ('$g2', '$type', 'agg-1', 'Good2', '{\"n\": 3}')" \
 			2>>"$dir/sql.err"); then
 		not_ok "$name: G1, P and G2 committed" "$(cat "$dir/sql.err")"
 		return 0
@@ -169,7 +131,7 @@ run_case() {
 	it_write_config "$dir/relay.conf" "$db" "$slot" status.interval.ms=500 \
 		"$@"
 	it_start_relay "$dir/relay.conf" "$log"
-	wait_exit "$IT_RELAY_PID" "$RELAY_EXIT_WAIT"
+	it_relay_exit "$IT_RELAY_PID" "$RELAY_EXIT_WAIT"
 	rc=$EXIT_RC
 	it_check "$name: relay exits 65 (fail-stop)" test "$rc" = 65
 	[[ $rc == 65 ]] || it_diag "$(it_show_log "$log")"
@@ -232,7 +194,7 @@ run_case() {
 
 	# The slot keeps P: a second start stops at the same place.
 	it_start_relay "$dir/relay.conf" "$log2"
-	wait_exit "$IT_RELAY_PID" "$RELAY_EXIT_WAIT"
+	it_relay_exit "$IT_RELAY_PID" "$RELAY_EXIT_WAIT"
 	rc2=$EXIT_RC
 	it_check "$name: restarted relay exits 65 again" test "$rc2" = 65
 	line2=$(grep -m1 'fail-stop' "$log2" || true)
@@ -256,37 +218,35 @@ second: $line2"
 	it_drop_db "$db" >/dev/null 2>&1 || true
 }
 
-ins="INSERT INTO outbox (id, aggregate_type, aggregate_id, event_type, payload) VALUES"
-
 # (a) NULL payload: the table must allow it.
 run_case a_null_payload \
 	"ALTER TABLE outbox ALTER COLUMN payload DROP NOT NULL" \
-	"$ins ('@ID@', '@TYPE@', 'agg-1', 'Bad', NULL)" \
+	"$IT_INS ('@ID@', '@TYPE@', 'agg-1', 'Bad', NULL)" \
 	'payload.*NULL|NULL.*payload'
 
 # (b) NULL aggregate_id (the record key).
 run_case b_null_key \
 	"ALTER TABLE outbox ALTER COLUMN aggregate_id DROP NOT NULL" \
-	"$ins ('@ID@', '@TYPE@', NULL, 'Bad', '{\"n\": 9}')" \
+	"$IT_INS ('@ID@', '@TYPE@', NULL, 'Bad', '{\"n\": 9}')" \
 	'aggregate_id.*NULL|NULL.*aggregate_id'
 
 # (c) a text payload column holding something that is not JSON.
 run_case c_text_not_json \
 	"ALTER TABLE outbox ALTER COLUMN payload TYPE text" \
-	"$ins ('@ID@', '@TYPE@', 'agg-1', 'Bad', 'not json')" \
+	"$IT_INS ('@ID@', '@TYPE@', 'agg-1', 'Bad', 'not json')" \
 	'not JSON|not valid JSON|invalid JSON'
 
 # (d) a record larger than the producer's limit (about 200 kB against
 # message.max.bytes = 100000).
 run_case d_too_large "" \
-	"$ins ('@ID@', '@TYPE@', 'agg-1', 'Bad',
+	"$IT_INS ('@ID@', '@TYPE@', 'agg-1', 'Bad',
 		jsonb_build_object('big', repeat('x', 200000)))" \
 	'[Tt]oo large|[Ss]ize' \
 	kafka.message.max.bytes=100000
 
 # (e) an aggregate_type that makes an invalid topic name.
 run_case e_bad_topic "" \
-	"$ins ('@ID@', 'has space', 'agg-1', 'Bad', '{\"n\": 9}')" \
+	"$IT_INS ('@ID@', 'has space', 'agg-1', 'Bad', '{\"n\": 9}')" \
 	'has space.*invalid|invalid.*has space'
 
 it_summary

@@ -24,45 +24,7 @@ it_init
 
 # Every relay run here must end by itself quickly; the timeout only
 # guards against a relay that would retry forever (its exit is then 124).
-RUN_TIMEOUT=${RUN_TIMEOUT:-45}
-
-# run_relay NAME [ARGS...]: runs the relay in the foreground with ARGS,
-# stdout to $IT_TEST_DIR/NAME.out, stderr to NAME.err; sets RC. Variables
-# for the relay go in front as usual: OUTBOX_RELAY_X=y run_relay ...
-run_relay() {
-	local name=$1
-	shift
-	RC=0
-	timeout -k 5 "$RUN_TIMEOUT" "$RELAY_BIN" "$@" </dev/null \
-		>"$IT_TEST_DIR/$name.out" 2>"$IT_TEST_DIR/$name.err" || RC=$?
-}
-
-# expect_exit NAME CODE DESC: checks RC against CODE, shows stderr if not.
-expect_exit() {
-	local name=$1 code=$2 desc=$3
-	if [[ $RC == "$code" ]]; then
-		ok "$desc: exit $code"
-	else
-		not_ok "$desc: exit $code" "exit $RC; stderr:
-$(tail -n 20 "$IT_TEST_DIR/$name.err")"
-	fi
-}
-
-# expect_err NAME DESC FIXED_STRING...: each string is in NAME's stderr.
-expect_err() {
-	local name=$1 desc=$2 s missing=()
-	shift 2
-	for s in "$@"; do
-		grep -qF -- "$s" "$IT_TEST_DIR/$name.err" || missing+=("$s")
-	done
-	if ((${#missing[@]} == 0)); then
-		ok "$desc"
-	else
-		not_ok "$desc" "missing: ${missing[*]}
-stderr:
-$(tail -n 20 "$IT_TEST_DIR/$name.err")"
-	fi
-}
+IT_RUN_TIMEOUT=${RUN_TIMEOUT:-45}
 
 slots() { it_sql postgres "SELECT slot_name FROM pg_replication_slots ORDER BY 1"; }
 
@@ -77,9 +39,9 @@ it_write_config "$cfg" "$db" status.interval.ms=500
 # ---------------------------------------------------------------- (a)
 missing_slot=t210_no_such_slot
 before=$(slots)
-run_relay a_missing --config "$cfg" --set slot.name=$missing_slot
-expect_exit a_missing 69 "(a) missing slot"
-expect_err a_missing "(a) message: slot does not exist, never created implicitly" \
+it_run_relay a_missing --config "$cfg" --set slot.name=$missing_slot
+it_expect_exit a_missing 69 "(a) missing slot"
+it_expect_in a_missing err "(a) message: slot does not exist, never created implicitly" \
 	"\"$missing_slot\" does not exist" "never creates one implicitly"
 after=$(slots)
 it_check "(a) pg_replication_slots unchanged" test "$before" = "$after"
@@ -90,11 +52,11 @@ it_check "(a) slot $missing_slot was not created" \
 # ---------------------------------------------------------------- (b)
 it_sql "$db" "SELECT pg_create_logical_replication_slot('t210_test_decoding',
 	'test_decoding')" >/dev/null
-run_relay b_plugin --config "$cfg" --set slot.name=t210_test_decoding
-expect_exit b_plugin 69 "(b) test_decoding slot"
+it_run_relay b_plugin --config "$cfg" --set slot.name=t210_test_decoding
+it_expect_exit b_plugin 69 "(b) test_decoding slot"
 # Since slot_judge() takes slot.plugin (02565fb) the fix names the key,
 # not a plugin: "wal2json" is no longer in the message (it failed on main).
-expect_err b_plugin "(b) message names the slot's plugin" \
+it_expect_in b_plugin err "(b) message names the slot's plugin" \
 	'"t210_test_decoding"' '"test_decoding"' slot.plugin
 it_check "(b) the slot is left as it was (plugin test_decoding)" \
 	test "$(it_sql "$db" "SELECT plugin FROM pg_replication_slots
@@ -130,9 +92,9 @@ else
 	done
 	reset_keep_size
 	if [[ $status == lost ]]; then
-		run_relay c_lost --config "$cfg" --set slot.name=$lost
-		expect_exit c_lost 69 "(c) invalidated slot"
-		expect_err c_lost "(c) message says the slot is invalidated and not recreated" \
+		it_run_relay c_lost --config "$cfg" --set slot.name=$lost
+		it_expect_exit c_lost 69 "(c) invalidated slot"
+		it_expect_in c_lost err "(c) message says the slot is invalidated and not recreated" \
 			"\"$lost\" is invalidated" "wal_status=lost" "will not recreate"
 		it_check "(c) the slot is still there and still lost" \
 			test "$(it_sql "$db" "SELECT wal_status FROM pg_replication_slots
@@ -146,14 +108,14 @@ else
 fi
 
 # ---------------------------------------------------------------- (d)
-run_relay d_table --config "$cfg" --set outbox.table=public.no_such_outbox
-expect_exit d_table 78 "(d) missing outbox table"
-expect_err d_table "(d) message names the missing table" \
+it_run_relay d_table --config "$cfg" --set outbox.table=public.no_such_outbox
+it_expect_exit d_table 78 "(d) missing outbox table"
+it_expect_in d_table err "(d) message names the missing table" \
 	outbox.table public.no_such_outbox "does not exist"
 
-run_relay d_column --config "$cfg" --set table.field.event.key=no_such_column
-expect_exit d_column 78 "(d) missing key column"
-expect_err d_column "(d) message names the key and the column" \
+it_run_relay d_column --config "$cfg" --set table.field.event.key=no_such_column
+it_expect_exit d_column 78 "(d) missing key column"
+it_expect_in d_column err "(d) message names the key and the column" \
 	table.field.event.key '"no_such_column"' "does not exist"
 
 # ---------------------------------------------------------------- (e)
@@ -161,33 +123,33 @@ bad=$IT_TEST_DIR/unknown.conf
 cp "$cfg" "$bad"
 echo "no.such.key = 1" >>"$bad"
 line=$(wc -l <"$bad")
-run_relay e_unknown_file --config "$bad"
-expect_exit e_unknown_file 78 "(e) unknown key in the file"
-expect_err e_unknown_file "(e) message is FILE:LINE: unknown key" \
+it_run_relay e_unknown_file --config "$bad"
+it_expect_exit e_unknown_file 78 "(e) unknown key in the file"
+it_expect_in e_unknown_file err "(e) message is FILE:LINE: unknown key" \
 	"$bad:$line: unknown key \"no.such.key\""
 
 bad=$IT_TEST_DIR/badint.conf
 cp "$cfg" "$bad"
 echo "status.interval.ms = ten" >>"$bad"
 line=$(wc -l <"$bad")
-run_relay e_badint --config "$bad"
-expect_exit e_badint 78 "(e) bad integer in the file"
-expect_err e_badint "(e) message is FILE:LINE: key: not an integer" \
+it_run_relay e_badint --config "$bad"
+it_expect_exit e_badint 78 "(e) bad integer in the file"
+it_expect_in e_badint err "(e) message is FILE:LINE: key: not an integer" \
 	"$bad:$line: status.interval.ms: \"ten\" is not an integer"
 
-run_relay e_set --config "$cfg" --set no.such.key=1
-expect_exit e_set 78 "(e) --set with an unknown key"
-expect_err e_set "(e) message names --set and the key" \
+it_run_relay e_set --config "$cfg" --set no.such.key=1
+it_expect_exit e_set 78 "(e) --set with an unknown key"
+it_expect_in e_set err "(e) message names --set and the key" \
 	'--set: unknown key "no.such.key"'
 
-OUTBOX_RELAY_SLOT_NAM=x run_relay e_env --config "$cfg"
-expect_exit e_env 78 "(e) unknown OUTBOX_RELAY_ variable"
-expect_err e_env "(e) message names the variable" \
+OUTBOX_RELAY_SLOT_NAM=x it_run_relay e_env --config "$cfg"
+it_expect_exit e_env 78 "(e) unknown OUTBOX_RELAY_ variable"
+it_expect_in e_env err "(e) message names the variable" \
 	"OUTBOX_RELAY_SLOT_NAM: unknown configuration variable"
 
-run_relay e_idem --config "$cfg" --set kafka.enable.idempotence=false
-expect_exit e_idem 78 "(e) kafka.enable.idempotence=false refused"
-expect_err e_idem "(e) message names the property and producer.allow.unsafe" \
+it_run_relay e_idem --config "$cfg" --set kafka.enable.idempotence=false
+it_expect_exit e_idem 78 "(e) kafka.enable.idempotence=false refused"
+it_expect_in e_idem err "(e) message names the property and producer.allow.unsafe" \
 	kafka.enable.idempotence=false producer.allow.unsafe=true
 
 # Accepted with producer.allow.unsafe=true: the relay streams, and stops
@@ -206,61 +168,59 @@ else
 	not_ok "(e) kafka.enable.idempotence=false accepted with producer.allow.unsafe=true" \
 		"$(it_show_log "$log")"
 fi
-rc=0
-it_stop_relay || rc=$?
-it_check "(e) that relay exits 0 on SIGTERM" test "$rc" -eq 0
+it_stop_checked "(e) that relay exits 0 on SIGTERM"
 
-run_relay e_kprop --config "$cfg" --set kafka.no.such.property=1
-expect_exit e_kprop 78 "(e) unknown librdkafka property"
-expect_err e_kprop "(e) message is librdkafka's, with the property" \
+it_run_relay e_kprop --config "$cfg" --set kafka.no.such.property=1
+it_expect_exit e_kprop 78 "(e) unknown librdkafka property"
+it_expect_in e_kprop err "(e) message is librdkafka's, with the property" \
 	"kafka.no.such.property" 'No such configuration property: "no.such.property"'
 
-run_relay e_kval --config "$cfg" --set kafka.linger.ms=abc
-expect_exit e_kval 78 "(e) invalid librdkafka property value"
-expect_err e_kval "(e) message is librdkafka's, with the property" \
+it_run_relay e_kval --config "$cfg" --set kafka.linger.ms=abc
+it_expect_exit e_kval 78 "(e) invalid librdkafka property value"
+it_expect_in e_kval err "(e) message is librdkafka's, with the property" \
 	"kafka.linger.ms" "Invalid value for configuration property"
 
 # A conninfo libpq cannot parse can never work: a bad value, so 78 like
 # every other one, not a reconnect loop (README: "An unknown key or a bad
 # value stops the relay with ... exit code 78"). Short timeout: a relay
 # that retries it is still running after 10 s.
-RUN_TIMEOUT=10 run_relay e_conninfo --config "$cfg" \
+IT_RUN_TIMEOUT=10 it_run_relay e_conninfo --config "$cfg" \
 	--set "pg.conninfo=host=127.0.0.1 no_such_option=1"
-expect_exit e_conninfo 78 "(e) pg.conninfo that libpq cannot parse"
-expect_err e_conninfo "(e) message names pg.conninfo" pg.conninfo
+it_expect_exit e_conninfo 78 "(e) pg.conninfo that libpq cannot parse"
+it_expect_in e_conninfo err "(e) message names pg.conninfo" pg.conninfo
 
 # ---------------------------------------------------------------- (f)
 pc=$IT_TEST_DIR/prec.conf
 it_write_config "$pc" "$db" slot_a
-run_relay f_file --config "$pc" --print-config
-expect_exit f_file 0 "(f) --print-config, file only"
+it_run_relay f_file --config "$pc" --print-config
+it_expect_exit f_file 0 "(f) --print-config, file only"
 it_check "(f) file alone: slot.name = slot_a # file" \
 	grep -qxF "slot.name = slot_a # file" "$IT_TEST_DIR/f_file.out"
-OUTBOX_RELAY_SLOT_NAME=slot_b run_relay f_env --config "$pc" --print-config
+OUTBOX_RELAY_SLOT_NAME=slot_b it_run_relay f_env --config "$pc" --print-config
 it_check "(f) file + env: slot.name = slot_b # env" \
 	grep -qxF "slot.name = slot_b # env" "$IT_TEST_DIR/f_env.out"
-OUTBOX_RELAY_SLOT_NAME=slot_b run_relay f_flag --config "$pc" --print-config \
+OUTBOX_RELAY_SLOT_NAME=slot_b it_run_relay f_flag --config "$pc" --print-config \
 	--set slot.name=slot_c
-expect_exit f_flag 0 "(f) --print-config, file + env + flag"
+it_expect_exit f_flag 0 "(f) --print-config, file + env + flag"
 it_check "(f) file + env + flag: slot.name = slot_c # flag" \
 	grep -qxF "slot.name = slot_c # flag" "$IT_TEST_DIR/f_flag.out"
 it_check "(f) exactly one slot.name line" \
 	test "$(grep -c '^slot.name = ' "$IT_TEST_DIR/f_flag.out")" -eq 1
 
 # ---------------------------------------------------------------- (g)
-run_relay g_help --help
-expect_exit g_help 0 "(g) --help"
+it_run_relay g_help --help
+it_expect_exit g_help 0 "(g) --help"
 it_check "(g) --help lists --config" \
 	grep -q -e '--config' "$IT_TEST_DIR/g_help.out"
 it_check "(g) --help lists --set" grep -q -e '--set' "$IT_TEST_DIR/g_help.out"
-run_relay g_version --version
-expect_exit g_version 0 "(g) --version"
+it_run_relay g_version --version
+it_expect_exit g_version 0 "(g) --version"
 it_check "(g) --version prints the name and a version" \
 	grep -qE '^outbox-relay [0-9]' "$IT_TEST_DIR/g_version.out"
-run_relay g_bogus --no-such-flag
-expect_exit g_bogus 64 "(g) unknown flag"
-run_relay g_arg --config "$cfg" stray-argument
-expect_exit g_arg 64 "(g) stray argument"
+it_run_relay g_bogus --no-such-flag
+it_expect_exit g_bogus 64 "(g) unknown flag"
+it_run_relay g_arg --config "$cfg" stray-argument
+it_expect_exit g_arg 64 "(g) stray argument"
 
 it_drop_db "$db" >/dev/null 2>&1 || true
 it_summary

@@ -23,14 +23,6 @@ it_sql "$db" "
 	CREATE TABLE public.outbox_parted_a PARTITION OF public.outbox_parted FOR VALUES IN ('t215');
 	CREATE VIEW public.outbox_view AS SELECT * FROM public.outbox;" >/dev/null
 
-run_relay() { # NAME CONF [ARGS]: foreground, bounded; RC
-	local name=$1 conf=$2
-	shift 2
-	RC=0
-	timeout -k 5 45 "$RELAY_BIN" --config "$conf" "$@" </dev/null \
-		>"$IT_TEST_DIR/$name.out" 2>"$IT_TEST_DIR/$name.err" || RC=$?
-}
-
 # ------------------------------------------------------------------ (a)
 before=$(it_slot_confirmed "$db" "$db")
 it_sql "$db" "INSERT INTO public.outbox_parted (id, aggregate_type, aggregate_id, event_type, payload)
@@ -38,7 +30,7 @@ it_sql "$db" "INSERT INTO public.outbox_parted (id, aggregate_type, aggregate_id
 rows_end=$(it_current_lsn "$db")
 conf=$IT_TEST_DIR/parted.conf
 it_write_config "$conf" "$db" outbox.table=public.outbox_parted
-run_relay parted "$conf"
+it_run_relay parted --config "$conf"
 it_check "(a) partitioned outbox.table: exit 78 (got $RC)" test "$RC" = 78
 if grep -q 'public.outbox_parted is a partitioned table' "$IT_TEST_DIR/parted.err" &&
 	grep -q 'outbox.table = <schema>\.\*' "$IT_TEST_DIR/parted.err" &&
@@ -54,7 +46,7 @@ if lsn_ge "$after" "$rows_end"; then
 else
 	ok "(a) the slot was not moved past the partitioned rows ($after < $rows_end)"
 fi
-run_relay parted-check "$conf" --check
+it_run_relay parted-check --config "$conf" --check
 it_check "(a) --check fails with exit 78 (got $RC)" test "$RC" = 78
 it_check "(a) --check says fail outbox_table ... partitioned" \
 	grep -qE '^fail +outbox_table: .*is a partitioned table' "$IT_TEST_DIR/parted-check.out"
@@ -62,7 +54,7 @@ it_check "(a) --check says fail outbox_table ... partitioned" \
 # ------------------------------------------------------------------ (b)
 conf=$IT_TEST_DIR/view.conf
 it_write_config "$conf" "$db" outbox.table=public.outbox_view
-run_relay view "$conf"
+it_run_relay view --config "$conf"
 it_check "(b) a view as outbox.table: exit 78 (got $RC)" test "$RC" = 78
 it_check "(b) the message says it is a view" \
 	grep -q 'public.outbox_view is a view' "$IT_TEST_DIR/view.err"
@@ -77,8 +69,7 @@ pid=$IT_RELAY_PID
 it_check "(c) relay streams from public.swap" it_wait_slot_active "$db" "$db" 30
 it_sql "$db" "ALTER TABLE public.swap RENAME TO swap_old;
 	CREATE VIEW public.swap AS SELECT * FROM public.swap_old;" >/dev/null
-it_sql "$db" "SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots
-	WHERE slot_name = '$db' AND active" >/dev/null
+it_end_walsender "$db"
 rc=0
 for ((i = 0; i < 300; i++)); do it_relay_alive "$pid" || break; sleep 0.1; done
 if it_relay_alive "$pid"; then

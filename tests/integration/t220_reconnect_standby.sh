@@ -87,22 +87,6 @@ compare() {
 		"$MISSING missing, $EXTRA not committed"
 }
 
-active_pid() {
-	it_sql "$db" "SELECT coalesce(active_pid, 0) FROM pg_replication_slots
-		WHERE slot_name = '$slot'"
-}
-
-# wait_log FILE PATTERN COUNT SECS: until FILE has COUNT lines matching
-# the extended regex PATTERN.
-wait_log() {
-	local f=$1 pat=$2 n=$3 secs=$4 i
-	for ((i = 0; i < secs * 5; i++)); do
-		(($(grep -cE -- "$pat" "$f" 2>/dev/null || true) >= n)) && return 0
-		sleep 0.2
-	done
-	return 1
-}
-
 if ! it_setup_db "$db" 2>"$IT_TEST_DIR/setup.err"; then
 	not_ok "database, outbox table and slot created" "$(cat "$IT_TEST_DIR/setup.err")"
 	it_summary
@@ -115,7 +99,7 @@ it_write_config "$cfg" "$db" status.interval.ms=500 reconnect.backoff.ms=200 \
 log=$IT_TEST_DIR/relay.log
 it_start_relay "$cfg" "$log"
 relay=$IT_RELAY_PID
-if wait_log "$log" 'streaming from slot' 1 30; then
+if it_wait_log "$log" 'streaming from slot' 30 1; then
 	ok "(a) relay streams"
 else
 	not_ok "(a) relay streams" "$(it_show_log "$log")"
@@ -123,11 +107,11 @@ fi
 type_a=t220a_$tag
 start_load "$type_a" 150 0.05
 sleep 3
-pid1=$(active_pid)
+pid1=$(it_slot_pid "$db" "$slot")
 it_sql "$db" "SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots
 	WHERE slot_name = '$slot'" >/dev/null
 it_diag "(a) walsender $pid1 terminated at $(date -u +%T.%3N)"
-if wait_log "$log" 'streaming from slot' 2 30; then
+if it_wait_log "$log" 'streaming from slot' 30 2; then
 	ok "(a) relay reconnected"
 else
 	not_ok "(a) relay reconnected" "$(it_show_log "$log")"
@@ -146,7 +130,7 @@ else
 	not_ok "(a) reconnect after a backoff" "$(it_show_log "$log")"
 fi
 wait_load 60
-pid2=$(active_pid)
+pid2=$(it_slot_pid "$db" "$slot")
 it_check "(a) a new walsender serves the slot ($pid1 -> $pid2)" \
 	test "$pid2" != 0 -a "$pid2" != "$pid1"
 compare "$type_a" a
@@ -169,7 +153,7 @@ else
 	not_ok "(b) PostgreSQL restarted" "$(cat "$IT_TEST_DIR/restart.err")"
 fi
 it_diag "(b) restart took $((SECONDS - t0)) s"
-if wait_log "$log" 'streaming from slot' $((n_stream + 1)) 30; then
+if it_wait_log "$log" 'streaming from slot' 30 $((n_stream + 1)); then
 	ok "(b) relay reconnected after the server restart"
 else
 	not_ok "(b) relay reconnected after the server restart" "$(it_show_log "$log")"
@@ -182,16 +166,14 @@ if [[ $MISSING -gt 0 ]]; then
 	it_diag "$(head -n 5 "$IT_TEST_DIR/b.missing")"
 fi
 it_check "(b) relay still running" it_relay_alive "$relay"
-rc=0
-it_stop_relay "$relay" || rc=$?
-it_check "(b) relay exits 0 on SIGTERM" test "$rc" -eq 0
+it_stop_checked "(b) relay exits 0 on SIGTERM" "$relay"
 
 # ---------------------------------------------------------------- (c)
 log_a=$IT_TEST_DIR/relay_a.log
 log_b=$IT_TEST_DIR/relay_b.log
 it_start_relay "$cfg" "$log_a"
 relay_a=$IT_RELAY_PID
-if wait_log "$log_a" 'streaming from slot' 1 30 && it_wait_slot_active "$db" "$slot" 10; then
+if it_wait_log "$log_a" 'streaming from slot' 30 1 && it_wait_slot_active "$db" "$slot" 10; then
 	ok "(c) relay A streams"
 else
 	not_ok "(c) relay A streams" "$(it_show_log "$log_a")"
@@ -215,20 +197,18 @@ it_check "(c) relay A still running" it_relay_alive "$relay_a"
 t0=$(date +%s.%N)
 type_c=t220c_$tag
 start_load "$type_c" 20 0.05
-if wait_log "$log_b" 'streaming from slot' 1 "$TAKEOVER_SECS"; then
+if it_wait_log "$log_b" 'streaming from slot' "$TAKEOVER_SECS" 1; then
 	took=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
 	ok "(c) relay B took over within ${TAKEOVER_SECS} s (${took} s)"
 else
 	not_ok "(c) relay B took over within ${TAKEOVER_SECS} s" \
-		"slot active_pid $(active_pid); $(it_show_log "$log_b")"
+		"slot active_pid $(it_slot_pid "$db" "$slot"); $(it_show_log "$log_b")"
 fi
 wait_load 30
 compare "$type_c" c
 it_check "(c) events written after the kill arrived" test "$MISSING" -eq 0
 it_check "(c) and some were written" test -s "$IT_TEST_DIR/c.committed"
-rc=0
-it_stop_relay "$relay_b" || rc=$?
-it_check "(c) relay B exits 0 on SIGTERM" test "$rc" -eq 0
+it_stop_checked "(c) relay B exits 0 on SIGTERM" "$relay_b"
 
 it_drop_db "$db" >/dev/null 2>&1 || true
 it_summary

@@ -18,27 +18,17 @@ set -euo pipefail
 # shellcheck source=lib.sh
 source "$(dirname "$0")/lib.sh"
 it_init
+# shellcheck source=own_pg.sh
+source "$(dirname "$0")/own_pg.sh"
 
-own=$IT_TEST_DIR/own
 port=$((PGPORT + 12))
 db=t225_perm
-if ! pg_start "$own" "$port" "$db" 2>"$IT_TEST_DIR/pg.err"; then
-	not_ok "own PostgreSQL cluster on port $port" "$(cat "$IT_TEST_DIR/pg.err")"
-	it_summary
-fi
-sql() { psql_q "$port" "$db" "$1"; }
-psql_f "$port" "$db" "$IT_ROOT/sql/outbox.sql" >/dev/null
-# The suite's plugin (make integration-pgoutput): the publication first.
-if [[ $RELAY_PLUGIN == pgoutput ]]; then
-	sql "CREATE PUBLICATION $IT_PUBLICATION FOR TABLE public.outbox
-		WITH (publish = 'insert')" >/dev/null
-fi
-sql "SELECT pg_create_logical_replication_slot('$db', '$RELAY_PLUGIN')" >/dev/null
-sql "CREATE ROLE t225_pw LOGIN REPLICATION PASSWORD 'right';
+own_pg_start "$port" "$db"
+own_sql "CREATE ROLE t225_pw LOGIN REPLICATION PASSWORD 'right';
 	CREATE ROLE t225_rej LOGIN REPLICATION;
 	CREATE ROLE t225_norep LOGIN;
 	GRANT SELECT ON pg_catalog.pg_replication_slots TO t225_norep;" >/dev/null
-hba=$own/pg/data/pg_hba.conf
+hba=$OWN/pg/data/pg_hba.conf
 {
 	echo "host all t225_pw 127.0.0.1/32 scram-sha-256"
 	echo "host all t225_rej 127.0.0.1/32 reject"
@@ -46,70 +36,43 @@ hba=$own/pg/data/pg_hba.conf
 } >"$hba.new"
 mv "$hba.new" "$hba"
 chown postgres:postgres "$hba" 2>/dev/null || true
-sql "SELECT pg_reload_conf()" >/dev/null
+own_sql "SELECT pg_reload_conf()" >/dev/null
 sleep 0.5
 
 passfile=$IT_TEST_DIR/pgpass
-write_pass() {
-	echo "127.0.0.1:$port:*:t225_pw:$1" >"$passfile"
-	chmod 600 "$passfile"
-}
-conf_for() { # FILE CONNINFO [KEY=VALUE...]
-	local f=$1 ci=$2 kv
-	shift 2
-	{
-		echo "pg.conninfo = $ci"
-		echo "kafka.bootstrap.servers = $KAFKA_BROKERS"
-		echo "slot.name = $db"
-		[[ $RELAY_PLUGIN == wal2json ]] || echo "slot.plugin = $RELAY_PLUGIN"
-		echo "http.listen ="
-		echo "reconnect.backoff.ms = 100"
-		echo "reconnect.backoff.max.ms = 300"
-		for kv in "$@"; do echo "${kv%%=*} = ${kv#*=}"; done
-	} >"$f"
-}
-run_relay() { # NAME CONF: foreground, bounded; RC
-	RC=0
-	PGPASSFILE=$passfile timeout -k 5 30 "$RELAY_BIN" --config "$2" </dev/null \
-		>"$IT_TEST_DIR/$1.out" 2>"$IT_TEST_DIR/$1.err" || RC=$?
+write_pass() { it_pgpass "$passfile" "127.0.0.1:$port:*:t225_pw:$1"; }
+# Every refusal comes at the first attempt: 30 s is plenty.
+IT_RUN_TIMEOUT=30
+# conf_for FILE CONNINFO [KEY=VALUE...]: a relay of this server's slot,
+# no health endpoint, quick reconnects.
+conf_for() {
+	it_write_config "$1" "$db" "pg.conninfo=$2" http.listen= \
+		reconnect.backoff.ms=100 reconnect.backoff.max.ms=300 "${@:3}"
 }
 base="host=127.0.0.1 port=$port dbname=$db"
-expect() { # NAME CODE DESC PATTERN...
-	local name=$1 code=$2 desc=$3 p missing=()
-	shift 3
-	for p in "$@"; do
-		grep -qE -- "$p" "$IT_TEST_DIR/$name.err" || missing+=("$p")
-	done
-	if [[ $RC == "$code" ]] && ((${#missing[@]} == 0)); then
-		ok "$desc: exit $code"
-	else
-		not_ok "$desc: exit $code" "exit $RC${missing[*]:+, missing: ${missing[*]}}
-$(tail -n 5 "$IT_TEST_DIR/$name.err")"
-	fi
-}
 
 write_pass wrong
 conf_for "$IT_TEST_DIR/a.conf" "$base user=t225_pw"
-run_relay a "$IT_TEST_DIR/a.conf"
-expect a 77 "(a) wrong password" 'ERROR .*28P01: password authentication failed' 'PGPASSFILE'
+PGPASSFILE=$passfile it_run_relay a --config "$IT_TEST_DIR/a.conf"
+it_expect_err a 77 "(a) wrong password" 'ERROR .*28P01: password authentication failed' 'PGPASSFILE'
 it_check "(a) stopped at the first attempt (no retry line)" \
 	bash -c '! grep -q "attempt 1 of" "$1"' _ "$IT_TEST_DIR/a.err"
 
 conf_for "$IT_TEST_DIR/b.conf" "$base user=t225_rej"
-run_relay b "$IT_TEST_DIR/b.conf"
-expect b 77 "(b) pg_hba reject" 'ERROR .*28000: pg_hba.conf rejects'
+PGPASSFILE=$passfile it_run_relay b --config "$IT_TEST_DIR/b.conf"
+it_expect_err b 77 "(b) pg_hba reject" 'ERROR .*28000: pg_hba.conf rejects'
 
 conf_for "$IT_TEST_DIR/c.conf" "$base user=t225_norep"
-run_relay c "$IT_TEST_DIR/c.conf"
-expect c 77 "(c) role without REPLICATION" 'ERROR .*42501: .*replication' 'REPLICATION attribute'
+PGPASSFILE=$passfile it_run_relay c --config "$IT_TEST_DIR/c.conf"
+it_expect_err c 77 "(c) role without REPLICATION" 'ERROR .*42501: .*replication' 'REPLICATION attribute'
 
 conf_for "$IT_TEST_DIR/d.conf" "host=127.0.0.1 port=$port dbname=t225_nope user=postgres"
-run_relay d "$IT_TEST_DIR/d.conf"
-expect d 78 "(d) unknown database" 'ERROR .*3D000: database "t225_nope" does not exist'
+PGPASSFILE=$passfile it_run_relay d --config "$IT_TEST_DIR/d.conf"
+it_expect_err d 78 "(d) unknown database" 'ERROR .*3D000: database "t225_nope" does not exist'
 
 conf_for "$IT_TEST_DIR/e.conf" "host=127.0.0.1 port=abc dbname=$db user=postgres"
-run_relay e "$IT_TEST_DIR/e.conf"
-expect e 78 "(e) port=abc" 'ERROR .*invalid integer value "abc" for connection option "port"'
+PGPASSFILE=$passfile it_run_relay e --config "$IT_TEST_DIR/e.conf"
+it_expect_err e 78 "(e) port=abc" 'ERROR .*invalid integer value "abc" for connection option "port"'
 
 # ------------------------------------------------------------------ (f)
 write_pass right
@@ -123,8 +86,8 @@ for ((i = 0; i < 100; i++)); do
 	sleep 0.2
 done
 it_check "(f) relay streams with the right password" test -n "$ok_stream"
-sql "ALTER ROLE t225_pw PASSWORD 'rotated'" >/dev/null
-sql "SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots
+own_sql "ALTER ROLE t225_pw PASSWORD 'rotated'" >/dev/null
+own_sql "SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots
 	WHERE slot_name = '$db' AND active" >/dev/null
 for ((i = 0; i < 300; i++)); do _env_pid_alive "$pid" || break; sleep 0.1; done
 rc=running
@@ -144,11 +107,11 @@ log=$IT_TEST_DIR/g.log
 it_start_relay "$IT_TEST_DIR/g.conf" "$log"
 pid=$IT_RELAY_PID
 for ((i = 0; i < 100; i++)); do grep -q 'streaming from slot' "$log" && break; sleep 0.2; done
-pg_stop "$own"
+pg_stop "$OWN"
 sleep 5
 it_check "(g) server down: the relay keeps retrying" _env_pid_alive "$pid"
 it_check "(g) ... at WARN, connection refused" grep -q 'WARN .*Connection refused.*retrying' "$log"
-pg_launch "$own"
+pg_launch "$OWN"
 n=0
 for ((i = 0; i < 100; i++)); do
 	n=$(grep -c 'streaming from slot' "$log" || true)
@@ -156,8 +119,6 @@ for ((i = 0; i < 100; i++)); do
 	sleep 0.2
 done
 it_check "(g) streams again once the server is back" test "$n" -ge 2
-rc=0
-it_stop_relay || rc=$?
-it_check "(g) relay exits 0 on SIGTERM" test "$rc" -eq 0
+it_stop_checked "(g) relay exits 0 on SIGTERM"
 
 it_summary

@@ -138,9 +138,7 @@ else
 		"confirmed $conf, commit after $before_commit; $(it_show_log "$log" 10)"
 fi
 
-rc=0
-it_stop_relay "$relay" || rc=$?
-it_check "relay exits 0 on SIGTERM" test "$rc" -eq 0
+it_stop_checked "relay exits 0 on SIGTERM" "$relay"
 peak_kb=$(grep -o 'peak_rss_kb=[0-9]*' "$log" | tail -n1 | cut -d= -f2)
 acked=$(grep -o 'summary: .* acked=[0-9]*' "$log" | grep -o 'acked=[0-9]*' | cut -d= -f2)
 it_diag "peak RSS: summary ${peak_kb:-?} kB ($((${peak_kb:-0} / 1024)) MB)," \

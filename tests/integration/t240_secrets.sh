@@ -60,22 +60,11 @@ no_secret() {
 	fi
 }
 
-# wait_log FILE REGEX SECS
-wait_log() {
-	local i
-	for ((i = 0; i < $3 * 5; i++)); do
-		grep -qE -- "$2" "$1" 2>/dev/null && return 0
-		sleep 0.2
-	done
-	return 1
-}
-
 # publish_one TYPE NAME: one event through the running relay; true when it
 # arrived.
 publish_one() {
 	local type=$1 name=$2
-	it_sql "$db" "INSERT INTO outbox (aggregate_type, aggregate_id, event_type, payload)
-		VALUES ('$type', 'agg-1', 'Secret', '{\"n\": 1}')" &&
+	it_event "$db" "$type" agg-1 Secret '{"n": 1}' &&
 		it_consume_wait "outbox.event.$type" "$IT_TEST_DIR/$name.json" 1 30
 }
 
@@ -94,7 +83,7 @@ sed -i "s|^pg.conninfo = .*|pg.conninfo = $ci password=$pw1|" "$cfg"
 it_check "(a) the config file holds the password" grep -qF "password=$pw1" "$cfg"
 log=$IT_TEST_DIR/a.log
 it_start_relay "$cfg" "$log"
-if wait_log "$log" 'streaming from slot' 30 && publish_one "t240a_$tag" a; then
+if it_wait_log "$log" 'streaming from slot' 30 && publish_one "t240a_$tag" a; then
 	ok "(a) relay with a password in pg.conninfo streams and publishes"
 else
 	not_ok "(a) relay with a password in pg.conninfo streams and publishes" \
@@ -111,7 +100,7 @@ no_secret "(a) password in neither the log nor --print-config" "$pw1" \
 uri="postgresql://postgres:$pw1@127.0.0.1:$PGPORT/$db"
 log=$IT_TEST_DIR/a_uri.log
 OUTBOX_RELAY_PG_CONNINFO=$uri it_start_relay "$cfg" "$log"
-if wait_log "$log" 'streaming from slot' 30 && publish_one "t240a_uri_$tag" a_uri; then
+if it_wait_log "$log" 'streaming from slot' 30 && publish_one "t240a_uri_$tag" a_uri; then
 	ok "(a) relay with a URI with a password streams and publishes"
 else
 	not_ok "(a) relay with a URI with a password streams and publishes" \
@@ -133,7 +122,7 @@ bad_conninfo() {
 	it_write_config "$c" "$db" status.interval.ms=500 log.level=debug \
 		reconnect.backoff.ms=200
 	OUTBOX_RELAY_PG_CONNINFO=$conninfo it_start_relay "$c" "$log"
-	if wait_log "$log" "$pat" 20; then
+	if it_wait_log "$log" "$pat" 20; then
 		ok "(b) $name: the relay logged the connection error"
 		it_diag "$(grep -m1 -E -- "$pat" "$log")"
 	else
@@ -165,7 +154,7 @@ it_write_config "$cfg" "$db" status.interval.ms=500 log.level=debug \
 	kafka.sasl.password="$pw2" kafka.debug=all
 log=$IT_TEST_DIR/c.log
 it_start_relay "$cfg" "$log"
-if wait_log "$log" 'streaming from slot' 30 && publish_one "t240c_$tag" c; then
+if it_wait_log "$log" 'streaming from slot' 30 && publish_one "t240c_$tag" c; then
 	ok "(c) relay with kafka.sasl.password (plaintext protocol) streams and publishes"
 else
 	not_ok "(c) relay with kafka.sasl.password (plaintext protocol) streams and publishes" \
@@ -186,7 +175,7 @@ it_write_config "$cfg" "$db" status.interval.ms=500 log.level=debug \
 	kafka.sasl.username=relay kafka.debug=all
 log=$IT_TEST_DIR/c_sasl.log
 OUTBOX_RELAY_KAFKA_SASL_PASSWORD=$pw2 it_start_relay "$cfg" "$log"
-if wait_log "$log" 'SASL|AUTHENTICATION' 30; then
+if it_wait_log "$log" 'SASL|AUTHENTICATION' 30; then
 	ok "(c) SASL against the plaintext broker: the failure is logged"
 	it_diag "$(grep -m1 -E 'ERROR.*(SASL|AUTHENTICATION)' "$log" || true)"
 else
@@ -214,7 +203,7 @@ it_write_config "$cfg" "$db" status.interval.ms=500 \
 	"kafka.sasl.oauthbearer.config=principal=relay lifeSecond=60 extension_apikey=$pw3"
 log=$IT_TEST_DIR/c_oauth.log
 it_start_relay "$cfg" "$log"
-if wait_log "$log" 'OAUTHBEARER' 30; then
+if it_wait_log "$log" 'OAUTHBEARER' 30; then
 	ok "(c) bad sasl.oauthbearer.config: the token failure is logged"
 else
 	not_ok "(c) bad sasl.oauthbearer.config: the token failure is logged" \
@@ -241,7 +230,7 @@ it_write_config "$cfg" "$db" status.interval.ms=500 kafka.sasl.password="$pw2"
 sed -i "s|^pg.conninfo = .*|pg.conninfo = $ci password=$pw1|" "$cfg"
 log=$IT_TEST_DIR/d_file.log
 it_start_relay "$cfg" "$log" --set stats.interval.ms=60001
-if wait_log "$log" 'streaming from slot' 30; then
+if it_wait_log "$log" 'streaming from slot' 30; then
 	ok "(d) relay with secrets in its file runs"
 else
 	not_ok "(d) relay with secrets in its file runs" "$(it_show_log "$log")"
@@ -258,7 +247,7 @@ log=$IT_TEST_DIR/d_env.log
 it_write_config "$IT_TEST_DIR/d_env.conf" "$db" status.interval.ms=500
 OUTBOX_RELAY_PG_CONNINFO="$ci password=$pw1" OUTBOX_RELAY_KAFKA_SASL_PASSWORD=$pw2 \
 	it_start_relay "$IT_TEST_DIR/d_env.conf" "$log"
-if wait_log "$log" 'streaming from slot' 30; then
+if it_wait_log "$log" 'streaming from slot' 30; then
 	ok "(d) relay with secrets in its environment runs"
 else
 	not_ok "(d) relay with secrets in its environment runs" "$(it_show_log "$log")"

@@ -90,54 +90,17 @@ for ((i = 0; i < 25; i++)); do
 done
 it_check "server has ssl=on after the reload" test "$(sql "SHOW ssl")" = on
 
-write_pass() {
-	echo "*:$port:*:$role:$1" >"$passfile"
-	chmod 600 "$passfile"
+write_pass() { it_pgpass "$passfile" "*:$port:*:$role:$1"; }
+# Every refusal comes at the first attempt: 30 s is plenty.
+IT_RUN_TIMEOUT=30
+IT_EXPECT_DIAG=1 # each refusal's ERROR line, also when it passes
+# conf_for FILE CONNINFO [KEY=VALUE...]: a relay of this server's slot,
+# no health endpoint, quick reconnects.
+conf_for() {
+	it_write_config "$1" "$db" "pg.conninfo=$2" http.listen= log.level=debug \
+		reconnect.backoff.ms=100 reconnect.backoff.max.ms=300 "${@:3}"
 }
 write_pass "$pw"
-
-conf_for() { # FILE CONNINFO [KEY=VALUE...]
-	local f=$1 ci=$2 kv
-	shift 2
-	{
-		echo "pg.conninfo = $ci"
-		echo "kafka.bootstrap.servers = $KAFKA_BROKERS"
-		echo "slot.name = $db"
-		[[ $RELAY_PLUGIN == wal2json ]] || echo "slot.plugin = $RELAY_PLUGIN"
-		echo "http.listen ="
-		echo "log.level = debug"
-		echo "reconnect.backoff.ms = 100"
-		echo "reconnect.backoff.max.ms = 300"
-		for kv in "$@"; do echo "${kv%%=*} = ${kv#*=}"; done
-	} >"$f"
-}
-run_relay() { # NAME CONF: foreground, bounded; sets RC
-	RC=0
-	PGPASSFILE=$passfile timeout -k 5 30 "$RELAY_BIN" --config "$2" </dev/null \
-		>"$IT_TEST_DIR/$1.out" 2>"$IT_TEST_DIR/$1.err" || RC=$?
-}
-expect() { # NAME CODE DESC PATTERN...
-	local name=$1 code=$2 desc=$3 p missing=()
-	shift 3
-	for p in "$@"; do
-		grep -qE -- "$p" "$IT_TEST_DIR/$name.err" || missing+=("$p")
-	done
-	if [[ $RC == "$code" ]] && ((${#missing[@]} == 0)); then
-		ok "$desc: exit $code"
-		it_diag "$(grep -m1 ERROR "$IT_TEST_DIR/$name.err" | cut -c1-400)"
-	else
-		not_ok "$desc: exit $code" "exit $RC${missing[*]:+, missing: ${missing[*]}}
-$(tail -n 5 "$IT_TEST_DIR/$name.err")"
-	fi
-}
-wait_log() { # FILE REGEX SECS
-	local i
-	for ((i = 0; i < $3 * 5; i++)); do
-		grep -qE -- "$2" "$1" 2>/dev/null && return 0
-		sleep 0.2
-	done
-	return 1
-}
 
 tls="sslmode=verify-full sslrootcert=$certs/ca.crt"
 base="port=$port dbname=$db user=$role"
@@ -148,14 +111,13 @@ conf_for "$IT_TEST_DIR/a.conf" "host=localhost $base $tls channel_binding=requir
 	status.interval.ms=500 watchdog.interval.ms=500
 log=$IT_TEST_DIR/a.log
 PGPASSFILE=$passfile it_start_relay "$IT_TEST_DIR/a.conf" "$log"
-if wait_log "$log" 'streaming from slot' 30; then
+if it_wait_log "$log" 'streaming from slot' 30; then
 	ok "(a) verify-full + SCRAM + channel_binding=require: the relay streams"
 else
 	not_ok "(a) verify-full + SCRAM + channel_binding=require: the relay streams" \
 		"$(it_show_log "$log")"
 fi
-sql "INSERT INTO outbox (aggregate_type, aggregate_id, event_type, payload)
-	VALUES ('$type', 'agg-1', 'Tls', '{\"n\": 1}')" >/dev/null
+IT_EVENTS_PORT=$port it_event "$db" "$type" agg-1 Tls '{"n": 1}'
 if it_consume_wait "outbox.event.$type" "$IT_TEST_DIR/a.json" 1 30; then
 	ok "(a) an event written over TLS is published"
 else
@@ -177,9 +139,7 @@ it_check "(a) the walsender's connection uses TLS" \
 	grep -qE '^outbox-relay walsender TLSv1\.[23]' <<<"$rows"
 it_check "(a) the watchdog's connection uses TLS" \
 	grep -qE '^outbox-relay-watchdog client backend TLSv1\.[23]' <<<"$rows"
-rc=0
-it_stop_relay || rc=$?
-it_check "(a) relay exits 0 on SIGTERM" test "$rc" -eq 0
+it_stop_checked "(a) relay exits 0 on SIGTERM"
 it_check "(a) the password is not in the debug log" \
 	bash -c '! grep -qiF -- "$1" "$2"' _ "$pw" "$log"
 
@@ -187,43 +147,41 @@ it_check "(a) the password is not in the debug log" \
 conf_for "$IT_TEST_DIR/a2.conf" "host=127.0.0.1 $base $tls"
 log=$IT_TEST_DIR/a2.log
 PGPASSFILE=$passfile it_start_relay "$IT_TEST_DIR/a2.conf" "$log"
-if wait_log "$log" 'streaming from slot' 30; then
+if it_wait_log "$log" 'streaming from slot' 30; then
 	ok "(a) host=127.0.0.1 (in the certificate's SAN) streams too"
 else
 	not_ok "(a) host=127.0.0.1 (in the certificate's SAN) streams too" \
 		"$(it_show_log "$log")"
 fi
-rc=0
-it_stop_relay || rc=$?
-it_check "(a) that relay exits 0 on SIGTERM" test "$rc" -eq 0
+it_stop_checked "(a) that relay exits 0 on SIGTERM"
 
 # ---------------------------------------------------------------- (b)-(f)
 conf_for "$IT_TEST_DIR/b.conf" \
 	"host=localhost $base sslmode=verify-full sslrootcert=$certs/otherca.crt"
-run_relay b "$IT_TEST_DIR/b.conf"
-expect b 78 "(b) a CA that did not sign the server's certificate" \
+PGPASSFILE=$passfile it_run_relay b --config "$IT_TEST_DIR/b.conf"
+it_expect_err b 78 "(b) a CA that did not sign the server's certificate" \
 	'ERROR .*certificate verify failed' 'sslrootcert must hold the CA'
 
 conf_for "$IT_TEST_DIR/c.conf" "host=wrong-name.invalid hostaddr=127.0.0.1 $base $tls"
-run_relay c "$IT_TEST_DIR/c.conf"
-expect c 78 "(c) a host name the certificate does not name" \
+PGPASSFILE=$passfile it_run_relay c --config "$IT_TEST_DIR/c.conf"
+it_expect_err c 78 "(c) a host name the certificate does not name" \
 	'ERROR .*does not match host name "wrong-name.invalid"' \
 	'must be a name in the server.s certificate'
 
 conf_for "$IT_TEST_DIR/d.conf" \
 	"host=localhost $base sslmode=verify-full sslrootcert=$certs/no-such-ca.crt"
-run_relay d "$IT_TEST_DIR/d.conf"
-expect d 78 "(d) sslrootcert names no file" 'ERROR .*root certificate file'
+PGPASSFILE=$passfile it_run_relay d --config "$IT_TEST_DIR/d.conf"
+it_expect_err d 78 "(d) sslrootcert names no file" 'ERROR .*root certificate file'
 
 conf_for "$IT_TEST_DIR/e.conf" "host=localhost $base sslmode=disable"
-run_relay e "$IT_TEST_DIR/e.conf"
-expect e 77 "(e) without TLS: pg_hba rejects the role" \
+PGPASSFILE=$passfile it_run_relay e --config "$IT_TEST_DIR/e.conf"
+it_expect_err e 77 "(e) without TLS: pg_hba rejects the role" \
 	'ERROR .*28000: pg_hba.conf rejects' 'no encryption'
 
 write_pass wrong-password
 conf_for "$IT_TEST_DIR/f.conf" "host=localhost $base $tls"
-run_relay f "$IT_TEST_DIR/f.conf"
-expect f 77 "(f) a wrong password over TLS" \
+PGPASSFILE=$passfile it_run_relay f --config "$IT_TEST_DIR/f.conf"
+it_expect_err f 77 "(f) a wrong password over TLS" \
 	'ERROR .*28P01: password authentication failed'
 write_pass "$pw"
 
@@ -238,22 +196,20 @@ for ((i = 0; i < 25; i++)); do
 done
 sleep 0.5 # the postmaster loads the new certificate on the reload
 conf_for "$IT_TEST_DIR/g.conf" "host=127.0.0.1 $base $tls"
-run_relay g "$IT_TEST_DIR/g.conf"
-expect g 78 "(g) certificate naming only localhost, host=127.0.0.1" \
+PGPASSFILE=$passfile it_run_relay g --config "$IT_TEST_DIR/g.conf"
+it_expect_err g 78 "(g) certificate naming only localhost, host=127.0.0.1" \
 	'ERROR .*does not match host name "127.0.0.1"'
 
 conf_for "$IT_TEST_DIR/g2.conf" "host=localhost $base $tls"
 log=$IT_TEST_DIR/g2.log
 PGPASSFILE=$passfile it_start_relay "$IT_TEST_DIR/g2.conf" "$log"
-if wait_log "$log" 'streaming from slot' 30; then
+if it_wait_log "$log" 'streaming from slot' 30; then
 	ok "(g) ... host=localhost still streams with that certificate"
 else
 	not_ok "(g) ... host=localhost still streams with that certificate" \
 		"$(it_show_log "$log")"
 fi
-rc=0
-it_stop_relay || rc=$?
-it_check "(g) relay exits 0 on SIGTERM" test "$rc" -eq 0
+it_stop_checked "(g) relay exits 0 on SIGTERM"
 
 leaks=$(grep -lF -- "$pw" "$IT_TEST_DIR"/*.err "$IT_TEST_DIR"/*.out "$IT_TEST_DIR"/*.log \
 	2>/dev/null || true)

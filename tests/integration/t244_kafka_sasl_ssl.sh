@@ -86,27 +86,6 @@ conf_for() {
 		for kv in "$@"; do echo "${kv%%=*} = ${kv#*=}"; done
 	} >"$f"
 }
-wait_log() { # FILE REGEX SECS
-	local i
-	for ((i = 0; i < $3 * 5; i++)); do
-		grep -qE -- "$2" "$1" 2>/dev/null && return 0
-		sleep 0.2
-	done
-	return 1
-}
-readyz() { curl -s -m 5 -o /dev/null -w '%{http_code}' "http://127.0.0.1:$1/readyz" || true; }
-wait_readyz() { # PORT CODE SECS
-	local i
-	for ((i = 0; i < $3 * 2; i++)); do
-		[[ $(readyz "$1") == "$2" ]] && return 0
-		sleep 0.5
-	done
-	return 1
-}
-insert() {
-	it_sql "$db" "INSERT INTO outbox (aggregate_type, aggregate_id, event_type, payload)
-		VALUES ('$1', 'agg-1', 'Sasl', '{\"n\": 1}')" >/dev/null
-}
 
 # ---------------------------------------------------------------- (a)
 type=t244a_$tag
@@ -114,12 +93,12 @@ conf_for "$IT_TEST_DIR/a.conf" log.level=debug kafka.debug=security,broker
 log=$IT_TEST_DIR/a.log
 OUTBOX_RELAY_KAFKA_SASL_PASSWORD=$relay_pw it_start_relay "$IT_TEST_DIR/a.conf" "$log"
 hport=$(it_health_port "$log" || true)
-if wait_log "$log" 'streaming from slot' 30; then
+if it_wait_log "$log" 'streaming from slot' 30; then
 	ok "(a) relay with SASL_SSL to Kafka streams"
 else
 	not_ok "(a) relay with SASL_SSL to Kafka streams" "$(it_show_log "$log")"
 fi
-insert "$type"
+it_event "$db" "$type" agg-1 Sasl '{"n": 1}'
 got=
 for ((i = 0; i < 60; i++)); do
 	ktls_kcat "$IT_TEST_DIR" relay "$relay_pw" -C -t "outbox.event.$type" -o beginning \
@@ -138,10 +117,8 @@ else
 		"$(cat "$IT_TEST_DIR/a.kcat.err"; it_show_log "$log")"
 fi
 it_check "(a) /readyz is 200 (the broker answers over SASL_SSL)" \
-	wait_readyz "$hport" 200 20
-rc=0
-it_stop_relay || rc=$?
-it_check "(a) relay exits 0 on SIGTERM" test "$rc" -eq 0
+	it_until_ready "$hport" 200 "" 20
+it_stop_checked "(a) relay exits 0 on SIGTERM"
 it_diag "(a) $(grep -c . "$log") log lines at debug with kafka.debug=security,broker"
 it_check "(a) the SASL password is in no log line" \
 	bash -c '! grep -qiF -- "$1" "$2"' _ "$relay_pw" "$log"
@@ -154,9 +131,9 @@ t0=$SECONDS
 OUTBOX_RELAY_KAFKA_SASL_PASSWORD=$bad_pw it_start_relay "$IT_TEST_DIR/b.conf" "$log"
 pid=$IT_RELAY_PID
 hport=$(it_health_port "$log" || true)
-wait_log "$log" 'streaming from slot' 30 || true
-insert "$type"
-if wait_log "$log" 'ERROR .*SASL authentication error.*invalid credentials' 20; then
+it_wait_log "$log" 'streaming from slot' 30 || true
+it_event "$db" "$type" agg-1 Sasl '{"n": 1}'
+if it_wait_log "$log" 'ERROR .*SASL authentication error.*invalid credentials' 20; then
 	ok "(b) wrong password: ERROR line from the broker's refusal"
 	it_diag "(b) $(grep -m1 -E 'ERROR .*SASL authentication error' "$log" | cut -c1-300)"
 else
@@ -164,7 +141,7 @@ else
 fi
 if [[ -n $hport ]] && _env_pid_alive "$pid"; then
 	it_check "(b) /readyz is 503 while the credentials are refused" \
-		wait_readyz "$hport" 503 20
+		it_until_ready "$hport" 503 "" 20
 	it_diag "(b) /readyz: $(curl -s -m 5 "http://127.0.0.1:$hport/readyz" | head -c 200)"
 fi
 # The relay must stop by itself: exit 77, not run on with health ok.
@@ -195,7 +172,7 @@ it_check "(b) neither password is in its log" \
 conf_for "$IT_TEST_DIR/c.conf" "kafka.ssl.ca.location=$certs/otherca.crt"
 log=$IT_TEST_DIR/c.log
 OUTBOX_RELAY_KAFKA_SASL_PASSWORD=$relay_pw it_start_relay "$IT_TEST_DIR/c.conf" "$log"
-if wait_log "$log" 'ERROR .*certificate verify failed' 20; then
+if it_wait_log "$log" 'ERROR .*certificate verify failed' 20; then
 	ok "(c) a CA that did not sign the broker's certificate: ERROR line"
 	it_diag "(c) $(grep -m1 -E 'ERROR .*certificate verify failed' "$log" | cut -c1-300)"
 else

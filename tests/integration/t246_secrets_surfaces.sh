@@ -38,7 +38,6 @@ hook_tok1=T246hookA1
 hook_tok2=T246hookB2
 hook_tok3=T246hookC3
 secrets=("$pg_pw" "$sasl_pw" "$hook_user" "$hook_tok1" "$hook_tok2" "$hook_tok3")
-RECEIVER=$IT_ROOT/tests/integration/webhook_receiver.py
 
 if ! it_setup_db "$db" 2>"$IT_TEST_DIR/setup.err"; then
 	not_ok "database, outbox table and slot created" "$(cat "$IT_TEST_DIR/setup.err")"
@@ -66,28 +65,13 @@ no_secret() {
 		not_ok "$desc" "$hits"
 	fi
 }
-wait_log() { # FILE REGEX SECS
-	local i
-	for ((i = 0; i < $3 * 5; i++)); do
-		grep -qE -- "$2" "$1" 2>/dev/null && return 0
-		sleep 0.2
-	done
-	return 1
-}
 hook_url() { # PORT
 	echo "http://$hook_user:$hook_tok1@127.0.0.1:$1/hook/$hook_tok2?token=$hook_tok3"
 }
 
 # ---------------------------------------------------------------- (a)
-python3 "$RECEIVER" "$IT_TEST_DIR/hooks.jsonl" "$IT_TEST_DIR/hook.port" --lifetime 300 \
-	>/dev/null 2>"$IT_TEST_DIR/receiver.err" &
-recv_pid=$!
-env_on_cleanup "kill $recv_pid 2>/dev/null || true"
-for ((i = 0; i < 50; i++)); do
-	[[ -s $IT_TEST_DIR/hook.port ]] && break
-	sleep 0.1
-done
-hook_port=$(cat "$IT_TEST_DIR/hook.port" 2>/dev/null || true)
+it_webhook_receiver "$IT_TEST_DIR/hooks.jsonl" || true
+hook_port=$HOOK_PORT
 if [[ -z $hook_port ]]; then
 	not_ok "webhook receiver started" "$(cat "$IT_TEST_DIR/receiver.err")"
 	it_summary
@@ -107,19 +91,18 @@ log=$IT_TEST_DIR/a.log
 OUTBOX_RELAY_ALERT_WEBHOOK_URL=$(hook_url "$hook_port") it_start_relay "$cfg" "$log"
 pid=$IT_RELAY_PID
 hport=$(it_health_port "$log" || true)
-if wait_log "$log" 'streaming from slot' 30; then
+if it_wait_log "$log" 'streaming from slot' 30; then
 	ok "(a) relay with the three secrets streams"
 else
 	not_ok "(a) relay with the three secrets streams" "$(it_show_log "$log")"
 fi
-it_sql "$db" "INSERT INTO outbox (aggregate_type, aggregate_id, event_type, payload)
-	VALUES ('$type', 'agg-1', 'Secret', '{\"n\": 1}')" >/dev/null
+it_event "$db" "$type" agg-1 Secret '{"n": 1}'
 if it_consume_wait "outbox.event.$type" "$IT_TEST_DIR/a.json" 1 30; then
 	ok "(a) ... and publishes"
 else
 	not_ok "(a) ... and publishes" "$(it_show_log "$log")"
 fi
-if wait_log "$IT_TEST_DIR/hooks.jsonl" '"state":"warn"' 30; then
+if it_wait_log "$IT_TEST_DIR/hooks.jsonl" '"state":"warn"' 30; then
 	ok "(a) the webhook (URL with user, token in path and query) got the warn POST"
 else
 	not_ok "(a) the webhook (URL with user, token in path and query) got the warn POST" \
@@ -138,9 +121,7 @@ tr '\0' ' ' <"/proc/$pid/cmdline" >"$surf/cmdline" 2>/dev/null || true
 it_diag "(a) cmdline: $(cat "$surf/cmdline")"
 it_check "(a) /proc/PID/cmdline shows the relay's arguments (--config)" \
 	grep -qF -- "--config $cfg" "$surf/cmdline"
-rc=0
-it_stop_relay || rc=$?
-it_check "(a) relay exits 0 on SIGTERM" test "$rc" -eq 0
+it_stop_checked "(a) relay exits 0 on SIGTERM"
 OUTBOX_RELAY_ALERT_WEBHOOK_URL=$(hook_url "$hook_port") "$RELAY_BIN" --config "$cfg" \
 	--print-config >"$surf/print-config" 2>&1 || true
 it_check "(a) --print-config redacts the three keys" bash -c '
@@ -166,7 +147,7 @@ it_write_config "$cfg" "$db" status.interval.ms=500 log.level=debug \
 	watchdog.lag.critical.bytes=0
 log=$IT_TEST_DIR/b.log
 OUTBOX_RELAY_ALERT_WEBHOOK_URL=$(hook_url "$dead") it_start_relay "$cfg" "$log"
-wait_log "$log" 'slot health ok -> warn' 30 || true
+it_wait_log "$log" 'slot health ok -> warn' 30 || true
 sleep 2 # a first attempt or two
 rc=0
 it_stop_relay || rc=$?
@@ -222,14 +203,12 @@ no_secret "(c) --slot-status and --check: no part of the password in their outpu
 log=$IT_TEST_DIR/c_encoded.log
 OUTBOX_RELAY_PG_CONNINFO="postgresql://postgres:$left%40$right@127.0.0.1:$PGPORT/$db" \
 	it_start_relay "$cfg" "$log"
-if wait_log "$log" 'streaming from slot' 30; then
+if it_wait_log "$log" 'streaming from slot' 30; then
 	ok "(c) the %40-encoded URI streams"
 else
 	not_ok "(c) the %40-encoded URI streams" "$(it_show_log "$log")"
 fi
-rc=0
-it_stop_relay || rc=$?
-it_check "(c) that relay exits 0 on SIGTERM" test "$rc" -eq 0
+it_stop_checked "(c) that relay exits 0 on SIGTERM"
 no_secret "(c) ... and its debug log holds no part of the password" "$log"
 
 # ---------------------------------------------------------------- (d)
@@ -245,7 +224,7 @@ if port_in_use 127.0.0.1 8080 || [[ -n $(ss -Hltn 'sport = :8080' 2>/dev/null) ]
 else
 	log=$IT_TEST_DIR/d.log
 	it_start_relay "$cfg" "$log"
-	if wait_log "$log" 'health endpoint on http://127.0.0.1:8080' 15; then
+	if it_wait_log "$log" 'health endpoint on http://127.0.0.1:8080' 15; then
 		listeners=$(ss -Hltn 'sport = :8080' | awk '{print $4}' | sort -u)
 		it_diag "(d) listening on: ${listeners//$'\n'/ }"
 		it_check "(d) a relay without http.listen listens on 127.0.0.1:8080 only" \

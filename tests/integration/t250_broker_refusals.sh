@@ -44,20 +44,12 @@ ins() { # TYPE AGG PAD_BYTES: one outbox row (a transaction of its own unless wr
 		VALUES (gen_random_uuid(), '$1', '$2', 'E',
 		        jsonb_build_object('pad', repeat('x', $3)));"
 }
-wait_exit() { # PID SECS
-	local i
-	for ((i = 0; i < $2 * 10; i++)); do
-		_env_pid_alive "$1" || return 0
-		sleep 0.1
-	done
-	return 1
-}
 # exit_of PID SECS: waits for the relay to exit; RC is its status, or
 # "running" (then it is killed). In the test's own shell, not in $(...):
 # only the parent can wait for it.
 exit_of() {
 	RC=0
-	if wait_exit "$1" "$2"; then
+	if it_wait_exit "$1" "$2"; then
 		wait "$1" 2>/dev/null || RC=$?
 	else
 		kill -9 "$1" 2>/dev/null || true
@@ -92,9 +84,7 @@ else
 fi
 it_check "(a) the relay confirms past them" it_wait_confirmed "$db" "$db" "$last" 30
 it_check "(a) the relay keeps running" it_relay_alive
-rc=0
-it_stop_relay || rc=$?
-it_check "(a) relay exits 0 on SIGTERM" test "$rc" -eq 0
+it_stop_checked "(a) relay exits 0 on SIGTERM"
 
 # ------------------------------------------------------------------ (b)
 tb=t250b_$run

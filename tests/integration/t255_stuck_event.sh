@@ -40,12 +40,9 @@ sed -i "s|^kafka.bootstrap.servers = .*|kafka.bootstrap.servers = $MOCK_BOOTSTRA
 it_start_relay "$conf" "$log"
 pid=$IT_RELAY_PID
 it_check "relay streams" it_wait_slot_active "$db" "$db" 30
-it_sql "$db" "INSERT INTO outbox (id, aggregate_type, aggregate_id, event_type, payload)
-	VALUES (gen_random_uuid(), 't255s_$run', 'stuck', 'E', '{}')" >/dev/null
-for ((i = 1; i <= N; i++)); do
-	echo "INSERT INTO outbox (id, aggregate_type, aggregate_id, event_type, payload)
-		VALUES (gen_random_uuid(), 't255h_$run', 'k$((i % 50))', 'E', '{\"i\": $i}');"
-done | it_sql_file "$db" - >/dev/null
+it_event "$db" "t255s_$run" stuck
+# N one-event transactions over 50 aggregates behind it.
+it_events "$db" "t255h_$run" "$N" E 50
 last=$(it_current_lsn "$db")
 sleep 10
 line=$(grep 'stats: ' "$log" | tail -n1)
@@ -74,9 +71,7 @@ done
 it_check "all $N events of the healthy topic arrive (got $got)" test "$got" -ge "$N"
 it_check "the stuck event arrives" test "$(count "$stuck")" -ge 1
 it_check "the slot is confirmed past the last commit" it_wait_confirmed "$db" "$db" "$last" 30
-rc=0
-it_stop_relay || rc=$?
-it_check "relay exits 0 on SIGTERM" test "$rc" -eq 0
+it_stop_checked "relay exits 0 on SIGTERM"
 rc=0
 mock_stop || rc=$?
 it_check "mock cluster exits 0" test "$rc" -eq 0

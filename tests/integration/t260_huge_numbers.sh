@@ -146,9 +146,7 @@ check_values "(1)" "outbox.event.$ta" "$IT_TEST_DIR/a.want" "$IT_TEST_DIR/a.hex"
 check_confirmed "(1)" "$db" "outbox.event.$ta" "$out"
 it_check "(1) relay still running" it_relay_alive "$relay1"
 no_failstop "(1)" "$log"
-rc=0
-it_stop_relay "$relay1" || rc=$?
-it_check "(1) relay exits 0 on SIGTERM" test "$rc" -eq 0
+it_stop_checked "(1) relay exits 0 on SIGTERM" "$relay1"
 
 # =============================================================== (2)
 slot2=t260_schema
@@ -199,8 +197,6 @@ check_values "(2)" "outbox.event.$tb" "$IT_TEST_DIR/b.want" "$IT_TEST_DIR/b.hex"
 check_confirmed "(2)" "$slot2" "outbox.event.$tb" "$out2"
 it_check "(2) relay still running" it_relay_alive "$relay2"
 no_failstop "(2)" "$log2"
-rc=0
-it_stop_relay "$relay2" || rc=$?
-it_check "(2) relay exits 0 on SIGTERM" test "$rc" -eq 0
+it_stop_checked "(2) relay exits 0 on SIGTERM" "$relay2"
 
 it_summary

@@ -35,14 +35,9 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 it_init
 
-run=$(date +%s)
-db=t300_health_endpoints
-type=t300_$run
-topic=outbox.event.$type
+it_scenario t300_health_endpoints
 pw=S3cretPw9
 sasl_pw=S3cretPw9k
-conf=$IT_TEST_DIR/relay.conf
-log=$IT_TEST_DIR/relay.log
 hdir=$IT_TEST_DIR/http
 mkdir -p "$hdir"
 nreq=0
@@ -141,19 +136,11 @@ prom_parse() {
 	PY
 }
 
-# metric FILE SERIES: the value of one series from prom_parse output.
-metric() { awk -v s="$2" '$1 == s {print $2; exit}' "$1"; }
-
 # scrape NAME: GET /metrics into $LAST.body, parsed into $LAST.parsed;
 # returns non-zero when the request or the parse failed.
 scrape() {
 	req "$1" "$base/metrics"
 	[[ $CODE == 200 ]] && prom_parse "$LAST.body" >"$LAST.parsed"
-}
-
-# json_get FILE EXPR: python expression on the parsed JSON d.
-json_get() {
-	python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2"
 }
 
 insert_events() { # N AGG
@@ -162,15 +149,9 @@ insert_events() { # N AGG
 		FROM generate_series(1, $1) g"
 }
 
-restore_kafka() {
-	if ! _env_pid_alive "$(cat "$IT_DIR/kafka/kafka.pid" 2>/dev/null || true)"; then
-		kafka_restart "$IT_DIR" || true
-	fi
-}
-env_on_cleanup restore_kafka
+env_on_cleanup it_restore_kafka
 
 # ------------------------------------------------------------- the relay
-it_setup_db "$db"
 it_write_config "$conf" "$db" \
 	"pg.conninfo=$(it_conninfo "$db") password=$pw" \
 	"kafka.sasl.password=$sasl_pw" \
@@ -210,11 +191,11 @@ slotf=$LAST.body
 it_check "/slot 200 (got $CODE)" test "$CODE" = 200
 it_check "/slot Content-Type application/json" grep -qi '^content-type: application/json' "$LAST.hdr"
 it_check "/slot parses (python3 -m json.tool)" python3 -m json.tool "$slotf"
-got=$(json_get "$slotf" '"|".join(map(str, [d["state"], d["slot"], d["relay"]["state"], d["server"]["wal_status"], d["server"]["active"]]))' 2>&1 || true)
+got=$(it_json_get "$slotf" '"|".join(map(str, [d["state"], d["slot"], d["relay"]["state"], d["server"]["wal_status"], d["server"]["active"]]))' 2>&1 || true)
 it_check "/slot state ok, slot $db, relay streaming, wal_status reserved, active (got $got)" \
 	test "$got" = "ok|$db|streaming|reserved|True"
 it_check "/slot compact: one line" test "$(grep -c . "$slotf")" = 1
-got=$(json_get "$slotf" 'd["plugin"]' 2>&1 || true)
+got=$(it_json_get "$slotf" 'd["plugin"]' 2>&1 || true)
 it_check "/slot names the plugin, $RELAY_PLUGIN (got $got)" test "$got" = "$RELAY_PLUGIN"
 req slot_pretty "$base/slot?pretty=1"
 prettyf=$LAST.body
@@ -258,9 +239,9 @@ for s in 'outbox_relay_build_info{version="' outbox_relay_health_state \
 done
 it_check "/metrics has the key families and samples${missing:+ (missing:$missing)}" test -z "$missing"
 it_check "/metrics health_state 0, kafka_up 1" \
-	test "$(metric "$m0.parsed" outbox_relay_health_state):$(metric "$m0.parsed" outbox_relay_kafka_up)" = "0:1"
-pub0=$(metric "$m0.parsed" outbox_relay_events_published_total)
-cnt0=$(metric "$m0.parsed" outbox_relay_commit_to_ack_seconds_count)
+	test "$(it_metric_in "$m0.parsed" outbox_relay_health_state):$(it_metric_in "$m0.parsed" outbox_relay_kafka_up)" = "0:1"
+pub0=$(it_metric_in "$m0.parsed" outbox_relay_events_published_total)
+cnt0=$(it_metric_in "$m0.parsed" outbox_relay_commit_to_ack_seconds_count)
 
 nev=7
 insert_events "$nev" agg-1
@@ -272,18 +253,18 @@ fi
 pub1=$pub0
 for ((i = 0; i < 25; i++)); do
 	if scrape metrics1; then
-		pub1=$(metric "$LAST.parsed" outbox_relay_events_published_total)
+		pub1=$(it_metric_in "$LAST.parsed" outbox_relay_events_published_total)
 		((pub1 < pub0 + nev)) || break
 	fi
 	sleep 0.2
 done
 m1=$LAST
-cnt1=$(metric "$m1.parsed" outbox_relay_commit_to_ack_seconds_count)
+cnt1=$(it_metric_in "$m1.parsed" outbox_relay_commit_to_ack_seconds_count)
 it_check "events_published_total grew by $nev ($pub0 -> $pub1)" test "$pub1" -eq $((pub0 + nev))
 it_check "commit_to_ack_seconds_count grew by $nev ($cnt0 -> $cnt1)" test "$cnt1" -eq $((cnt0 + nev))
 it_check "events_published_by_topic_total{topic=\"$topic\"} $nev" \
 	grep -qxF "outbox_relay_events_published_by_topic_total{topic=\"$topic\"} $nev" "$m1.parsed"
-rwb=$(metric "$m1.parsed" outbox_relay_slot_retained_wal_bytes)
+rwb=$(it_metric_in "$m1.parsed" outbox_relay_slot_retained_wal_bytes)
 it_check "slot_retained_wal_bytes a non-negative integer ($rwb)" grep -qxE '[0-9]+' <<<"$rwb"
 
 # ------------------------------------------------------------- bad requests
@@ -349,7 +330,7 @@ it_check "/readyz reason names kafka or the outbox lag ('$ready_body')" \
 down_m=
 for ((i = 0; i < 50; i++)); do
 	if scrape metrics_down; then
-		down_m="$(metric "$LAST.parsed" outbox_relay_kafka_up) $(metric "$LAST.parsed" outbox_relay_inflight_events)"
+		down_m="$(it_metric_in "$LAST.parsed" outbox_relay_kafka_up) $(it_metric_in "$LAST.parsed" outbox_relay_inflight_events)"
 		[[ $down_m == "0 1" ]] && break
 	fi
 	sleep 0.2
@@ -386,9 +367,7 @@ else
 	not_ok "the event written while Kafka was down arrived" "$(it_show_log "$log" 15)"
 fi
 
-rc=0
-it_stop_relay || rc=$?
-it_check "relay exits 0 on SIGTERM" test "$rc" -eq 0
+it_stop_checked "relay exits 0 on SIGTERM"
 
 # ------------------------------------------------------------- stuck loop
 conf2=$IT_TEST_DIR/relay-stall.conf
@@ -445,9 +424,7 @@ $(it_show_log "$log2" 10)"
 else
 	not_ok "stall relay: health endpoint port from the log" "$(it_show_log "$log2")"
 fi
-rc=0
-it_stop_relay "$stall_pid" || rc=$?
-it_check "stall relay exits 0 on SIGTERM" test "$rc" -eq 0
+it_stop_checked "stall relay exits 0 on SIGTERM" "$stall_pid"
 
 # ------------------------------------------------------------- secrets
 hits=$(grep -rliF -e "$pw" -e "$sasl_pw" -e password "$hdir" --include='*.body' \

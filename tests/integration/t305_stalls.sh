@@ -18,12 +18,7 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 it_init
 
-db=t305_stalls
-type=t305_$(date +%s)
-topic=outbox.event.$type
-it_setup_db "$db"
-conf=$IT_TEST_DIR/relay.conf
-log=$IT_TEST_DIR/relay.log
+it_scenario t305_stalls
 it_write_config "$conf" "$db" pg.receive.timeout.ms=8000 kafka.contact.timeout.ms=5000 \
 	reconnect.backoff.ms=100 reconnect.backoff.max.ms=500 standby.retry.ms=500
 kpid=$(cat "$IT_DIR/kafka/kafka.pid")
@@ -34,50 +29,32 @@ resume_all() {
 }
 env_on_cleanup resume_all
 
-readyz() { curl -s -m 3 -o "$IT_TEST_DIR/readyz.body" -w '%{http_code}' "http://127.0.0.1:$port/readyz" || true; }
-metric() {
-	curl -s -m 3 "http://127.0.0.1:$port/metrics" | awk -v s="outbox_relay_$1" '$1 == s {print $2; exit}'
-}
-# until_ready CODE SECS: polls /readyz every 0.25 s; prints the seconds
-# it took (with one decimal), fails after SECS.
-until_ready() {
-	local want=$1 secs=$2 t0=$SECONDS i
-	for ((i = 0; i < secs * 4; i++)); do
-		if [[ $(readyz) == "$want" ]]; then
-			echo "$((i / 4)).$(((i % 4) * 25))"
-			return 0
-		fi
-		sleep 0.25
-	done
-	return 1
-}
-event() { it_sql "$db" "INSERT INTO outbox (id, aggregate_type, aggregate_id, event_type, payload)
-	VALUES (gen_random_uuid(), '$type', '$1', 'E', '{}')" >/dev/null; }
-
 it_start_relay "$conf" "$log"
 pid=$IT_RELAY_PID
 port=$(it_health_port "$log") || { not_ok "health port"; it_summary; }
 it_check "relay streams" it_wait_slot_active "$db" "$db" 30
-t=$(until_ready 200 15) || t=
+it_until_ready "$port" 200 "" 15 || true
+t=$T
 it_check "/readyz 200 while streaming" test -n "$t"
 
 # ------------------------------------------------------------------ (a)
 wsender=$(it_sql "$db" "SELECT active_pid FROM pg_replication_slots WHERE slot_name = '$db'")
 kill -STOP "$wsender"
-if t=$(until_ready 503 7); then
-	ok "(a) walsender stopped: /readyz 503 after ${t}s ($(head -c 80 "$IT_TEST_DIR/readyz.body"))"
+if it_until_ready "$port" 503 "" 7; then
+	t=$T
+	ok "(a) walsender stopped: /readyz 503 after ${t}s ($(head -c 80 "$IT_TEST_DIR/http.body"))"
 else
-	not_ok "(a) walsender stopped: /readyz 503 within 7 s" "$(cat "$IT_TEST_DIR/readyz.body")"
+	not_ok "(a) walsender stopped: /readyz 503 within 7 s" "$(cat "$IT_TEST_DIR/http.body")"
 fi
-it_check "(a) /readyz names PostgreSQL" grep -qE 'no message from PostgreSQL|not streaming' "$IT_TEST_DIR/readyz.body"
-it_check "(a) /metrics pg_up 0" test "$(metric pg_up)" = 0
+it_check "(a) /readyz names PostgreSQL" grep -qE 'no message from PostgreSQL|not streaming' "$IT_TEST_DIR/http.body"
+it_check "(a) /metrics pg_up 0" test "$(it_metric "$port" outbox_relay_pg_up)" = 0
 gaveup=
 for ((i = 0; i < 60; i++)); do
 	grep -q 'no message from PostgreSQL for .*reconnecting' "$log" && gaveup=1 && break
 	sleep 0.25
 done
 it_check "(a) the relay gave the silent connection up and reconnects" test -n "$gaveup"
-event a1
+it_event "$db" "$type" a1
 kill -CONT "$wsender"
 out=$IT_TEST_DIR/a.json
 if it_consume_wait "$topic" "$out" 1 40; then
@@ -85,19 +62,21 @@ if it_consume_wait "$topic" "$out" 1 40; then
 else
 	not_ok "(a) after the walsender continued, the event arrives" "$(it_show_log "$log" 10)"
 fi
-t=$(until_ready 200 30) || t=
+it_until_ready "$port" 200 "" 30 || true
+t=$T
 it_check "(a) /readyz 200 again" test -n "$t"
 
 # ------------------------------------------------------------------ (b)
 kill -STOP "$kpid"
-event b1
-if t=$(until_ready 503 9); then
-	ok "(b) broker stopped: /readyz 503 after ${t}s ($(head -c 80 "$IT_TEST_DIR/readyz.body"))"
+it_event "$db" "$type" b1
+if it_until_ready "$port" 503 "" 9; then
+	t=$T
+	ok "(b) broker stopped: /readyz 503 after ${t}s ($(head -c 80 "$IT_TEST_DIR/http.body"))"
 else
-	not_ok "(b) broker stopped: /readyz 503 within 9 s" "$(cat "$IT_TEST_DIR/readyz.body")"
+	not_ok "(b) broker stopped: /readyz 503 within 9 s" "$(cat "$IT_TEST_DIR/http.body")"
 fi
-it_check "(b) /readyz names Kafka" grep -qiE 'kafka' "$IT_TEST_DIR/readyz.body"
-it_check "(b) /metrics kafka_up 0" test "$(metric kafka_up)" = 0
+it_check "(b) /readyz names Kafka" grep -qiE 'kafka' "$IT_TEST_DIR/http.body"
+it_check "(b) /metrics kafka_up 0" test "$(it_metric "$port" outbox_relay_kafka_up)" = 0
 sleep 6
 kill -CONT "$kpid"
 if it_consume_wait "$topic" "$out" 2 60; then
@@ -105,7 +84,8 @@ if it_consume_wait "$topic" "$out" 2 60; then
 else
 	not_ok "(b) the event written during the stop arrives" "$(it_show_log "$log" 10)"
 fi
-t=$(until_ready 200 30) || t=
+it_until_ready "$port" 200 "" 30 || true
+t=$T
 it_check "(b) /readyz 200 again after SIGCONT" test -n "$t"
 
 # ------------------------------------------------------------------ (c)
@@ -113,12 +93,10 @@ kill -HUP "$pid"
 sleep 1
 it_check "(c) SIGHUP: the relay keeps running" it_relay_alive "$pid"
 it_check "(c) SIGHUP is logged" grep -q 'SIGHUP' "$log"
-event c1
+it_event "$db" "$type" c1
 it_check "(c) and still publishes" it_consume_wait "$topic" "$out" 3 30
 last=$(it_current_lsn "$db")
-rc=0
-it_stop_relay || rc=$?
-it_check "(c) SIGTERM: exit 0" test "$rc" -eq 0
+it_stop_checked "(c) SIGTERM: exit 0"
 it_check "(c) the final status update confirmed the last event" \
 	it_wait_confirmed "$db" "$db" "$last" 5
 

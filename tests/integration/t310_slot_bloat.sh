@@ -28,18 +28,11 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 it_init
 
-run=$(date +%s)
-db=t310_slot_bloat
-type=t310_$run
-topic=outbox.event.$type
+it_scenario t310_slot_bloat
 warn_b=4000000
 crit_b=16000000
-conf=$IT_TEST_DIR/relay.conf
-log=$IT_TEST_DIR/relay.log
 hooks=$IT_TEST_DIR/hooks.jsonl
 samples=$IT_TEST_DIR/samples
-RECEIVER=$IT_ROOT/tests/integration/webhook_receiver.py
-
 
 # get NAME PATH: sets CODE and F (the body file).
 get() {
@@ -48,25 +41,14 @@ get() {
 	[[ -n $CODE ]] || CODE=000
 }
 
-json_get() {
-	python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$1" "$2"
-}
-
 health_state() {
 	get metrics /metrics
 	awk '$1 == "outbox_relay_health_state" {print $2}' "$F"
 }
 
 # -- webhook receiver
-python3 "$RECEIVER" "$hooks" "$IT_TEST_DIR/hook.port" --lifetime 300 \
-	>/dev/null 2>"$IT_TEST_DIR/receiver.err" &
-recv_pid=$!
-env_on_cleanup "kill $recv_pid 2>/dev/null || true"
-for ((i = 0; i < 50; i++)); do
-	[[ -s $IT_TEST_DIR/hook.port ]] && break
-	sleep 0.1
-done
-hook_port=$(cat "$IT_TEST_DIR/hook.port" 2>/dev/null || true)
+it_webhook_receiver "$hooks" || true
+hook_port=$HOOK_PORT
 if [[ -n $hook_port ]]; then
 	ok "webhook receiver on 127.0.0.1:$hook_port"
 else
@@ -75,7 +57,6 @@ else
 fi
 
 # -- database, relay
-it_setup_db "$db"
 it_sql "$db" "CREATE TABLE t310_hold (n int); CREATE TABLE t310_bulk (n int, pad text)"
 it_write_config "$conf" "$db" http.listen=127.0.0.1:0 watchdog.interval.ms=500 \
 	status.interval.ms=500 \
@@ -93,7 +74,7 @@ fi
 st0=
 for ((i = 0; i < 50; i++)); do
 	get slot0 /slot
-	st0=$(json_get "$F" 'd["state"] if d["server"] else "-"' 2>/dev/null || true)
+	st0=$(it_json_get "$F" 'd["state"] if d["server"] else "-"' 2>/dev/null || true)
 	[[ $st0 == ok ]] && break
 	sleep 0.2
 done
@@ -149,7 +130,7 @@ for ((step = 1; step <= 40; step++)); do
 	sleep 1
 	get "slot_$step" /slot
 	code=$CODE
-	line=$(json_get "$F" '"%s %s %s %s" % (d["state"], d["server"]["retained_wal_bytes"], d["server"]["confirmed_lag_bytes"], (d["server"]["oldest_xact"] or {}).get("pid"))' \
+	line=$(it_json_get "$F" '"%s %s %s %s" % (d["state"], d["server"]["retained_wal_bytes"], d["server"]["confirmed_lag_bytes"], (d["server"]["oldest_xact"] or {}).get("pid"))' \
 		2>/dev/null || echo "- - - -")
 	read -r st ret lag xpid <<<"$line"
 	hs=$(health_state)
@@ -174,7 +155,7 @@ it_diag "$(cat "$samples")"
 # -- warn
 if [[ -n $seen_warn ]]; then
 	ok "/slot state warn (step $seen_warn)"
-	reasons=$(json_get "$warn_file" '" | ".join(d["reasons"])')
+	reasons=$(it_json_get "$warn_file" '" | ".join(d["reasons"])')
 	it_check "warn reasons name the retained WAL and the warn threshold ('$reasons')" \
 		grep -qE 'retained WAL .* >= warn 3\.8 MiB' <<<"$reasons"
 	it_check "/slot 200 at warn (got $warn_slot_code)" test "$warn_slot_code" = 200
@@ -187,14 +168,14 @@ fi
 # -- critical
 if [[ -n $seen_crit ]]; then
 	ok "/slot state critical (step $seen_crit)"
-	reasons=$(json_get "$crit_file" '" | ".join(d["reasons"])')
+	reasons=$(it_json_get "$crit_file" '" | ".join(d["reasons"])')
 	it_check "critical reasons name the retained WAL and the critical threshold ('$reasons')" \
 		grep -qE 'retained WAL .* >= critical 15\.3 MiB' <<<"$reasons"
 	it_check "/slot 503 at critical (got $crit_slot_code)" test "$crit_slot_code" = 503
 	it_check "/metrics health_state 2 at critical (got $crit_metric)" test "$crit_metric" = 2
 	it_check "/readyz 503 'slot critical' at critical (got '$crit_ready')" \
 		grep -qE '^503 slot critical: retained WAL' <<<"$crit_ready"
-	read -r ret lag xpid <<<"$(json_get "$crit_file" \
+	read -r ret lag xpid <<<"$(it_json_get "$crit_file" \
 		'"%s %s %s" % (d["server"]["retained_wal_bytes"], d["server"]["confirmed_lag_bytes"], (d["server"]["oldest_xact"] or {}).get("pid"))')"
 	it_check "server.oldest_xact.pid is the holding backend ($xpid = $holder_pid)" \
 		test "$xpid" = "$holder_pid"
@@ -202,7 +183,7 @@ if [[ -n $seen_crit ]]; then
 		test "$ret" -gt "$lag"
 	it_check "confirmed lag stays below warn while the relay confirms ($lag < $warn_b)" \
 		test "$lag" -lt "$warn_b"
-	it_diag "at critical: retained $ret, confirmed lag $lag, oldest xact $(json_get "$crit_file" 'd["server"]["oldest_xact"]')"
+	it_diag "at critical: retained $ret, confirmed lag $lag, oldest xact $(it_json_get "$crit_file" 'd["server"]["oldest_xact"]')"
 else
 	not_ok "/slot state critical seen within 40 steps" "$(it_show_log "$log" 10)"
 fi
@@ -250,15 +231,14 @@ wait "$hold_job" 2>/dev/null || true
 hold_job=
 holder_pid=
 t_end=$SECONDS
-it_sql "$db" "INSERT INTO outbox (aggregate_type, aggregate_id, event_type, payload)
-	VALUES ('$type', 'agg-1', 'Bloat', '{\"n\": 1}')"
+it_event "$db" "$type" agg-1 Bloat '{"n": 1}'
 # restart_lsn moves at the next xl_running_xacts record the relay confirms
 # past: the bgwriter logs one every 15 s of activity, a checkpoint at once.
 it_sql postgres "CHECKPOINT"
 back="" st=""
 for ((i = 0; i < 60; i++)); do
 	get slot_back /slot
-	st=$(json_get "$F" 'd["state"]' 2>/dev/null || true)
+	st=$(it_json_get "$F" 'd["state"]' 2>/dev/null || true)
 	if [[ $st == ok ]]; then
 		back=$((SECONDS - t_end))
 		break
@@ -267,9 +247,9 @@ for ((i = 0; i < 60; i++)); do
 	sleep 0.5
 done
 if [[ -n $back ]]; then
-	ok "/slot state ok again ${back} s after the transaction ended (retained $(json_get "$F" 'd["server"]["retained_wal_bytes"]'))"
+	ok "/slot state ok again ${back} s after the transaction ended (retained $(it_json_get "$F" 'd["server"]["retained_wal_bytes"]'))"
 else
-	not_ok "/slot state ok again within 30 s" "state $st: $(json_get "$F" 'd["reasons"]' 2>&1)
+	not_ok "/slot state ok again within 30 s" "state $st: $(it_json_get "$F" 'd["reasons"]' 2>&1)
 $(it_show_log "$log" 10)"
 fi
 get slot_ok /slot
@@ -289,8 +269,6 @@ fi
 it_diag "webhook POSTs: $(python3 -c 'import json,sys; print(" ".join("%s->%s" % (json.loads(l)["previous_state"], json.loads(l)["state"]) for l in open(sys.argv[1])))' "$hooks")"
 it_diag "log: $(grep 'slot health' "$log" | cut -c1-200)"
 
-rc=0
-it_stop_relay || rc=$?
-it_check "relay exits 0 on SIGTERM" test "$rc" -eq 0
+it_stop_checked "relay exits 0 on SIGTERM"
 it_drop_db "$db" >/dev/null 2>&1 || true
 it_summary

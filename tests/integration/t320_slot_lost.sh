@@ -42,13 +42,7 @@ trace=$IT_TEST_DIR/wal_status.trace
 
 lsql() { psql_q "$lport" "$ldb" "$1"; }
 
-
-restore_kafka() {
-	if ! _env_pid_alive "$(cat "$IT_DIR/kafka/kafka.pid" 2>/dev/null || true)"; then
-		kafka_restart "$IT_DIR" || true
-	fi
-}
-env_on_cleanup restore_kafka
+env_on_cleanup it_restore_kafka
 
 # ------------------------------------------------------------- the cluster
 # pg_start has no knob for initdb options: initdb here exactly as pg_start
@@ -112,8 +106,7 @@ port=$(it_health_port "$log") || port=
 base=http://127.0.0.1:${port:-0}
 
 insert_event() {
-	lsql "INSERT INTO outbox (aggregate_type, aggregate_id, event_type, payload)
-		VALUES ('$type', '$1', 'Lost', '{\"n\": 1}')"
+	IT_EVENTS_PORT=$lport it_event "$ldb" "$type" "$1" Lost '{"n": 1}'
 }
 insert_event agg-1
 if it_consume_wait "$topic" "$IT_TEST_DIR/out1.json" 1 30; then

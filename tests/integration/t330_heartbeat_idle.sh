@@ -60,7 +60,6 @@ WINDOW_SECS=${WINDOW_SECS:-45}
 PGBENCH_RATE=${PGBENCH_RATE:-800}
 MIB=1048576
 
-
 topics() {
 	kcat -b "$KAFKA_BROKERS" -L -J -m 10 2>/dev/null |
 		python3 -c 'import json,sys; print("\n".join(sorted(t["topic"] for t in json.load(sys.stdin)["topics"])))'
@@ -177,16 +176,12 @@ phase() {
 		sleep 0.2
 	done
 	curl -s -m 5 "http://127.0.0.1:$port/metrics" >"$IT_TEST_DIR/$name.metrics" || true
-	rc=0
-	it_stop_relay || rc=$?
-	it_check "($name) relay exits 0 on SIGTERM" test "$rc" -eq 0
+	it_stop_checked "($name) relay exits 0 on SIGTERM"
 	figures "$smp" "$t0" "$t1" >"$IT_TEST_DIR/$name.figures"
 	unset F_total F_peak F_end F_settle F_excess F_drops F_lagmax F_samples F_worst_at F_lagexcess F_lagworst_at
 	eval "$(tr ' ' '\n' <"$IT_TEST_DIR/$name.figures" | sed -n 's/^\([a-z_]*\)=\([0-9.a-z-]*\)$/F_\1=\2/p')"
 	it_diag "($name) heartbeat.interval.ms=$hb: $(cat "$IT_TEST_DIR/$name.figures") ckpt=$F_ckpt; pgbench $(grep -E '^tps' "$IT_TEST_DIR/$name.pgbench" | head -n1)"
 }
-
-metric() { awk -v s="$2" '$1 == s {print $2; exit}' "$1"; }
 
 # ------------------------------------------------------------- setup
 it_setup_db "$db"
@@ -207,8 +202,8 @@ a_total=${F_total:-0} a_peak=${F_peak:--1} a_end=${F_end:--1} a_settle=${F_settl
 a_excess=${F_excess:-x} a_drops=${F_drops:-0} a_lag=${F_lagmax:--1} a_worst=${F_worst_at:-}
 a_lagexcess=${F_lagexcess:-x} a_lagworst=${F_lagworst_at:-} a_ckpt=$F_ckpt
 m=$IT_TEST_DIR/a.metrics
-hbs=$(metric "$m" outbox_relay_heartbeats_total)
-rtt=$(metric "$m" outbox_relay_heartbeat_rtt_seconds)
+hbs=$(it_metric_in "$m" outbox_relay_heartbeats_total)
+rtt=$(it_metric_in "$m" outbox_relay_heartbeat_rtt_seconds)
 it_check "(a) outbox_relay_heartbeats_total > 0 (got ${hbs:-none})" test "${hbs:-0}" -gt 0
 it_check "(a) outbox_relay_heartbeat_rtt_seconds present and < 5 s (got ${rtt:-none})" \
 	python3 -c 'import sys; v=float(sys.argv[1]); sys.exit(0 if 0 <= v < 5 else 1)' "${rtt:-x}"
@@ -218,8 +213,8 @@ it_check "(a) retained WAL <= WAL of the last ${WINDOW_SECS} s + 1 MiB at every 
 	test "$a_excess" -le 0
 it_check "(a) after the load, a CHECKPOINT brings retained WAL under 1 MiB within 10 s (after $a_ckpt s)" \
 	test "$a_ckpt" != never
-recv=$(metric "$m" outbox_relay_events_received_total)
-pub=$(metric "$m" outbox_relay_events_published_total)
+recv=$(it_metric_in "$m" outbox_relay_events_received_total)
+pub=$(it_metric_in "$m" outbox_relay_events_published_total)
 it_check "(a) heartbeats are not events: events_received_total 0, events_published_total 0 (got ${recv:-none}, ${pub:-none})" \
 	test "${recv:-x}:${pub:-x}" = "0:0"
 it_check "(a) no events_published_by_topic_total series" \
@@ -235,12 +230,12 @@ m=$IT_TEST_DIR/b.metrics
 # replayed to (b) and recognised by its prefix (wal2json add-msg-prefixes
 # is asked for it even with heartbeats off): counted, never published.
 # So (b) asserts that no heartbeat arrived during its own run.
-hbs_b0=$(metric "$IT_TEST_DIR/b.metrics0" outbox_relay_heartbeats_total)
-hbs_b=$(metric "$m" outbox_relay_heartbeats_total)
+hbs_b0=$(it_metric_in "$IT_TEST_DIR/b.metrics0" outbox_relay_heartbeats_total)
+hbs_b=$(it_metric_in "$m" outbox_relay_heartbeats_total)
 it_check "(b) heartbeats off: outbox_relay_heartbeats_total did not grow during the run (${hbs_b0:-none} -> ${hbs_b:-none})" \
 	test "${hbs_b0:-x}" = "${hbs_b:-y}"
 [[ ${hbs_b0:-0} == 0 ]] || it_diag "(b) counted $hbs_b0 heartbeat(s) left in the slot by (a) at its start"
-recv=$(metric "$m" outbox_relay_events_received_total)
+recv=$(it_metric_in "$m" outbox_relay_events_received_total)
 it_check "(b) events_received_total 0 (got ${recv:-none})" test "${recv:-x}" = 0
 
 topics >"$IT_TEST_DIR/topics.after"

@@ -53,92 +53,10 @@ source "$(dirname "$0")/lib.sh"
 it_init
 it_wal2json_only "creates wal2json slots by SQL and checks wal2json-specific output of every action; t430 runs the runbook against a pgoutput slot and a wal2json slot of the same WAL"
 
-RUN_TIMEOUT=${RUN_TIMEOUT:-120}
+IT_RUN_TIMEOUT=${RUN_TIMEOUT:-120}
 TAG=$$
 
-# run NAME [ARGS...]: the binary in the foreground, stdout to NAME.out,
-# stderr to NAME.err; sets RC.
-run() {
-	local name=$1
-	shift
-	RC=0
-	timeout -k 5 "$RUN_TIMEOUT" "$RELAY_BIN" "$@" </dev/null \
-		>"$IT_TEST_DIR/$name.out" 2>"$IT_TEST_DIR/$name.err" || RC=$?
-}
-
-expect_exit() {
-	local name=$1 code=$2 desc=$3
-	if [[ $RC == "$code" ]]; then
-		ok "$desc: exit $code"
-	else
-		not_ok "$desc: exit $code" "exit $RC; stdout:
-$(tail -n 20 "$IT_TEST_DIR/$name.out")
-stderr:
-$(tail -n 20 "$IT_TEST_DIR/$name.err")"
-	fi
-}
-
-# expect_in NAME out|err DESC FIXED_STRING...: each string is in the file.
-expect_in() {
-	local name=$1 stream=$2 desc=$3 s missing=()
-	shift 3
-	for s in "$@"; do
-		grep -qF -- "$s" "$IT_TEST_DIR/$name.$stream" || missing+=("$s")
-	done
-	if ((${#missing[@]} == 0)); then
-		ok "$desc"
-	else
-		not_ok "$desc" "missing in $stream: ${missing[*]}
-$(tail -n 20 "$IT_TEST_DIR/$name.$stream")"
-	fi
-}
-
-# py_check DESC SCRIPT ARGS...: a python check; ok when it exits 0.
-py_check() {
-	local desc=$1 script=$2 out rc=0
-	shift 2
-	out=$(python3 -c "$script" "$@" 2>&1) || rc=$?
-	if ((rc == 0)); then
-		ok "$desc"
-	else
-		not_ok "$desc" "$out"
-	fi
-}
-
 confirmed() { it_slot_confirmed "$db" "${1:-$db}"; }
-lines() { if [[ -s $1 ]]; then grep -c . "$1"; else echo 0; fi; }
-new_uuid() { cat /proc/sys/kernel/random/uuid; }
-INS="INSERT INTO outbox (id, aggregate_type, aggregate_id, event_type, payload) VALUES"
-
-# txn STATEMENT...: one transaction; prints its xid (32 bits, as wal2json
-# shows it).
-txn() {
-	local s
-	{
-		echo "BEGIN;"
-		echo "SELECT txid_current() % 4294967296;"
-		for s in "$@"; do
-			echo "$s;"
-		done
-		echo "COMMIT;"
-	} | it_sql_file "$db" -
-}
-
-# wait_exit PID SECS: EXIT_RC = the relay's exit status, or "running".
-wait_exit() {
-	local pid=$1 secs=$2 i
-	EXIT_RC=0
-	for ((i = 0; i < secs * 10; i++)); do
-		it_relay_alive "$pid" || break
-		sleep 0.1
-	done
-	if it_relay_alive "$pid"; then
-		it_stop_relay "$pid" >/dev/null 2>&1 || true
-		EXIT_RC=running
-		return 0
-	fi
-	wait "$pid" 2>/dev/null || EXIT_RC=$?
-}
 
 db=t400_cli
 if ! it_setup_db "$db" 2>"$IT_TEST_DIR/setup.err"; then
@@ -149,16 +67,16 @@ cfg=$IT_TEST_DIR/relay.conf
 it_write_config "$cfg" "$db" status.interval.ms=500 shutdown.timeout.ms=5000
 
 # ---------------------------------------------------------------- (a)
-run a_check --config "$cfg" --check
-expect_exit a_check 0 "(a) --check on the test cluster"
-expect_in a_check out "(a) --check: the items that matter are ok" \
+it_run_relay a_check --config "$cfg" --check
+it_expect_exit a_check 0 "(a) --check on the test cluster"
+it_expect_in a_check out "(a) --check: the items that matter are ok" \
 	"ok    wal_level: logical" "ok    output_plugin_libraries" \
 	"ok    wal2json: loadable" "ok    replication_connection: accepted" \
 	"ok    outbox_table: public.outbox (id uuid" "ok    slot: \"$db\": wal2json" \
 	"ok    kafka_config" "ok    kafka_reachable" ", 0 fail"
-run a_json --config "$cfg" --check --json
-expect_exit a_json 0 "(a) --check --json"
-py_check "(a) --check --json: one document, no fail, every item named" '
+it_run_relay a_json --config "$cfg" --check --json
+it_expect_exit a_json 0 "(a) --check --json"
+it_py_check "(a) --check --json: one document, no fail, every item named" '
 import json, sys
 d = json.load(open(sys.argv[1]))
 names = [c["check"] for c in d["checks"]]
@@ -173,25 +91,25 @@ for c in d["checks"]:
     assert c["status"] in ("ok", "warn", "fail"), c
     assert (c["fix"] is None) == (c["status"] == "ok"), c
 ' "$IT_TEST_DIR/a_json.out"
-run a_table --config "$cfg" --check --set outbox.table=public.t400_missing
-expect_exit a_table 78 "(a) --check, missing outbox table"
-expect_in a_table out "(a) fail item names the table, with a fix" \
+it_run_relay a_table --config "$cfg" --check --set outbox.table=public.t400_missing
+it_expect_exit a_table 78 "(a) --check, missing outbox table"
+it_expect_in a_table out "(a) fail item names the table, with a fix" \
 	"fail  outbox_table: public.t400_missing does not exist" "fix: create it"
-run a_slot --config "$cfg" --check --set slot.name=t400_no_slot
-expect_exit a_slot 69 "(a) --check, missing slot"
-expect_in a_slot out "(a) fail item for the slot, fix --create-slot" \
+it_run_relay a_slot --config "$cfg" --check --set slot.name=t400_no_slot
+it_expect_exit a_slot 69 "(a) --check, missing slot"
+it_expect_in a_slot out "(a) fail item for the slot, fix --create-slot" \
 	'fail  slot: "t400_no_slot" does not exist' "--create-slot"
-run a_kafka --config "$cfg" --check --timeout-ms 3000 \
+it_run_relay a_kafka --config "$cfg" --check --timeout-ms 3000 \
 	--set kafka.bootstrap.servers=127.0.0.1:1
-expect_exit a_kafka 69 "(a) --check, Kafka unreachable"
-expect_in a_kafka out "(a) fail item kafka_reachable" "fail  kafka_reachable"
-run a_kcfg --config "$cfg" --check --set kafka.linger.ms=abc
-expect_exit a_kcfg 78 "(a) --check, bad librdkafka property"
-expect_in a_kcfg out "(a) fail item kafka_config" "fail  kafka_config: kafka.linger.ms"
+it_expect_exit a_kafka 69 "(a) --check, Kafka unreachable"
+it_expect_in a_kafka out "(a) fail item kafka_reachable" "fail  kafka_reachable"
+it_run_relay a_kcfg --config "$cfg" --check --set kafka.linger.ms=abc
+it_expect_exit a_kcfg 78 "(a) --check, bad librdkafka property"
+it_expect_in a_kcfg out "(a) fail item kafka_config" "fail  kafka_config: kafka.linger.ms"
 
 # ---------------------------------------------------------------- (b)
-run b_create --config "$cfg" --set slot.name=t400_new --create-slot
-expect_exit b_create 0 "(b) --create-slot"
+it_run_relay b_create --config "$cfg" --set slot.name=t400_new --create-slot
+it_expect_exit b_create 0 "(b) --create-slot"
 if grep -qE '^created slot "t400_new" \(plugin wal2json\), consistent point [0-9A-F]+/[0-9A-F]+' \
 	"$IT_TEST_DIR/b_create.out"; then
 	ok "(b) prints the name and the consistent point"
@@ -200,75 +118,75 @@ else
 fi
 it_check "(b) slot t400_new exists with wal2json" test "$(it_sql "$db" \
 	"SELECT plugin FROM pg_replication_slots WHERE slot_name = 't400_new'")" = wal2json
-run b_again --config "$cfg" --set slot.name=t400_new --create-slot
-expect_exit b_again 69 "(b) --create-slot on an existing slot"
-expect_in b_again err "(b) says it exists" '"t400_new" already exists' "--if-not-exists"
-run b_ine --config "$cfg" --set slot.name=t400_new --create-slot --if-not-exists
-expect_exit b_ine 0 "(b) --create-slot --if-not-exists, existing wal2json slot"
-expect_in b_ine out "(b) says nothing to do" '"t400_new" already exists' "nothing to do"
-run b_ine_json --config "$cfg" --set slot.name=t400_new --create-slot --if-not-exists --json
-py_check "(b) --json: created false" '
+it_run_relay b_again --config "$cfg" --set slot.name=t400_new --create-slot
+it_expect_exit b_again 69 "(b) --create-slot on an existing slot"
+it_expect_in b_again err "(b) says it exists" '"t400_new" already exists' "--if-not-exists"
+it_run_relay b_ine --config "$cfg" --set slot.name=t400_new --create-slot --if-not-exists
+it_expect_exit b_ine 0 "(b) --create-slot --if-not-exists, existing wal2json slot"
+it_expect_in b_ine out "(b) says nothing to do" '"t400_new" already exists' "nothing to do"
+it_run_relay b_ine_json --config "$cfg" --set slot.name=t400_new --create-slot --if-not-exists --json
+it_py_check "(b) --json: created false" '
 import json, sys
 d = json.load(open(sys.argv[1]))
 assert d["slot"] == "t400_new" and d["created"] is False and d["plugin"] == "wal2json", d
 ' "$IT_TEST_DIR/b_ine_json.out"
-run b_json --config "$cfg" --set slot.name=t400_new2 --create-slot --json
-expect_exit b_json 0 "(b) --create-slot --json"
-py_check "(b) --json: created true with a consistent point" '
+it_run_relay b_json --config "$cfg" --set slot.name=t400_new2 --create-slot --json
+it_expect_exit b_json 0 "(b) --create-slot --json"
+it_py_check "(b) --json: created true with a consistent point" '
 import json, re, sys
 d = json.load(open(sys.argv[1]))
 assert d["created"] is True and re.fullmatch(r"[0-9A-F]+/[0-9A-F]+", d["consistent_point"]), d
 ' "$IT_TEST_DIR/b_json.out"
 it_sql "$db" "SELECT pg_create_logical_replication_slot('t400_td', 'test_decoding')" >/dev/null
-run b_td --config "$cfg" --set slot.name=t400_td --create-slot --if-not-exists
-expect_exit b_td 69 "(b) --if-not-exists with a test_decoding slot"
-expect_in b_td err "(b) names the plugin" '"test_decoding"'
+it_run_relay b_td --config "$cfg" --set slot.name=t400_td --create-slot --if-not-exists
+it_expect_exit b_td 69 "(b) --if-not-exists with a test_decoding slot"
+it_expect_in b_td err "(b) names the plugin" '"test_decoding"'
 it_sql "$db" "SELECT pg_drop_replication_slot(s) FROM unnest(ARRAY['t400_new',
 	't400_new2', 't400_td']) s" >/dev/null
 
 # ---------------------------------------------------------------- (c)
-it_sql "$db" "$INS ('$(new_uuid)', 'T400c$TAG', 'c-1', 'Warm', '{}')"
-run c_ok --config "$cfg" --slot-status
-expect_exit c_ok 0 "(c) --slot-status, healthy slot"
-expect_in c_ok out "(c) state and figures" "slot \"$db\": ok" "confirmed_flush_lsn" "retained WAL"
-run c_json --config "$cfg" --slot-status --json
-expect_exit c_json 0 "(c) --slot-status --json"
-py_check "(c) --json is the /slot document, relay not running" '
+it_sql "$db" "$IT_INS ('$(it_new_uuid)', 'T400c$TAG', 'c-1', 'Warm', '{}')"
+it_run_relay c_ok --config "$cfg" --slot-status
+it_expect_exit c_ok 0 "(c) --slot-status, healthy slot"
+it_expect_in c_ok out "(c) state and figures" "slot \"$db\": ok" "confirmed_flush_lsn" "retained WAL"
+it_run_relay c_json --config "$cfg" --slot-status --json
+it_expect_exit c_json 0 "(c) --slot-status --json"
+it_py_check "(c) --json is the /slot document, relay not running" '
 import json, sys
 d = json.load(open(sys.argv[1]))
 assert d["slot"] == sys.argv[2] and d["state"] == "ok" and d["reasons"] == [], d
 assert d["server"]["slot_exists"] is True and d["relay"]["state"] == "not running", d
 assert d["plugin"] == "wal2json" and d["publication"] is None, d
 ' "$IT_TEST_DIR/c_json.out" "$db"
-run c_warn --config "$cfg" --slot-status --set watchdog.retained.warn.bytes=1
-expect_exit c_warn 1 "(c) --slot-status, warn threshold crossed"
-run c_crit --config "$cfg" --slot-status --set watchdog.retained.critical.bytes=1
-expect_exit c_crit 2 "(c) --slot-status, critical threshold crossed"
-expect_in c_crit out "(c) the reason is printed" "critical: retained WAL"
-run c_missing --config "$cfg" --slot-status --set slot.name=t400_no_slot
-expect_exit c_missing 3 "(c) --slot-status, missing slot"
-expect_in c_missing out "(c) says the slot does not exist" "fatal: slot does not exist"
-run c_missing_json --config "$cfg" --slot-status --json --set slot.name=t400_no_slot
-expect_exit c_missing_json 3 "(c) --slot-status --json, missing slot"
-py_check "(c) --json: state fatal" '
+it_run_relay c_warn --config "$cfg" --slot-status --set watchdog.retained.warn.bytes=1
+it_expect_exit c_warn 1 "(c) --slot-status, warn threshold crossed"
+it_run_relay c_crit --config "$cfg" --slot-status --set watchdog.retained.critical.bytes=1
+it_expect_exit c_crit 2 "(c) --slot-status, critical threshold crossed"
+it_expect_in c_crit out "(c) the reason is printed" "critical: retained WAL"
+it_run_relay c_missing --config "$cfg" --slot-status --set slot.name=t400_no_slot
+it_expect_exit c_missing 3 "(c) --slot-status, missing slot"
+it_expect_in c_missing out "(c) says the slot does not exist" "fatal: slot does not exist"
+it_run_relay c_missing_json --config "$cfg" --slot-status --json --set slot.name=t400_no_slot
+it_expect_exit c_missing_json 3 "(c) --slot-status --json, missing slot"
+it_py_check "(c) --json: state fatal" '
 import json, sys
 d = json.load(open(sys.argv[1]))
 assert d["state"] == "fatal" and d["server"]["slot_exists"] is False, d
 ' "$IT_TEST_DIR/c_missing_json.out"
 # Back to an empty backlog for (d).
-run c_drain --config "$cfg" --drain --timeout-ms 60000
-expect_exit c_drain 0 "(c) --drain of the warm-up event"
+it_run_relay c_drain --config "$cfg" --drain --timeout-ms 60000
+it_expect_exit c_drain 0 "(c) --drain of the warm-up event"
 
 # ---------------------------------------------------------------- (d)
 tA=T400a$TAG tB=T400b$TAG
-d1=$(new_uuid) d2=$(new_uuid) d3=$(new_uuid)
-x1=$(txn "$INS ('$d1', '$tA', 'k-1', 'Created', '{\"n\": 1, \"s\": \"ü \\\"q\\\"\"}')" \
-	"$INS ('$d2', '$tA', 'k-1', 'Paid', '[1, 2.50, null]')")
-x2=$(txn "$INS ('$d3', '$tB', 'k-2', 'Created', '\"text\"')")
+d1=$(it_new_uuid) d2=$(it_new_uuid) d3=$(it_new_uuid)
+x1=$(it_txn "$db" "$IT_INS ('$d1', '$tA', 'k-1', 'Created', '{\"n\": 1, \"s\": \"ü \\\"q\\\"\"}')" \
+	"$IT_INS ('$d2', '$tA', 'k-1', 'Paid', '[1, 2.50, null]')")
+x2=$(it_txn "$db" "$IT_INS ('$d3', '$tB', 'k-2', 'Created', '\"text\"')")
 c0=$(confirmed)
-run d_dry --config "$cfg" --dry-run
-expect_exit d_dry 0 "(d) --dry-run"
-py_check "(d) --dry-run prints exactly the three pending events, in order" '
+it_run_relay d_dry --config "$cfg" --dry-run
+it_expect_exit d_dry 0 "(d) --dry-run"
+it_py_check "(d) --dry-run prints exactly the three pending events, in order" '
 import json, sys
 out, ta, tb, d1, d2, d3, x1, x2 = sys.argv[1:]
 recs = [json.loads(l) for l in open(out)]
@@ -287,17 +205,17 @@ assert recs[0]["headers"]["pg_lsn"] == recs[1]["headers"]["pg_lsn"], recs
 it_check "(d) confirmed_flush_lsn unchanged by --dry-run" test "$(confirmed)" = "$c0"
 it_consume "outbox.event.$tA" "$IT_TEST_DIR/d_topic.json" 2>/dev/null || true
 it_check "(d) nothing was produced" test "$(it_count "$IT_TEST_DIR/d_topic.json")" -eq 0
-expect_in d_dry err "(d) summary says nothing moved" "3 events in 2 transactions" \
+it_expect_in d_dry err "(d) summary says nothing moved" "3 events in 2 transactions" \
 	"nothing was produced and the slot did not move"
-run d_max --config "$cfg" --dry-run --max-events 1
-expect_exit d_max 0 "(d) --dry-run --max-events 1"
-it_check "(d) --max-events 1 prints one event" test "$(lines "$IT_TEST_DIR/d_max.out")" -eq 1
+it_run_relay d_max --config "$cfg" --dry-run --max-events 1
+it_expect_exit d_max 0 "(d) --dry-run --max-events 1"
+it_check "(d) --max-events 1 prints one event" test "$(it_count "$IT_TEST_DIR/d_max.out")" -eq 1
 
 # ---------------------------------------------------------------- (e)
 lsn0=$(it_current_lsn "$db")
-run e_drain --config "$cfg" --drain --timeout-ms 60000
-expect_exit e_drain 0 "(e) --drain"
-expect_in e_drain out "(e) says it drained" "drained slot \"$db\""
+it_run_relay e_drain --config "$cfg" --drain --timeout-ms 60000
+it_expect_exit e_drain 0 "(e) --drain"
+it_expect_in e_drain out "(e) says it drained" "drained slot \"$db\""
 cur=$(confirmed)
 if lsn_ge "$cur" "$lsn0"; then
 	ok "(e) confirmed_flush_lsn $cur >= $lsn0, the WAL position before --drain"
@@ -306,7 +224,7 @@ else
 fi
 it_consume_wait "outbox.event.$tA" "$IT_TEST_DIR/e_a.json" 2 20 || true
 it_consume_wait "outbox.event.$tB" "$IT_TEST_DIR/e_b.json" 1 20 || true
-py_check "(e) the published records are exactly the dry-run lines" '
+it_py_check "(e) the published records are exactly the dry-run lines" '
 import json, sys
 dry = [json.loads(l) for l in open(sys.argv[1])]
 pub = []
@@ -319,9 +237,9 @@ for f in sys.argv[2:]:
 key = lambda r: r["headers"]["id"]
 assert sorted(dry, key=key) == sorted(pub, key=key), (dry, pub)
 ' "$IT_TEST_DIR/d_dry.out" "$IT_TEST_DIR/e_a.json" "$IT_TEST_DIR/e_b.json"
-run e_idle --config "$cfg" --drain --json
-expect_exit e_idle 0 "(e) --drain --json with nothing pending"
-py_check "(e) --json: drained true" '
+it_run_relay e_idle --config "$cfg" --drain --json
+it_expect_exit e_idle 0 "(e) --drain --json with nothing pending"
+it_py_check "(e) --json: drained true" '
 import json, sys
 d = json.load(open(sys.argv[1]))
 assert d["drained"] is True, d
@@ -329,68 +247,68 @@ assert d["drained"] is True, d
 
 # ---------------------------------------------------------------- (f)
 c0=$(confirmed)
-f1=$(new_uuid)
-it_sql "$db" "$INS ('$f1', 'T400f$TAG', 'f-1', 'Skipped', '{}')"
+f1=$(it_new_uuid)
+it_sql "$db" "$IT_INS ('$f1', 'T400f$TAG', 'f-1', 'Skipped', '{}')"
 target=$(it_current_lsn "$db")
-run f_noyes --config "$cfg" --advance-slot "$target"
-expect_exit f_noyes 64 "(f) --advance-slot without --yes"
-run f_bad --config "$cfg" --advance-slot 12345 --yes
-expect_exit f_bad 64 "(f) --advance-slot with a malformed LSN"
-run f_equal --config "$cfg" --advance-slot "$c0" --yes
-expect_exit f_equal 65 "(f) --advance-slot to confirmed_flush_lsn itself"
-run f_back --config "$cfg" --advance-slot 0/1 --yes
-expect_exit f_back 65 "(f) --advance-slot backwards"
-expect_in f_back err "(f) the refusal says it only moves forward" "only moves forward"
+it_run_relay f_noyes --config "$cfg" --advance-slot "$target"
+it_expect_exit f_noyes 64 "(f) --advance-slot without --yes"
+it_run_relay f_bad --config "$cfg" --advance-slot 12345 --yes
+it_expect_exit f_bad 64 "(f) --advance-slot with a malformed LSN"
+it_run_relay f_equal --config "$cfg" --advance-slot "$c0" --yes
+it_expect_exit f_equal 65 "(f) --advance-slot to confirmed_flush_lsn itself"
+it_run_relay f_back --config "$cfg" --advance-slot 0/1 --yes
+it_expect_exit f_back 65 "(f) --advance-slot backwards"
+it_expect_in f_back err "(f) the refusal says it only moves forward" "only moves forward"
 it_check "(f) refusals left the slot where it was" test "$(confirmed)" = "$c0"
-run f_adv --config "$cfg" --advance-slot "$target" --yes
-expect_exit f_adv 0 "(f) --advance-slot LSN --yes"
-expect_in f_adv out "(f) lists the event it skips" "skips 1 outbox event in 1 transaction" "$f1"
-expect_in f_adv err "(f) audit line" \
+it_run_relay f_adv --config "$cfg" --advance-slot "$target" --yes
+it_expect_exit f_adv 0 "(f) --advance-slot LSN --yes"
+it_expect_in f_adv out "(f) lists the event it skips" "skips 1 outbox event in 1 transaction" "$f1"
+it_expect_in f_adv err "(f) audit line" \
 	"AUDIT: slot $db advanced from $c0 to $target by user postgres at " \
 	"skipping 1 events (ids $f1)"
 it_check "(f) confirmed_flush_lsn is exactly the LSN" test "$(confirmed)" = "$target"
-run f_dry --config "$cfg" --dry-run
-it_check "(f) the skipped event is no longer pending" test "$(lines "$IT_TEST_DIR/f_dry.out")" -eq 0
+it_run_relay f_dry --config "$cfg" --dry-run
+it_check "(f) the skipped event is no longer pending" test "$(it_count "$IT_TEST_DIR/f_dry.out")" -eq 0
 
 # ---------------------------------------------------------------- (g)
 tG=T400g$TAG
-g1=$(new_uuid) pg=$(new_uuid) pb=$(new_uuid) g2=$(new_uuid)
-gx1=$(txn "$INS ('$g1', '$tG', 'g-1', 'Good1', '{}')")
-px=$(txn "$INS ('$pg', '$tG', 'g-1', 'GoodInP', '{}')" \
-	"$INS ('$pb', 't400 bad!', 'g-1', 'Poison', '{}')")
-gx2=$(txn "$INS ('$g2', '$tG', 'g-1', 'Good2', '{}')")
+g1=$(it_new_uuid) pg=$(it_new_uuid) pb=$(it_new_uuid) g2=$(it_new_uuid)
+gx1=$(it_txn "$db" "$IT_INS ('$g1', '$tG', 'g-1', 'Good1', '{}')")
+px=$(it_txn "$db" "$IT_INS ('$pg', '$tG', 'g-1', 'GoodInP', '{}')" \
+	"$IT_INS ('$pb', 't400 bad!', 'g-1', 'Poison', '{}')")
+gx2=$(it_txn "$db" "$IT_INS ('$g2', '$tG', 'g-1', 'Good2', '{}')")
 it_diag "(g) xids: G1 $gx1, P $px, G2 $gx2"
 log=$IT_TEST_DIR/g_relay.log
 it_start_relay "$cfg" "$log"
-wait_exit "$IT_RELAY_PID" 60
+it_relay_exit "$IT_RELAY_PID" 60
 it_check "(g) the relay fail-stops on the poison transaction (65)" test "$EXIT_RC" = 65
 it_consume_wait "outbox.event.$tG" "$IT_TEST_DIR/g_before.json" 1 20 || true
 it_check "(g) G1 was published before the fail-stop" \
 	grep -qF "$g1" "$IT_TEST_DIR/g_before.json"
 c0=$(confirmed)
-run g_noyes --config "$cfg" --skip-transaction "$px"
-expect_exit g_noyes 64 "(g) --skip-transaction without --yes"
-run g_wrong --config "$cfg" --skip-transaction "$gx2" --yes
-expect_exit g_wrong 65 "(g) --skip-transaction of a transaction that is not first"
-expect_in g_wrong err "(g) the refusal names the first pending xid" \
+it_run_relay g_noyes --config "$cfg" --skip-transaction "$px"
+it_expect_exit g_noyes 64 "(g) --skip-transaction without --yes"
+it_run_relay g_wrong --config "$cfg" --skip-transaction "$gx2" --yes
+it_expect_exit g_wrong 65 "(g) --skip-transaction of a transaction that is not first"
+it_expect_in g_wrong err "(g) the refusal names the first pending xid" \
 	"the first pending transaction in slot \"$db\" is $px "
 it_check "(g) refusals left the slot where it was" test "$(confirmed)" = "$c0"
 dlq=t400.dlq.$TAG
-run g_dlqfail --config "$cfg" --skip-transaction "$px" --yes --to-dlq "$dlq" \
+it_run_relay g_dlqfail --config "$cfg" --skip-transaction "$px" --yes --to-dlq "$dlq" \
 	--timeout-ms 3000 --set kafka.bootstrap.servers=127.0.0.1:1
-expect_exit g_dlqfail 69 "(g) --to-dlq with Kafka unreachable"
-expect_in g_dlqfail err "(g) says nothing was advanced" "nothing was advanced"
+it_expect_exit g_dlqfail 69 "(g) --to-dlq with Kafka unreachable"
+it_expect_in g_dlqfail err "(g) says nothing was advanced" "nothing was advanced"
 it_check "(g) a failed dead-letter copy leaves the slot where it was" \
 	test "$(confirmed)" = "$c0"
-run g_skip --config "$cfg" --skip-transaction "$px" --yes --to-dlq "$dlq"
-expect_exit g_skip 0 "(g) --skip-transaction XID --yes --to-dlq"
-expect_in g_skip out "(g) prints what was skipped" "skipped transaction $px" \
+it_run_relay g_skip --config "$cfg" --skip-transaction "$px" --yes --to-dlq "$dlq"
+it_expect_exit g_skip 0 "(g) --skip-transaction XID --yes --to-dlq"
+it_expect_in g_skip out "(g) prints what was skipped" "skipped transaction $px" \
 	"2 outbox events" "$pg" "$pb"
-expect_in g_skip err "(g) audit line names the transaction and the dead-letter topic" \
+it_expect_in g_skip err "(g) audit line names the transaction and the dead-letter topic" \
 	"AUDIT: slot $db advanced from $c0 to " "skipping 2 events" \
 	"of transaction $px, published first to dead-letter topic $dlq"
 it_consume_wait "$dlq" "$IT_TEST_DIR/g_dlq.json" 2 20 || true
-py_check "(g) the dead-letter topic has both events with their reasons" '
+it_py_check "(g) the dead-letter topic has both events with their reasons" '
 import json, sys
 recs = [json.loads(l) for l in open(sys.argv[1])]
 hs = {}
@@ -405,20 +323,20 @@ for h, r in hs.values():
 assert "error" not in hs[good][0] and hs[good][0]["original_topic"].startswith("outbox.event."), hs
 assert "t400 bad!" in hs[bad][0]["error"], hs
 ' "$IT_TEST_DIR/g_dlq.json" "$pg" "$pb" "$px"
-run g_dry --config "$cfg" --dry-run
-py_check "(g) exactly one transaction was skipped: only G2 is pending" '
+it_run_relay g_dry --config "$cfg" --dry-run
+it_py_check "(g) exactly one transaction was skipped: only G2 is pending" '
 import json, sys
 recs = [json.loads(l) for l in open(sys.argv[1])]
 assert [r["headers"]["id"] for r in recs] == [sys.argv[2]], recs
 ' "$IT_TEST_DIR/g_dry.out" "$g2"
-run g_drain --config "$cfg" --drain --timeout-ms 60000
-expect_exit g_drain 0 "(g) --drain after the skip"
+it_run_relay g_drain --config "$cfg" --drain --timeout-ms 60000
+it_expect_exit g_drain 0 "(g) --drain after the skip"
 it_consume_wait "outbox.event.$tG" "$IT_TEST_DIR/g_after.json" 2 20 || true
 it_check "(g) G2 is published by the relay after the skip" \
 	grep -qF "$g2" "$IT_TEST_DIR/g_after.json"
-run g_none --config "$cfg" --skip-transaction "$px" --yes
-expect_exit g_none 65 "(g) --skip-transaction with nothing pending"
-expect_in g_none err "(g) says nothing is pending" "no pending transaction"
+it_run_relay g_none --config "$cfg" --skip-transaction "$px" --yes
+it_expect_exit g_none 65 "(g) --skip-transaction with nothing pending"
+it_expect_in g_none err "(g) says nothing is pending" "no pending transaction"
 
 # ---------------------------------------------------------------- (h)
 log=$IT_TEST_DIR/h_relay.log
@@ -429,77 +347,75 @@ else
 	not_ok "(h) a relay streams from the slot" "$(it_show_log "$log")"
 fi
 pid=$(it_sql "$db" "SELECT active_pid FROM pg_replication_slots WHERE slot_name = '$db'")
-h1=$(new_uuid)
-it_sql "$db" "$INS ('$h1', 'T400h$TAG', 'h-1', 'Live', '{}')"
-run h_drop --config "$cfg" --drop-slot --yes
-expect_exit h_drop 69 "(h) --drop-slot while active"
-expect_in h_drop err "(h) --drop-slot names the PID" "is active for PID $pid"
-run h_adv --config "$cfg" --advance-slot "$(it_current_lsn "$db")" --yes
-expect_exit h_adv 69 "(h) --advance-slot while active"
-expect_in h_adv err "(h) --advance-slot names the PID" "is active for PID $pid"
-run h_skip --config "$cfg" --skip-transaction 1 --yes
-expect_exit h_skip 69 "(h) --skip-transaction while active"
-run h_drain --config "$cfg" --drain
-expect_exit h_drain 69 "(h) --drain while another relay streams"
-run h_dry --config "$cfg" --dry-run
-expect_exit h_dry 0 "(h) --dry-run while active"
-expect_in h_dry err "(h) --dry-run peeks at a temporary copy" "temporary copy"
-run h_status --config "$cfg" --slot-status
-expect_exit h_status 0 "(h) --slot-status while active"
-expect_in h_status out "(h) --slot-status shows the PID" "active: yes (PID $pid)"
-run h_check --config "$cfg" --check
-expect_exit h_check 0 "(h) --check while active (a warning only)"
-expect_in h_check out "(h) --check warns that the slot is active" \
+h1=$(it_new_uuid)
+it_sql "$db" "$IT_INS ('$h1', 'T400h$TAG', 'h-1', 'Live', '{}')"
+it_run_relay h_drop --config "$cfg" --drop-slot --yes
+it_expect_exit h_drop 69 "(h) --drop-slot while active"
+it_expect_in h_drop err "(h) --drop-slot names the PID" "is active for PID $pid"
+it_run_relay h_adv --config "$cfg" --advance-slot "$(it_current_lsn "$db")" --yes
+it_expect_exit h_adv 69 "(h) --advance-slot while active"
+it_expect_in h_adv err "(h) --advance-slot names the PID" "is active for PID $pid"
+it_run_relay h_skip --config "$cfg" --skip-transaction 1 --yes
+it_expect_exit h_skip 69 "(h) --skip-transaction while active"
+it_run_relay h_drain --config "$cfg" --drain
+it_expect_exit h_drain 69 "(h) --drain while another relay streams"
+it_run_relay h_dry --config "$cfg" --dry-run
+it_expect_exit h_dry 0 "(h) --dry-run while active"
+it_expect_in h_dry err "(h) --dry-run peeks at a temporary copy" "temporary copy"
+it_run_relay h_status --config "$cfg" --slot-status
+it_expect_exit h_status 0 "(h) --slot-status while active"
+it_expect_in h_status out "(h) --slot-status shows the PID" "active: yes (PID $pid)"
+it_run_relay h_check --config "$cfg" --check
+it_expect_exit h_check 0 "(h) --check while active (a warning only)"
+it_expect_in h_check out "(h) --check warns that the slot is active" \
 	"warn  slot: \"$db\" is active for PID $pid"
 it_check "(h) the slot is still there" test -n "$(confirmed)"
 it_check "(h) no temporary copy is left" test -z "$(it_sql "$db" \
 	"SELECT slot_name FROM pg_replication_slots WHERE slot_name LIKE 'outbox_relay_dry_run_%'")"
-rc=0
-it_stop_relay || rc=$?
-it_check "(h) that relay exits 0 on SIGTERM" test "$rc" -eq 0
+it_stop_checked "(h) that relay exits 0 on SIGTERM"
 
 # ---------------------------------------------------------------- (k)
-it_sql "$db" "$INS ('$(new_uuid)', 'T400k$TAG', 'k-1', 'Stuck', '{}')"
+it_sql "$db" "$IT_INS ('$(it_new_uuid)', 'T400k$TAG', 'k-1', 'Stuck', '{}')"
 start=$SECONDS
-run k_timeout --config "$cfg" --drain --timeout-ms 4000 \
+it_run_relay k_timeout --config "$cfg" --drain --timeout-ms 4000 \
 	--set kafka.bootstrap.servers=127.0.0.1:1 --set shutdown.timeout.ms=1000
-expect_exit k_timeout 69 "(k) --drain that cannot reach Kafka times out"
-expect_in k_timeout err "(k) says it timed out and stops the relay" "timed out before slot"
+it_expect_exit k_timeout 69 "(k) --drain that cannot reach Kafka times out"
+it_expect_in k_timeout err "(k) says it timed out and stops the relay" "timed out before slot"
 it_check "(k) it ended soon after the timeout" test $((SECONDS - start)) -lt 30
 sleep 1
 it_check "(k) the relay it started is gone (slot inactive)" test "$(it_sql "$db" \
 	"SELECT active FROM pg_replication_slots WHERE slot_name = '$db'")" = f
-txn "$INS ('$(new_uuid)', 't400 bad!', 'k-2', 'Poison', '{}')" >/dev/null
-run k_poison --config "$cfg" --drain --timeout-ms 60000
-expect_exit k_poison 65 "(k) --drain returns the relay's fail-stop code"
-expect_in k_poison err "(k) says the relay exited before the slot was drained" \
+it_txn "$db" "$IT_INS ('$(it_new_uuid)', 't400 bad!', 'k-2', 'Poison', '{}')" >/dev/null
+it_run_relay k_poison --config "$cfg" --drain --timeout-ms 60000
+it_expect_exit k_poison 65 "(k) --drain returns the relay's fail-stop code"
+it_expect_in k_poison err "(k) says the relay exited before the slot was drained" \
 	"exited with code 65 before the slot was drained"
 
 # ---------------------------------------------------------------- (i)
 it_sql "$db" "SELECT pg_create_logical_replication_slot('t400_drop', 'wal2json')" >/dev/null
-i1=$(new_uuid) i2=$(new_uuid)
-txn "$INS ('$i1', 'T400i$TAG', 'i-1', 'Lost1', '{}')" \
-	"$INS ('$i2', 'T400i$TAG', 'i-1', 'Lost2', '{}')" >/dev/null
-run i_noyes --config "$cfg" --set slot.name=t400_drop --drop-slot
-expect_exit i_noyes 64 "(i) --drop-slot without --yes"
+i1=$(it_new_uuid) i2=$(it_new_uuid)
+it_txn "$db" "$IT_INS ('$i1', 'T400i$TAG', 'i-1', 'Lost1', '{}')" \
+	"$IT_INS ('$i2', 'T400i$TAG', 'i-1', 'Lost2', '{}')" >/dev/null
+it_run_relay i_noyes --config "$cfg" --set slot.name=t400_drop --drop-slot
+it_expect_exit i_noyes 64 "(i) --drop-slot without --yes"
 it_check "(i) the slot is still there" test -n "$(confirmed t400_drop)"
-run i_drop --config "$cfg" --set slot.name=t400_drop --drop-slot --yes
-expect_exit i_drop 0 "(i) --drop-slot --yes"
-expect_in i_drop out "(i) reports WAL released and the unconfirmed events" \
+it_run_relay i_drop --config "$cfg" --set slot.name=t400_drop --drop-slot --yes
+it_expect_exit i_drop 0 "(i) --drop-slot --yes"
+it_expect_in i_drop out "(i) reports WAL released and the unconfirmed events" \
 	"released WAL: " \
 	"unconfirmed outbox events that will never be published from this slot: 2 in 1 transaction (ids: $i1, $i2)" \
 	'dropped slot "t400_drop"'
 it_check "(i) the slot is gone" test -z "$(it_sql "$db" \
 	"SELECT 1 FROM pg_replication_slots WHERE slot_name = 't400_drop'")"
-run i_again --config "$cfg" --set slot.name=t400_drop --drop-slot --yes
-expect_exit i_again 69 "(i) --drop-slot of a missing slot"
-run i_create --config "$cfg" --set slot.name=t400_drop2 --create-slot
-expect_exit i_create 0 "(i) --create-slot t400_drop2"
-i3=$(new_uuid)
-it_sql "$db" "$INS ('$i3', 'T400i$TAG', 'i-2', 'Lost3', '{}')"
-run i_json --config "$cfg" --set slot.name=t400_drop2 --drop-slot --yes --json
-expect_exit i_json 0 "(i) --drop-slot --yes --json"
-py_check "(i) --json: dropped, one unconfirmed event named" '
+it_run_relay i_again --config "$cfg" --set slot.name=t400_drop --drop-slot --yes
+it_expect_exit i_again 69 "(i) --drop-slot of a missing slot"
+it_run_relay i_create --config "$cfg" --set slot.name=t400_drop2 --create-slot
+it_expect_exit i_create 0 "(i) --create-slot t400_drop2"
+i3=$(it_new_uuid)
+it_sql "$db" "$IT_INS ('$i3', 'T400i$TAG', 'i-2', 'Lost3', '{}')"
+it_run_relay i_json --config "$cfg" --set slot.name=t400_drop2 --drop-slot --yes --json
+it_expect_exit i_json 0 "(i) --drop-slot --yes --json"
+it_py_check "(i) --json: dropped, one unconfirmed event named" '
 import json, sys
 d = json.load(open(sys.argv[1]))
 assert d["dropped"] is True and d["unconfirmed_events"] == 1, d
@@ -507,21 +423,21 @@ assert d["unconfirmed_event_ids"] == [sys.argv[2]] and d["released_wal_bytes"] >
 ' "$IT_TEST_DIR/i_json.out" "$i3"
 
 # ---------------------------------------------------------------- (j)
-run j_two --config "$cfg" --check --dry-run
-expect_exit j_two 64 "(j) two actions"
-run j_mod --config "$cfg" --dry-run --yes
-expect_exit j_mod 64 "(j) --yes with --dry-run"
-expect_in j_mod err "(j) says which flag does not fit" "--yes does not go with --dry-run"
-run j_max --config "$cfg" --dry-run --max-events 0
-expect_exit j_max 64 "(j) --max-events 0"
-run j_noval --config "$cfg" --advance-slot
-expect_exit j_noval 64 "(j) --advance-slot without an LSN"
+it_run_relay j_two --config "$cfg" --check --dry-run
+it_expect_exit j_two 64 "(j) two actions"
+it_run_relay j_mod --config "$cfg" --dry-run --yes
+it_expect_exit j_mod 64 "(j) --yes with --dry-run"
+it_expect_in j_mod err "(j) says which flag does not fit" "--yes does not go with --dry-run"
+it_run_relay j_max --config "$cfg" --dry-run --max-events 0
+it_expect_exit j_max 64 "(j) --max-events 0"
+it_run_relay j_noval --config "$cfg" --advance-slot
+it_expect_exit j_noval 64 "(j) --advance-slot without an LSN"
 # A modifier alone, or an ambiguous abbreviation, must not start the relay.
-run j_alone --config "$cfg" --yes
-expect_exit j_alone 64 "(j) --yes without an action"
-expect_in j_alone err "(j) says no action was given" "no runbook action given"
-run j_ambig --config "$cfg" --dr
-expect_exit j_ambig 64 "(j) an ambiguous abbreviation (--dr)"
+it_run_relay j_alone --config "$cfg" --yes
+it_expect_exit j_alone 64 "(j) --yes without an action"
+it_expect_in j_alone err "(j) says no action was given" "no runbook action given"
+it_run_relay j_ambig --config "$cfg" --dr
+it_expect_exit j_ambig 64 "(j) an ambiguous abbreviation (--dr)"
 
 # ---------------------------------------------------------------- (l)
 # A slot of its own: the one of (a)-(k) holds (k)'s poison transaction.
@@ -535,8 +451,8 @@ tL=T400l$TAG
 # event; sets EX (xid), EROW (row id) and EMIT (the emitted event's id).
 emit_txn() {
 	local out
-	EROW=$(new_uuid)
-	out=$(txn "$INS ('$EROW', '$tL', '$1', 'Row', '{\"via\": \"row\"}')" \
+	EROW=$(it_new_uuid)
+	out=$(it_txn "$db" "$IT_INS ('$EROW', '$tL', '$1', 'Row', '{\"via\": \"row\"}')" \
 		"SELECT outbox_emit('$tL', '$1', 'Emitted', '{\"via\": \"emit\", \"n\": 1.50}')")
 	EX=$(sed -n 1p <<<"$out")
 	EMIT=$(sed -n 2p <<<"$out")
@@ -544,9 +460,9 @@ emit_txn() {
 emit_txn l-1
 l1x=$EX l1r=$EROW l1e=$EMIT
 it_diag "(l) xid $l1x: row $l1r, emitted $l1e"
-run l_dry --config "$cfgE" --dry-run
-expect_exit l_dry 0 "(l) --dry-run with outbox.emit.prefix"
-py_check "(l) --dry-run prints the row and the emitted event, in order" '
+it_run_relay l_dry --config "$cfgE" --dry-run
+it_expect_exit l_dry 0 "(l) --dry-run with outbox.emit.prefix"
+it_py_check "(l) --dry-run prints the row and the emitted event, in order" '
 import json, sys
 out, row, emitted, xid, topic = sys.argv[1:]
 recs = [json.loads(l) for l in open(out)]
@@ -557,11 +473,11 @@ for r in recs:
 assert recs[1]["headers"]["event_type"] == "Emitted", recs
 assert json.loads(recs[1]["payload"]) == {"via": "emit", "n": 1.5}, recs
 ' "$IT_TEST_DIR/l_dry.out" "$l1r" "$l1e" "$l1x" "$tL"
-expect_in l_dry err "(l) the summary counts both" "2 events in 1 transaction"
-run l_drain --config "$cfgE" --drain --timeout-ms 60000
-expect_exit l_drain 0 "(l) --drain with outbox.emit.prefix"
+it_expect_in l_dry err "(l) the summary counts both" "2 events in 1 transaction"
+it_run_relay l_drain --config "$cfgE" --drain --timeout-ms 60000
+it_expect_exit l_drain 0 "(l) --drain with outbox.emit.prefix"
 it_consume_wait "outbox.event.$tL" "$IT_TEST_DIR/l_pub.json" 2 20 || true
-py_check "(l) the relay published exactly the dry-run lines" '
+it_py_check "(l) the relay published exactly the dry-run lines" '
 import json, sys
 dry = [json.loads(l) for l in open(sys.argv[1])]
 pub = []
@@ -578,11 +494,11 @@ emit_txn l-2
 l2r=$EROW l2e=$EMIT
 c0=$(it_slot_confirmed "$db" t400_emit)
 target=$(it_current_lsn "$db")
-run l_adv --config "$cfgE" --advance-slot "$target" --yes
-expect_exit l_adv 0 "(l) --advance-slot with outbox.emit.prefix"
-expect_in l_adv out "(l) --advance-slot counts the row and the emitted event" \
+it_run_relay l_adv --config "$cfgE" --advance-slot "$target" --yes
+it_expect_exit l_adv 0 "(l) --advance-slot with outbox.emit.prefix"
+it_expect_in l_adv out "(l) --advance-slot counts the row and the emitted event" \
 	"skips 2 outbox events in 1 transaction" "$l2r" "$l2e"
-expect_in l_adv err "(l) the audit line counts both" \
+it_expect_in l_adv err "(l) the audit line counts both" \
 	"AUDIT: slot t400_emit advanced from $c0 to $target" "skipping 2 events"
 it_check "(l) the slot moved to exactly the LSN" \
 	test "$(it_slot_confirmed "$db" t400_emit)" = "$target"
@@ -590,12 +506,12 @@ it_check "(l) the slot moved to exactly the LSN" \
 emit_txn l-3
 l3x=$EX l3r=$EROW l3e=$EMIT
 dlqL=t400.dlq.emit.$TAG
-run l_skip --config "$cfgE" --skip-transaction "$l3x" --yes --to-dlq "$dlqL"
-expect_exit l_skip 0 "(l) --skip-transaction --to-dlq with outbox.emit.prefix"
-expect_in l_skip out "(l) --skip-transaction lists both events" \
+it_run_relay l_skip --config "$cfgE" --skip-transaction "$l3x" --yes --to-dlq "$dlqL"
+it_expect_exit l_skip 0 "(l) --skip-transaction --to-dlq with outbox.emit.prefix"
+it_expect_in l_skip out "(l) --skip-transaction lists both events" \
 	"2 outbox events" "$l3r" "$l3e"
 it_consume_wait "$dlqL" "$IT_TEST_DIR/l_dlq.json" 2 20 || true
-py_check "(l) the dead-letter topic has the row and the emitted event" '
+it_py_check "(l) the dead-letter topic has the row and the emitted event" '
 import json, sys
 recs = [json.loads(l) for l in open(sys.argv[1])]
 ids = []
@@ -606,8 +522,8 @@ for r in recs:
     ids.append(h["id"])
 assert sorted(ids) == sorted(sys.argv[2:]), recs
 ' "$IT_TEST_DIR/l_dlq.json" "$l3r" "$l3e"
-run l_after --config "$cfgE" --dry-run
-it_check "(l) nothing is pending after the skip" test "$(lines "$IT_TEST_DIR/l_after.out")" -eq 0
+it_run_relay l_after --config "$cfgE" --dry-run
+it_check "(l) nothing is pending after the skip" test "$(it_count "$IT_TEST_DIR/l_after.out")" -eq 0
 
 # ---------------------------------------------------------------- (m)
 it_sql "$db" "CREATE SCHEMA t400_part;
@@ -616,16 +532,16 @@ it_sql "$db" "CREATE SCHEMA t400_part;
 	CREATE SCHEMA t400_part_bad;
 	CREATE TABLE t400_part_bad.p1 (LIKE public.outbox INCLUDING DEFAULTS);
 	ALTER TABLE t400_part_bad.p1 DROP COLUMN event_type" >/dev/null
-run m_check --config "$cfgE" --check --set outbox.table=t400_part.*
-expect_exit m_check 0 "(m) --check with outbox.table = schema.*"
-expect_in m_check out "(m) the outbox_table item is ok" "ok    outbox_table: t400_part.*"
-run m_noschema --config "$cfgE" --check --set outbox.table=t400_nope.*
-expect_exit m_noschema 78 "(m) --check with outbox.table = a missing schema.*"
-expect_in m_noschema out "(m) the fail item names the schema" \
+it_run_relay m_check --config "$cfgE" --check --set outbox.table=t400_part.*
+it_expect_exit m_check 0 "(m) --check with outbox.table = schema.*"
+it_expect_in m_check out "(m) the outbox_table item is ok" "ok    outbox_table: t400_part.*"
+it_run_relay m_noschema --config "$cfgE" --check --set outbox.table=t400_nope.*
+it_expect_exit m_noschema 78 "(m) --check with outbox.table = a missing schema.*"
+it_expect_in m_noschema out "(m) the fail item names the schema" \
 	"fail  outbox_table: schema t400_nope does not exist"
-run m_nocol --config "$cfgE" --check --set outbox.table=t400_part_bad.*
-expect_exit m_nocol 78 "(m) --check with a schema.* table that lacks a column"
-expect_in m_nocol out "(m) the fail item names the table and the column" \
+it_run_relay m_nocol --config "$cfgE" --check --set outbox.table=t400_part_bad.*
+it_expect_exit m_nocol 78 "(m) --check with a schema.* table that lacks a column"
+it_expect_in m_nocol out "(m) the fail item names the table and the column" \
 	'fail  outbox_table: table.field.event.type: column "event_type" does not exist in t400_part_bad.p1'
 
 it_drop_db "$db" >/dev/null 2>&1 || true

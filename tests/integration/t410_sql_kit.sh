@@ -49,8 +49,6 @@ relay=t410_relay         # custom role names for (6), psql variables
 monitor=t410_monitor
 writer=t410_writer
 
-new_uuid() { cat /proc/sys/kernel/random/uuid; }
-
 # psql as ROLE on DB, SQL on stdin; unaligned, tuples only, stops at the
 # first error.
 psql_as() {
@@ -100,7 +98,6 @@ fails_with() {
 $out"
 	fi
 }
-
 
 roles_drop() {
 	local r
@@ -237,7 +234,7 @@ fails_with "writer role cannot read the outbox" "$app" "$kit" "permission denied
 	<<<"SELECT count(*) FROM outbox;"
 
 # ===================================================================== (4)
-eid=$(new_uuid)
+eid=$(it_new_uuid)
 got=$(psql_as postgres "$kit" <<-SQL
 	SELECT inbox_claim('$eid');
 	SELECT inbox_claim('$eid');
@@ -245,7 +242,7 @@ got=$(psql_as postgres "$kit" <<-SQL
 ) || true
 want "inbox_claim: true the first time, false the second" "$(sed -n 1,2p <<<"$got")" "t
 f"
-rid=$(new_uuid)
+rid=$(it_new_uuid)
 got=$(psql_as postgres "$kit" <<-SQL
 	BEGIN; SELECT inbox_claim('$rid'); ROLLBACK;
 	SELECT inbox_claim('$rid');
@@ -253,7 +250,7 @@ got=$(psql_as postgres "$kit" <<-SQL
 )
 want "inbox_claim is undone by a rollback of the consumer's transaction" "$got" "t
 t"
-sid=$(new_uuid)
+sid=$(it_new_uuid)
 got=$(psql_as postgres "$kit" <<-SQL
 	INSERT INTO processed_events (event_id) VALUES ('$sid') ON CONFLICT (event_id) DO NOTHING RETURNING 'first';
 	INSERT INTO processed_events (event_id) VALUES ('$sid') ON CONFLICT (event_id) DO NOTHING RETURNING 'again';
@@ -364,7 +361,7 @@ want "relay A is connected as $relay (not superuser)" "$got" "$relay"
 
 # (a) table insert: the row stays.
 tA=T410tab_$run
-ua=$(new_uuid)
+ua=$(it_new_uuid)
 psql_as "$app" "$e2e" >/dev/null <<-SQL
 	BEGIN;
 	INSERT INTO business (note) VALUES ('order placed');
@@ -379,7 +376,7 @@ want "(a) the outbox row is kept" "$(it_sql "$e2e" "SELECT count(*) FROM outbox 
 it_check "e2e: apply cleanup.sql while the relay runs" apply "$e2e" "$SQL/cleanup.sql"
 it_check "e2e: apply roles.sql again (grants on the new tables)" apply "$e2e" "$SQL/roles.sql" "${rvars[@]}"
 tD=T410del_$run
-ud=$(new_uuid)
+ud=$(it_new_uuid)
 psql_as "$app" "$e2e" >/dev/null <<-SQL
 	BEGIN;
 	INSERT INTO business (note) VALUES ('order paid');
@@ -413,8 +410,8 @@ pe_text=$(it_sql "$e2e" "SELECT \$j\$$pe\$j\$::jsonb::text")
 # (d) rows and outbox_emit in one transaction: one key, so one partition,
 # in statement order.
 tM=T410mix_$run
-um1=$(new_uuid)
-um3=$(new_uuid)
+um1=$(it_new_uuid)
+um3=$(it_new_uuid)
 out=$(psql_as "$app" "$e2e" <<-SQL
 	BEGIN;
 	INSERT INTO outbox (id, aggregate_type, aggregate_id, event_type, payload)
@@ -511,9 +508,9 @@ if it_wait_slot_active "$e2e" t410_part 20; then
 else
 	not_ok "relay B (outbox.table = outbox_part.*) streams" "$(it_show_log "$logB" 10)"
 fi
-up1=$(new_uuid)
-up2=$(new_uuid)
-up3=$(new_uuid)
+up1=$(it_new_uuid)
+up2=$(it_new_uuid)
+up3=$(it_new_uuid)
 psql_as "$app" "$e2e" >/dev/null <<-SQL
 	BEGIN;
 	INSERT INTO business (note) VALUES ('partitioned');
@@ -531,9 +528,7 @@ if [[ -n $up_b ]]; then
 	check_topic "(e) partitioned outbox: today's partition and one created after the relay started" \
 		"$tP" 2 "key payload h:id h:event_type" \
 		"$(printf 'part-1\t{"day": 0}\t%s\tToday\npart-1\t{"day": 10}\t%s\tNewPartition' "$up1" "$up2")"
-	rc=0
-	it_stop_relay "$relayB" || rc=$?
-	it_check "relay B exits 0 on SIGTERM" test "$rc" -eq 0
+	it_stop_checked "relay B exits 0 on SIGTERM" "$relayB"
 else
 	not_ok "(e) partitioned outbox: today's partition and one created after the relay started" \
 		"relay B is not running"
@@ -558,13 +553,9 @@ fi
 
 # Relay A published nothing of the partitioned table, relay B nothing of
 # outbox_emit: the counts above are exact (check_topic reads everything).
-rc=0
-it_stop_relay "$relayA" || rc=$?
-it_check "relay A exits 0 on SIGTERM" test "$rc" -eq 0
+it_stop_checked "relay A exits 0 on SIGTERM" "$relayA"
 if [[ -n $up_b ]] && it_relay_alive "$relayB"; then
-	rc=0
-	it_stop_relay "$relayB" || rc=$?
-	it_check "relay B exits 0 on SIGTERM" test "$rc" -eq 0
+	it_stop_checked "relay B exits 0 on SIGTERM" "$relayB"
 fi
 
 it_drop_db "$kit" || true

@@ -158,33 +158,6 @@ $(show)"
 	fi
 }
 
-py_check() {
-	local desc=$1 script=$2 out rc=0
-	shift 2
-	out=$(python3 -c "$script" "$@" 2>&1) || rc=$?
-	if ((rc == 0)); then ok "$desc"; else not_ok "$desc" "$out"; fi
-}
-
-new_uuid() { cat /proc/sys/kernel/random/uuid; }
-INS="INSERT INTO outbox (id, aggregate_type, aggregate_id, event_type, payload) VALUES"
-# txn STATEMENT...: one transaction in $db; prints its xid.
-txn() {
-	local s
-	{
-		echo "BEGIN;"
-		echo "SELECT txid_current() % 4294967296;"
-		for s in "$@"; do echo "$s;"; done
-		echo "COMMIT;"
-	} | it_sql_file "$db" -
-}
-wait_log() { # FILE PATTERN SECS
-	local i
-	for ((i = 0; i < $3 * 10; i++)); do
-		grep -qE -- "$2" "$1" 2>/dev/null && return 0
-		sleep 0.1
-	done
-	return 1
-}
 ALTERED=
 reset_settings() {
 	[[ -n $ALTERED ]] || return 0
@@ -223,7 +196,7 @@ block slot-status
 expect slot-status 0 "--slot-status: ok (exit 0) on a fresh slot" "slot \"$db\": ok"
 block slot-status-json
 expect slot-status-json 0 "--slot-status --json exits 0"
-py_check "runbook:slot-status-json: the /slot fields the doc names" '
+it_py_check "runbook:slot-status-json: the /slot fields the doc names" '
 import json, sys
 d = json.load(open(sys.argv[1]))
 assert d["slot"] == sys.argv[2], d["slot"]
@@ -362,7 +335,7 @@ else
 fi
 HTTP=127.0.0.1:$port
 type=t420_$TAG
-txn "$INS ('$(new_uuid)', '$type', 'a-1', 'Created', '{\"n\": 1}')" >/dev/null
+it_txn "$db" "$IT_INS ('$(it_new_uuid)', '$type', 'a-1', 'Created', '{\"n\": 1}')" >/dev/null
 lsn=$(it_current_lsn "$db")
 it_check "relay A confirms the first event" it_wait_confirmed "$db" "$db" "$lsn" 30
 for ((i = 0; i < 50; i++)); do
@@ -383,7 +356,7 @@ expect metrics 0 "the four metrics the doc names" '^outbox_relay_kafka_up 1$' \
 	'^outbox_relay_confirmed_lsn [0-9]+'
 block http-slot
 expect http-slot 0 "/slot answers"
-py_check "runbook:http-slot: JSON with the fields the doc names" '
+it_py_check "runbook:http-slot: JSON with the fields the doc names" '
 import json, sys
 d = json.load(open(sys.argv[1]))
 assert d["state"] in ("ok", "warn"), d["state"]
@@ -404,7 +377,7 @@ it_check "runbook:heartbeat-now: relay A confirms past the other database's WAL"
 logB=$IT_TEST_DIR/relayB.log
 it_start_relay "$cfg" "$logB"
 pidB=$IT_RELAY_PID
-if wait_log "$logB" "standby: replication slot \"$db\" is active for PID [0-9]+; retrying every 5000 ms" 20; then
+if it_wait_log "$logB" "standby: replication slot \"$db\" is active for PID [0-9]+; retrying every 5000 ms" 20; then
 	ok "relay B logs the standby line the doc quotes"
 else
 	not_ok "relay B logs the standby line the doc quotes" "$(it_show_log "$logB")"
@@ -429,11 +402,11 @@ it_check "relays A and B exit 0 on SIGTERM" test "$rcA/$rcB" = 0/0
 
 # ------------------------------------------------------------ poison event
 
-good1=$(new_uuid) bad=$(new_uuid) good2=$(new_uuid)
-txn "$INS ('$good1', '$type', 'p-1', 'Good', '{}')" >/dev/null
-pxid=$(txn "$INS ('$(new_uuid)', '$type', 'p-2', 'GoodInPoisonTxn', '{}')" \
-	"$INS ('$bad', 't420 bad!', 'p-3', 'Poison', '{}')")
-txn "$INS ('$good2', '$type', 'p-4', 'After', '{}')" >/dev/null
+good1=$(it_new_uuid) bad=$(it_new_uuid) good2=$(it_new_uuid)
+it_txn "$db" "$IT_INS ('$good1', '$type', 'p-1', 'Good', '{}')" >/dev/null
+pxid=$(it_txn "$db" "$IT_INS ('$(it_new_uuid)', '$type', 'p-2', 'GoodInPoisonTxn', '{}')" \
+	"$IT_INS ('$bad', 't420 bad!', 'p-3', 'Poison', '{}')")
+it_txn "$db" "$IT_INS ('$good2', '$type', 'p-4', 'After', '{}')" >/dev/null
 logC=$IT_TEST_DIR/relayC.log
 it_start_relay "$cfg" "$logC"
 rcC=0
@@ -449,7 +422,7 @@ fi
 before=$(it_slot_confirmed "$db" "$db")
 block dry-run
 expect dry-run 65 "--dry-run stops at the poison transaction"
-py_check "runbook:dry-run: the poison transaction's good event, then the error with its xid" '
+it_py_check "runbook:dry-run: the poison transaction's good event, then the error with its xid" '
 import json, sys
 lines = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 assert lines and lines[-1].get("xid") == int(sys.argv[2]) and lines[-1].get("error"), lines[-1:]
@@ -482,7 +455,7 @@ it_check "runbook:drain: After published once after the skip, the poison row nev
 
 # ------------------------------------------------------------ advance
 
-txn "$INS ('$(new_uuid)', '$type', 'v-1', 'Skipped', '{}')" >/dev/null
+it_txn "$db" "$IT_INS ('$(it_new_uuid)', '$type', 'v-1', 'Skipped', '{}')" >/dev/null
 LSN=$(it_current_lsn "$db")
 block peek-commits
 expect peek-commits 0 "peeks the commit ends" '^[0-9A-F]+/[0-9A-F]+\|[0-9]+\|[0-9A-F]+/[0-9A-F]+$'
@@ -502,9 +475,9 @@ LSN=
 
 SINCE=$(it_sql "$db" "SELECT now()")
 sleep 0.05
-lost1=$(new_uuid) lost2=$(new_uuid)
-txn "$INS ('$lost1', '$type', 'l-1', 'Lost', '{}')" \
-	"$INS ('$lost2', '$type', 'l-2', 'Lost', '{}')" >/dev/null
+lost1=$(it_new_uuid) lost2=$(it_new_uuid)
+it_txn "$db" "$IT_INS ('$lost1', '$type', 'l-1', 'Lost', '{}')" \
+	"$IT_INS ('$lost2', '$type', 'l-2', 'Lost', '{}')" >/dev/null
 block drop-slot
 expect drop-slot 0 "--drop-slot --yes reports what it loses and drops" \
 	"unconfirmed outbox events that will never be published from this slot: 2 in 1 transaction" \
@@ -521,7 +494,7 @@ expect republish 0 "re-inserts the outbox rows since \$SINCE"
 RC=0
 timeout 120 "$RELAY_BIN" --config "$cfg" --dry-run >"$RUNDIR/after-republish.out" \
 	2>"$RUNDIR/after-republish.err" || RC=$?
-py_check "runbook:republish: the new slot has exactly the two rows, original ids" '
+it_py_check "runbook:republish: the new slot has exactly the two rows, original ids" '
 import json, sys
 ids = sorted(json.loads(l)["headers"]["id"] for l in open(sys.argv[1]) if l.strip())
 assert ids == sorted(sys.argv[2:]), ids
@@ -531,7 +504,7 @@ assert ids == sorted(sys.argv[2:]), ids
 
 it_sql "$db" "SELECT pg_drop_replication_slot('$db')" >/dev/null
 it_sql "$db" "SELECT pg_create_logical_replication_slot('$db', 'wal2json')" >/dev/null
-txn "$INS ('$(new_uuid)', '$type', 'm-1', 'Moved', '{}')" >/dev/null
+it_txn "$db" "$IT_INS ('$(it_new_uuid)', '$type', 'm-1', 'Moved', '{}')" >/dev/null
 logM=$IT_TEST_DIR/relay-moved.log
 it_start_relay "$cfg" "$logM"
 rcM=0

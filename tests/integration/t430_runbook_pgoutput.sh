@@ -43,66 +43,7 @@ RELAY_PLUGIN=wal2json
 source "$(dirname "$0")/lib.sh"
 it_init
 
-RUN_TIMEOUT=${RUN_TIMEOUT:-120}
-
-run() {
-	local name=$1
-	shift
-	RC=0
-	timeout -k 5 "$RUN_TIMEOUT" "$RELAY_BIN" "$@" </dev/null \
-		>"$IT_TEST_DIR/$name.out" 2>"$IT_TEST_DIR/$name.err" || RC=$?
-}
-
-expect_exit() {
-	local name=$1 code=$2 desc=$3
-	if [[ $RC == "$code" ]]; then
-		ok "$desc: exit $code"
-	else
-		not_ok "$desc: exit $code" "exit $RC; stdout:
-$(tail -n 20 "$IT_TEST_DIR/$name.out")
-stderr:
-$(tail -n 20 "$IT_TEST_DIR/$name.err")"
-	fi
-}
-
-expect_in() {
-	local name=$1 stream=$2 desc=$3 s missing=()
-	shift 3
-	for s in "$@"; do
-		grep -qF -- "$s" "$IT_TEST_DIR/$name.$stream" || missing+=("$s")
-	done
-	if ((${#missing[@]} == 0)); then
-		ok "$desc"
-	else
-		not_ok "$desc" "missing in $stream: ${missing[*]}
-$(tail -n 20 "$IT_TEST_DIR/$name.$stream")"
-	fi
-}
-
-py_check() {
-	local desc=$1 script=$2 out rc=0
-	shift 2
-	out=$(python3 -c "$script" "$@" 2>&1) || rc=$?
-	if ((rc == 0)); then
-		ok "$desc"
-	else
-		not_ok "$desc" "$out"
-	fi
-}
-
-new_uuid() { cat /proc/sys/kernel/random/uuid; }
-INS="INSERT INTO outbox (id, aggregate_type, aggregate_id, event_type, payload) VALUES"
-txn() {
-	local s
-	{
-		echo "BEGIN;"
-		echo "SELECT txid_current() % 4294967296;"
-		for s in "$@"; do
-			echo "$s;"
-		done
-		echo "COMMIT;"
-	} | it_sql_file "$db" -
-}
+IT_RUN_TIMEOUT=${RUN_TIMEOUT:-120}
 
 db=t430_pgo
 pub=t430_pub
@@ -130,8 +71,8 @@ w2j() {
 	local name=$1 desc=$2
 	shift 2
 	if [[ -n $HAVE_W2J ]]; then
-		run "$name" --config "$cfgW" "$@"
-		expect_exit "$name" 0 "$desc"
+		it_run_relay "$name" --config "$cfgW" "$@"
+		it_expect_exit "$name" 0 "$desc"
 	else
 		skip "$desc" "$NO_W2J"
 	fi
@@ -161,12 +102,12 @@ it_write_config "$cfgW" "$db" "$w2j" status.interval.ms=500 \
 	shutdown.timeout.ms=5000 outbox.emit.prefix=outbox
 
 # ---------------------------------------------------------------- (a)
-run a_create --config "$cfg" --create-slot
-expect_exit a_create 0 "(a) --create-slot with pgoutput"
+it_run_relay a_create --config "$cfg" --create-slot
+it_expect_exit a_create 0 "(a) --create-slot with pgoutput"
 # slot.failover = auto: a failover slot from 17 on, said in the line.
 failover_said=
 (($(it_sql "$db" "SHOW server_version_num") >= 170000)) && failover_said=", failover"
-expect_in a_create out "(a) it says what it created" \
+it_expect_in a_create out "(a) it says what it created" \
 	"created publication \"$pub\"" "created slot \"$db\" (plugin pgoutput, publication $pub$failover_said)"
 it_check "(a) the publication is insert-only on public.outbox" test \
 	"$(it_sql "$db" "SELECT p.pubinsert, p.pubupdate, p.pubdelete, p.pubtruncate,
@@ -180,26 +121,26 @@ it_check "(a) the publication was created before the slot" test \
 	"$(it_sql "$db" "SELECT (SELECT xmin::text::bigint FROM pg_publication
 		WHERE pubname = '$pub') < (SELECT catalog_xmin::text::bigint
 		FROM pg_replication_slots WHERE slot_name = '$db')")" = t
-run a_again --config "$cfg" --create-slot
-expect_exit a_again 69 "(a) --create-slot when the slot exists"
-run a_ine --config "$cfg" --create-slot --if-not-exists --json
-expect_exit a_ine 0 "(a) --create-slot --if-not-exists"
-py_check "(a) --json names plugin and publication" '
+it_run_relay a_again --config "$cfg" --create-slot
+it_expect_exit a_again 69 "(a) --create-slot when the slot exists"
+it_run_relay a_ine --config "$cfg" --create-slot --if-not-exists --json
+it_expect_exit a_ine 0 "(a) --create-slot --if-not-exists"
+it_py_check "(a) --json names plugin and publication" '
 import json, sys
 d = json.load(open(sys.argv[1]))
 assert d["created"] is False and d["plugin"] == "pgoutput", d
 assert d["publication"] == sys.argv[2], d
 ' "$IT_TEST_DIR/a_ine.out" "$pub"
-run a_ine_nopub --config "$cfg" --create-slot --if-not-exists --set slot.publication=t430_nope
-expect_exit a_ine_nopub 69 "(a) --if-not-exists, the slot exists but not its publication"
-expect_in a_ine_nopub err "(a) it says why it does not create it now" \
+it_run_relay a_ine_nopub --config "$cfg" --create-slot --if-not-exists --set slot.publication=t430_nope
+it_expect_exit a_ine_nopub 69 "(a) --if-not-exists, the slot exists but not its publication"
+it_expect_in a_ine_nopub err "(a) it says why it does not create it now" \
 	"exists but its publication \"t430_nope\" does not" "--advance-slot"
 it_check "(a) and does not create it" test \
 	"$(it_sql "$db" "SELECT count(*) FROM pg_publication WHERE pubname = 't430_nope'")" = 0
 it_sql "$db" "ALTER PUBLICATION $pub SET (publish = 'insert, update')" >/dev/null
-run a_second --config "$cfg" --set slot.name=t430_second --create-slot --json
-expect_exit a_second 0 "(a) a second slot on the existing publication"
-py_check "(a) --json: created, the publication used as it was" '
+it_run_relay a_second --config "$cfg" --set slot.name=t430_second --create-slot --json
+it_expect_exit a_second 0 "(a) a second slot on the existing publication"
+it_py_check "(a) --json: created, the publication used as it was" '
 import json, sys
 d = json.load(open(sys.argv[1]))
 assert d["created"] is True and d["plugin"] == "pgoutput", d
@@ -231,9 +172,9 @@ cfgR=$IT_TEST_DIR/role.conf
 it_write_config "$cfgR" "$db" t430_norights slot.plugin=pgoutput \
 	slot.publication=t430_pub_r
 sed -i "s/user=postgres/user=t430_repl/" "$cfgR"
-run a_rights --config "$cfgR" --create-slot
-expect_exit a_rights 77 "(a) --create-slot without the right to create the publication"
-expect_in a_rights err "(a) it prints the SQL for a DBA" \
+it_run_relay a_rights --config "$cfgR" --create-slot
+it_expect_exit a_rights 77 "(a) --create-slot without the right to create the publication"
+it_expect_in a_rights err "(a) it prints the SQL for a DBA" \
 	"CREATE PUBLICATION \"t430_pub_r\" FOR TABLE \"public\".\"outbox\" WITH (publish = 'insert');"
 it_check "(a) and creates no slot" test \
 	"$(it_sql "$db" "SELECT count(*) FROM pg_replication_slots WHERE slot_name = 't430_norights'")" = 0
@@ -250,9 +191,9 @@ it_check "(a) it made an insert-only publication of public.outbox" test \
 	"$(it_sql "$db" "SELECT p.pubinsert, p.pubupdate, t.schemaname || '.' || t.tablename
 		FROM pg_publication p JOIN pg_publication_tables t USING (pubname)
 		WHERE p.pubname = 't430_pub_kit'")" = "t|f|public.outbox"
-run a_kit --config "$cfgR" --set slot.publication=t430_pub_kit --create-slot
-expect_exit a_kit 0 "(a) --create-slot without the rights, on the DBA's publication"
-expect_in a_kit out "(a) it used the publication as it was" \
+it_run_relay a_kit --config "$cfgR" --set slot.publication=t430_pub_kit --create-slot
+it_expect_exit a_kit 0 "(a) --create-slot without the rights, on the DBA's publication"
+it_expect_in a_kit out "(a) it used the publication as it was" \
 	"created slot \"t430_norights\" (plugin pgoutput, publication t430_pub_kit$failover_said)"
 it_sql "$db" "SELECT pg_drop_replication_slot('t430_norights')" >/dev/null
 
@@ -263,13 +204,13 @@ else
 fi
 
 # ---------------------------------------------------------------- (b)
-run b_check --config "$cfg" --check
-expect_exit b_check 0 "(b) --check with pgoutput"
-expect_in b_check out "(b) the publication and slot items are ok" \
+it_run_relay b_check --config "$cfg" --check
+it_expect_exit b_check 0 "(b) --check with pgoutput"
+it_expect_in b_check out "(b) the publication and slot items are ok" \
 	"ok    pgoutput: built into PostgreSQL" "ok    publication: \"$pub\"" \
 	"ok    slot: \"$db\": pgoutput" ", 0 fail"
 # 15, and 16 to 18 with pgoutput (make check-pg-matrix), are tested.
-expect_in b_check out "(b) the server version is a tested one" "ok    server_version: PostgreSQL"
+it_expect_in b_check out "(b) the server version is a tested one" "ok    server_version: PostgreSQL"
 if grep -q "wal2json: loadable" "$IT_TEST_DIR/b_check.out"; then
 	not_ok "(b) no wal2json item with pgoutput" "$(cat "$IT_TEST_DIR/b_check.out")"
 else
@@ -283,9 +224,9 @@ it_sql "$db" "CREATE TABLE public.t430_other (id int);
 b_fail() { # NAME DESC FAIL_TEXT ARGS...
 	local name=$1 desc=$2 text=$3
 	shift 3
-	run "$name" --config "$cfg" --check "$@"
-	expect_exit "$name" 69 "(b) --check, $desc"
-	expect_in "$name" out "(b) fail item: $desc" "$text" "      fix: "
+	it_run_relay "$name" --config "$cfg" --check "$@"
+	it_expect_exit "$name" 69 "(b) --check, $desc"
+	it_expect_in "$name" out "(b) fail item: $desc" "$text" "      fix: "
 }
 b_fail b_nopub "a missing publication" 'fail  publication: "t430_nope" does not exist' \
 	--set slot.publication=t430_nope
@@ -304,10 +245,10 @@ for b in b_rf b_cl; do
 		not_ok "(b) the fix of $b runs" "$sql: $(cat "$IT_TEST_DIR/$b.fix")"
 	fi
 done
-run b_fixed --config "$cfg" --check --set slot.publication=t430_rf
-expect_exit b_fixed 0 "(b) --check after the fix (row filter)"
-run b_fixed2 --config "$cfg" --check --set slot.publication=t430_cl
-expect_exit b_fixed2 0 "(b) --check after the fix (column list)"
+it_run_relay b_fixed --config "$cfg" --check --set slot.publication=t430_rf
+it_expect_exit b_fixed 0 "(b) --check after the fix (row filter)"
+it_run_relay b_fixed2 --config "$cfg" --check --set slot.publication=t430_cl
+it_expect_exit b_fixed2 0 "(b) --check after the fix (column list)"
 b_fail b_other "a publication of another table" \
 	'fail  publication: "t430_other" does not publish public.outbox' \
 	--set slot.publication=t430_other
@@ -321,9 +262,9 @@ else
 	b_fail b_tdslot "a test_decoding slot with slot.plugin = pgoutput" \
 		"fail  slot: \"$td\"" --set slot.name=$td
 fi
-run b_pgoslot --config "$cfgW" --check --set slot.name=$db
-expect_exit b_pgoslot 69 "(b) --check, a pgoutput slot with slot.plugin = wal2json"
-expect_in b_pgoslot out "(b) fail item names the plugin" "fail  slot: \"$db\"" "pgoutput"
+it_run_relay b_pgoslot --config "$cfgW" --check --set slot.name=$db
+it_expect_exit b_pgoslot 69 "(b) --check, a pgoutput slot with slot.plugin = wal2json"
+it_expect_in b_pgoslot out "(b) fail item names the plugin" "fail  slot: \"$db\"" "pgoutput"
 
 # ---------------------------------------------------------------- (c)
 # Both slots from the same position: the wal2json slot saw the DDL
@@ -331,19 +272,19 @@ expect_in b_pgoslot out "(b) fail item names the plugin" "fail  slot: \"$db\"" "
 it_sql "$db" "SELECT count(pg_replication_slot_advance(slot_name, pg_current_wal_lsn()))
 	FROM pg_replication_slots WHERE slot_name IN ('$db', '$w2j', '$td')" >/dev/null
 tag=T430$$
-x1=$(txn "$INS ('$(new_uuid)', '$tag', 'k-1', 'Row', '{\"n\": 1}')" \
-	"$INS ('$(new_uuid)', '$tag', 'k-1', 'Row', '{\"n\": 2}')" \
+x1=$(it_txn "$db" "$IT_INS ('$(it_new_uuid)', '$tag', 'k-1', 'Row', '{\"n\": 1}')" \
+	"$IT_INS ('$(it_new_uuid)', '$tag', 'k-1', 'Row', '{\"n\": 2}')" \
 	"SELECT outbox_emit('$tag', 'k-1', 'Emitted', '{\"via\": \"emit\"}')" | sed -n 1p)
-x2=$(txn "SELECT outbox_emit('$tag', 'k-2', 'Emitted', '{\"n\": 3}')" \
-	"$INS ('$(new_uuid)', '$tag', 'k-2', 'Row', '{\"n\": 4, \"s\": \"\\u00e9\"}')" | sed -n 1p)
-x3=$(txn "$INS ('$(new_uuid)', '$tag', 'k-3', 'Row', '{\"n\": 5}')" | sed -n 1p)
+x2=$(it_txn "$db" "SELECT outbox_emit('$tag', 'k-2', 'Emitted', '{\"n\": 3}')" \
+	"$IT_INS ('$(it_new_uuid)', '$tag', 'k-2', 'Row', '{\"n\": 4, \"s\": \"\\u00e9\"}')" | sed -n 1p)
+x3=$(it_txn "$db" "$IT_INS ('$(it_new_uuid)', '$tag', 'k-3', 'Row', '{\"n\": 5}')" | sed -n 1p)
 it_sql "$db" "INSERT INTO public.t430_other VALUES (1)" >/dev/null
 it_diag "(c) xids $x1 $x2 $x3"
-run c_dry_p --config "$cfg" --dry-run
-expect_exit c_dry_p 0 "(c) --dry-run from the pgoutput slot"
+it_run_relay c_dry_p --config "$cfg" --dry-run
+it_expect_exit c_dry_p 0 "(c) --dry-run from the pgoutput slot"
 w2j c_dry_w "(c) --dry-run from the wal2json slot" --dry-run
-expect_in c_dry_p err "(c) the summary counts rows and messages" "6 events in 3 transactions"
-py_check "(c) the 6 events in commit order: keys, types, payloads" '
+it_expect_in c_dry_p err "(c) the summary counts rows and messages" "6 events in 3 transactions"
+it_py_check "(c) the 6 events in commit order: keys, types, payloads" '
 import json, sys
 got = []
 for l in open(sys.argv[1]):
@@ -355,7 +296,7 @@ want = [("k-1", "Row", {"n": 1}), ("k-1", "Row", {"n": 2}),
 assert got == want, got
 ' "$IT_TEST_DIR/c_dry_p.out"
 dry_same() { # DESC PGO_OUT W2J_OUT
-	py_check "$1" '
+	it_py_check "$1" '
 import json, sys
 def load(p):
     out = []
@@ -379,8 +320,8 @@ fi
 # ---------------------------------------------------------------- (d)
 # The commit end of x1 (the wal2json slot's C row, or test_decoding's).
 end1=$(commit_end "$x1")
-run d_skip_p --config "$cfg" --skip-transaction "$x1" --yes --json
-expect_exit d_skip_p 0 "(d) --skip-transaction on the pgoutput slot"
+it_run_relay d_skip_p --config "$cfg" --skip-transaction "$x1" --yes --json
+it_expect_exit d_skip_p 0 "(d) --skip-transaction on the pgoutput slot"
 w2j d_skip_w "(d) --skip-transaction on the wal2json slot" \
 	--skip-transaction "$x1" --yes --json
 conf_p=$(it_slot_confirmed "$db" "$db")
@@ -391,18 +332,18 @@ else
 fi
 it_check "(d) $both at the commit end of $x1 ($end1): pgoutput $conf_p, wal2json $conf_w" \
 	test -n "$end1" -a "$conf_p" = "$end1" -a "$conf_w" = "$end1"
-py_check "(d) $both skip 3 events" '
+it_py_check "(d) $both skip 3 events" '
 import json, sys
 for f in sys.argv[1:]:
     d = json.load(open(f))
     assert d["skipped_events"] == 3, d
 ' "$IT_TEST_DIR/d_skip_p.out" ${HAVE_W2J:+"$IT_TEST_DIR/d_skip_w.out"}
 end2=$(commit_end "$x2")
-run d_adv_p --config "$cfg" --advance-slot "$end2" --yes --json
-expect_exit d_adv_p 0 "(d) --advance-slot on the pgoutput slot"
+it_run_relay d_adv_p --config "$cfg" --advance-slot "$end2" --yes --json
+it_expect_exit d_adv_p 0 "(d) --advance-slot on the pgoutput slot"
 w2j d_adv_w "(d) --advance-slot on the wal2json slot" \
 	--advance-slot "$end2" --yes --json
-py_check "(d) $both count the 2 events of $x2 and end at $end2" '
+it_py_check "(d) $both count the 2 events of $x2 and end at $end2" '
 import json, sys
 end = sys.argv[1]
 for f in sys.argv[2:]:
@@ -410,13 +351,13 @@ for f in sys.argv[2:]:
     assert d["skipped_events"] == 2 and d["skipped_transactions"] == 1, d
     assert d["to"] == end, d
 ' "$end2" "$IT_TEST_DIR/d_adv_p.out" ${HAVE_W2J:+"$IT_TEST_DIR/d_adv_w.out"}
-run d_dry_p --config "$cfg" --dry-run
+it_run_relay d_dry_p --config "$cfg" --dry-run
 if [[ -n $HAVE_W2J ]]; then
-	run d_dry_w --config "$cfgW" --dry-run
+	it_run_relay d_dry_w --config "$cfgW" --dry-run
 	dry_same "(d) the same 1 event is left pending in both" \
 		"$IT_TEST_DIR/d_dry_p.out" "$IT_TEST_DIR/d_dry_w.out" 1
 else
-	py_check "(d) 1 event is left pending: the one of $x3" '
+	it_py_check "(d) 1 event is left pending: the one of $x3" '
 import json, sys
 got = [json.loads(l)["key"] for l in open(sys.argv[1])]
 assert got == ["k-3"], got
@@ -424,11 +365,11 @@ assert got == ["k-3"], got
 fi
 
 # ---------------------------------------------------------------- (e)
-run e_status --config "$cfg" --slot-status
-expect_in e_status out "(e) --slot-status names plugin and publication" \
+it_run_relay e_status --config "$cfg" --slot-status
+it_expect_in e_status out "(e) --slot-status names plugin and publication" \
 	"plugin pgoutput, publication $pub"
-run e_json --config "$cfg" --slot-status --json
-py_check "(e) --slot-status --json names plugin and publication" '
+it_run_relay e_json --config "$cfg" --slot-status --json
+it_py_check "(e) --slot-status --json names plugin and publication" '
 import json, sys
 d = json.load(open(sys.argv[1]))
 assert d["plugin"] == "pgoutput" and d["publication"] == sys.argv[2], d
@@ -438,8 +379,8 @@ assert d["plugin"] == "pgoutput" and d["publication"] == sys.argv[2], d
 end3=$(commit_end "$x3")
 dlqP=t430.dlq.pgo.$$
 dlqW=t430.dlq.w2j.$$
-run f_dlq_p --config "$cfg" --skip-transaction "$x3" --yes --to-dlq "$dlqP"
-expect_exit f_dlq_p 0 "(f) --skip-transaction --to-dlq on the pgoutput slot"
+it_run_relay f_dlq_p --config "$cfg" --skip-transaction "$x3" --yes --to-dlq "$dlqP"
+it_expect_exit f_dlq_p 0 "(f) --skip-transaction --to-dlq on the pgoutput slot"
 w2j f_dlq_w "(f) --skip-transaction --to-dlq on the wal2json slot" \
 	--skip-transaction "$x3" --yes --to-dlq "$dlqW"
 it_consume_wait "$dlqP" "$IT_TEST_DIR/f_dlq_p.json" 1 20 || true
@@ -448,7 +389,7 @@ if [[ -n $HAVE_W2J ]]; then
 else
 	cp "$IT_TEST_DIR/f_dlq_p.json" "$IT_TEST_DIR/f_dlq_w.json"
 fi
-py_check "(f) the same dead-letter record from $both, pg_lsn the commit end $end3" '
+it_py_check "(f) the same dead-letter record from $both, pg_lsn the commit end $end3" '
 import json, sys
 def load(p):
     out = []
@@ -467,12 +408,12 @@ it_check "(f) $both at the commit end of $x3" test -n "$end3" -a \
 	"$(if [[ -n $HAVE_W2J ]]; then it_slot_confirmed "$db" "$w2j"; else echo "$end3"; fi)" = "$end3"
 
 # ---------------------------------------------------------------- (g)
-txn "$INS ('$(new_uuid)', '$tag', 'k-4', 'Row', '{\"n\": 6}')" \
+it_txn "$db" "$IT_INS ('$(it_new_uuid)', '$tag', 'k-4', 'Row', '{\"n\": 6}')" \
 	"SELECT outbox_emit('$tag', 'k-4', 'Emitted', '{\"n\": 7}')" >/dev/null
-run g_drop_p --config "$cfg" --drop-slot --yes --json
-expect_exit g_drop_p 0 "(g) --drop-slot on the pgoutput slot"
+it_run_relay g_drop_p --config "$cfg" --drop-slot --yes --json
+it_expect_exit g_drop_p 0 "(g) --drop-slot on the pgoutput slot"
 w2j g_drop_w "(g) --drop-slot on the wal2json slot" --drop-slot --yes --json
-py_check "(g) $both count the same 2 unconfirmed events" '
+it_py_check "(g) $both count the same 2 unconfirmed events" '
 import json, sys
 p = json.load(open(sys.argv[1]))
 w = json.load(open(sys.argv[2])) if len(sys.argv) > 2 else p
@@ -487,24 +428,24 @@ it_sql "$db" "CREATE SCHEMA t430_part;
 cfgS=$IT_TEST_DIR/schema.conf
 it_write_config "$cfgS" "$db" t430_schema slot.plugin=pgoutput \
 	slot.publication=t430_pub_s outbox.table=t430_part.*
-run h_create --config "$cfgS" --create-slot
-expect_exit h_create 0 "(h) --create-slot with outbox.table = schema.*"
+it_run_relay h_create --config "$cfgS" --create-slot
+it_expect_exit h_create 0 "(h) --create-slot with outbox.table = schema.*"
 it_check "(h) the publication is FOR TABLES IN SCHEMA t430_part" test \
 	"$(it_sql "$db" "SELECT n.nspname FROM pg_publication_namespace pn
 		JOIN pg_publication p ON p.oid = pn.pnpubid
 		JOIN pg_namespace n ON n.oid = pn.pnnspid WHERE p.pubname = 't430_pub_s'")" = t430_part
-run h_check --config "$cfgS" --check
-expect_exit h_check 0 "(h) --check with outbox.table = schema.*"
-expect_in h_check out "(h) the publication item is ok" 'ok    publication: "t430_pub_s" publishes the inserts into schema t430_part'
-run h_bad --config "$cfgS" --check --set slot.publication=$pub
-expect_exit h_bad 69 "(h) --check, a publication of one table for schema.*"
-expect_in h_bad out "(h) the fail item says the schema must be in it" \
+it_run_relay h_check --config "$cfgS" --check
+it_expect_exit h_check 0 "(h) --check with outbox.table = schema.*"
+it_expect_in h_check out "(h) the publication item is ok" 'ok    publication: "t430_pub_s" publishes the inserts into schema t430_part'
+it_run_relay h_bad --config "$cfgS" --check --set slot.publication=$pub
+it_expect_exit h_bad 69 "(h) --check, a publication of one table for schema.*"
+it_expect_in h_bad out "(h) the fail item says the schema must be in it" \
 	"fail  publication: \"$pub\" does not publish schema t430_part"
 it_sql "$db" "INSERT INTO t430_part.p1 (aggregate_type, aggregate_id, event_type, payload)
 	VALUES ('$tag', 'k-5', 'Row', '{}')" >/dev/null
-run h_dry --config "$cfgS" --dry-run
-expect_exit h_dry 0 "(h) --dry-run with outbox.table = schema.*"
-expect_in h_dry err "(h) it counts the partition's row" "1 event in 1 transaction"
+it_run_relay h_dry --config "$cfgS" --dry-run
+it_expect_exit h_dry 0 "(h) --dry-run with outbox.table = schema.*"
+it_expect_in h_dry err "(h) it counts the partition's row" "1 event in 1 transaction"
 
 # ---------------------------------------------------------------- (i)
 # Events the decoder refuses (a text payload that is not JSON) are
@@ -517,21 +458,21 @@ if [[ -n $HAVE_W2J ]]; then
 fi
 cfgSW=$IT_TEST_DIR/schema_w2j.conf
 it_write_config "$cfgSW" "$db" t430_schema_w outbox.table=t430_part.*
-bad1=$(new_uuid)
-bad2=$(new_uuid)
-xb1=$(txn "INSERT INTO t430_part.p2 (id, aggregate_type, aggregate_id, event_type, payload)
+bad1=$(it_new_uuid)
+bad2=$(it_new_uuid)
+xb1=$(it_txn "$db" "INSERT INTO t430_part.p2 (id, aggregate_type, aggregate_id, event_type, payload)
 	VALUES ('$bad1', '$tag', 'k-6', 'Row', 'not json')" | sed -n 1p)
-txn "INSERT INTO t430_part.p2 (id, aggregate_type, aggregate_id, event_type, payload)
+it_txn "$db" "INSERT INTO t430_part.p2 (id, aggregate_type, aggregate_id, event_type, payload)
 	VALUES ('$bad2', '$tag', 'k-7', 'Row', 'not json either')" >/dev/null
-run i_dry --config "$cfgS" --dry-run
-expect_exit i_dry 65 "(i) --dry-run stops at the undecodable event"
-expect_in i_dry out "(i) and says why" "not JSON"
-run i_skip_p --config "$cfgS" --skip-transaction "$xb1" --yes --json
-expect_exit i_skip_p 0 "(i) --skip-transaction of it on the pgoutput slot"
+it_run_relay i_dry --config "$cfgS" --dry-run
+it_expect_exit i_dry 65 "(i) --dry-run stops at the undecodable event"
+it_expect_in i_dry out "(i) and says why" "not JSON"
+it_run_relay i_skip_p --config "$cfgS" --skip-transaction "$xb1" --yes --json
+it_expect_exit i_skip_p 0 "(i) --skip-transaction of it on the pgoutput slot"
 cfgW=$cfgSW
 w2j i_skip_w "(i) --skip-transaction of it on the wal2json slot" \
 	--skip-transaction "$xb1" --yes --json
-py_check "(i) $both name the event by its id" '
+it_py_check "(i) $both name the event by its id" '
 import json, sys
 for f in sys.argv[1:3]:
     d = json.load(open(f))
@@ -539,11 +480,11 @@ for f in sys.argv[1:3]:
     assert [e["id"] for e in d["events"]] == [sys.argv[3]], d
 ' "$IT_TEST_DIR/i_skip_p.out" "$IT_TEST_DIR/i_skip_$(w2j_or_p).out" "$bad1"
 target=$(it_current_lsn "$db")
-run i_adv_p --config "$cfgS" --advance-slot "$target" --yes --json
-expect_exit i_adv_p 0 "(i) --advance-slot past the second on the pgoutput slot"
+it_run_relay i_adv_p --config "$cfgS" --advance-slot "$target" --yes --json
+it_expect_exit i_adv_p 0 "(i) --advance-slot past the second on the pgoutput slot"
 w2j i_adv_w "(i) --advance-slot past the second on the wal2json slot" \
 	--advance-slot "$target" --yes --json
-py_check "(i) $both count it and name it" '
+it_py_check "(i) $both count it and name it" '
 import json, sys
 for f in sys.argv[1:3]:
     d = json.load(open(f))

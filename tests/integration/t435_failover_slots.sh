@@ -44,41 +44,7 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 it_init
 
-RUN_TIMEOUT=${RUN_TIMEOUT:-120}
-
-run() {
-	local name=$1
-	shift
-	RC=0
-	timeout -k 5 "$RUN_TIMEOUT" "$RELAY_BIN" "$@" </dev/null \
-		>"$IT_TEST_DIR/$name.out" 2>"$IT_TEST_DIR/$name.err" || RC=$?
-}
-
-expect_exit() {
-	local name=$1 code=$2 desc=$3
-	if [[ $RC == "$code" ]]; then
-		ok "$desc: exit $code"
-	else
-		not_ok "$desc: exit $code" "exit $RC; stdout:
-$(tail -n 20 "$IT_TEST_DIR/$name.out")
-stderr:
-$(tail -n 20 "$IT_TEST_DIR/$name.err")"
-	fi
-}
-
-expect_in() {
-	local name=$1 stream=$2 desc=$3 s missing=()
-	shift 3
-	for s in "$@"; do
-		grep -qF -- "$s" "$IT_TEST_DIR/$name.$stream" || missing+=("$s")
-	done
-	if ((${#missing[@]} == 0)); then
-		ok "$desc"
-	else
-		not_ok "$desc" "missing in $stream: ${missing[*]}
-$(tail -n 20 "$IT_TEST_DIR/$name.$stream")"
-	fi
-}
+IT_RUN_TIMEOUT=${RUN_TIMEOUT:-120}
 
 # py_json DESC FILE EXPR...: each Python expression over d (FILE's JSON)
 # must be true.
@@ -125,7 +91,6 @@ slot2=t435_plain
 sbslot=t435_standby
 type=t435_$(date +%s)
 topic=outbox.event.$type
-INS="INSERT INTO outbox (id, aggregate_type, aggregate_id, event_type, payload) VALUES"
 
 it_drop_db "$db" >/dev/null
 it_sql postgres "CREATE DATABASE $db" >/dev/null
@@ -155,26 +120,26 @@ drop_standby_slot() {
 env_on_cleanup drop_standby_slot
 
 # ---------------------------------------------------------------- (b)
-run b_on --config "$cfg" --create-slot --set slot.failover=on
+it_run_relay b_on --config "$cfg" --create-slot --set slot.failover=on
 if ((major < 17)); then
-	expect_exit b_on 78 "(b) slot.failover = on on PostgreSQL $major"
-	expect_in b_on err "(b) it says failover slots need 17" \
+	it_expect_exit b_on 78 "(b) slot.failover = on on PostgreSQL $major"
+	it_expect_in b_on err "(b) it says failover slots need 17" \
 		"has no failover slots (17 and later)" "nothing was created"
 	it_check "(b) and created no slot" test "$(it_sql "$db" "SELECT count(*)
 		FROM pg_replication_slots WHERE slot_name = '$slot'")" = 0
-	run b_create --config "$cfg" --create-slot --json
-	expect_exit b_create 0 "(b) --create-slot with slot.failover = auto"
+	it_run_relay b_create --config "$cfg" --create-slot --json
+	it_expect_exit b_create 0 "(b) --create-slot with slot.failover = auto"
 	py_json "(b) --json: an ordinary slot before 17" "$IT_TEST_DIR/b_create.out" \
 		'd["created"] is True' 'd["failover"] is False'
 else
-	expect_exit b_on 0 "(b) --create-slot with slot.failover = on"
-	expect_in b_on out "(b) it says the slot is a failover slot" ", failover)"
+	it_expect_exit b_on 0 "(b) --create-slot with slot.failover = on"
+	it_expect_in b_on out "(b) it says the slot is a failover slot" ", failover)"
 	it_check "(b) pg_replication_slots.failover is true" test \
 		"$(it_sql "$db" "SELECT failover FROM pg_replication_slots
 			WHERE slot_name = '$slot'")" = t
-	run b_plain --config "$cfg" --create-slot --json --set slot.name=$slot2 \
+	it_run_relay b_plain --config "$cfg" --create-slot --json --set slot.name=$slot2 \
 		--set slot.failover=off
-	expect_exit b_plain 0 "(b) --create-slot with slot.failover = off"
+	it_expect_exit b_plain 0 "(b) --create-slot with slot.failover = off"
 	py_json "(b) --json: failover false with off" "$IT_TEST_DIR/b_plain.out" \
 		'd["failover"] is False'
 	it_check "(b) and that slot has no FAILOVER" test \
@@ -183,8 +148,8 @@ else
 fi
 
 # ---------------------------------------------------------------- (a)
-run a_status --config "$cfg" --slot-status --json
-expect_exit a_status 0 "(a) --slot-status on an idle slot"
+it_run_relay a_status --config "$cfg" --slot-status --json
+it_expect_exit a_status 0 "(a) --slot-status on an idle slot"
 case $major in
 15) py_json "(a) 15: the columns it lacks are null" "$IT_TEST_DIR/a_status.out" \
 	"d['server']['server_version_num'] == $ver" \
@@ -204,9 +169,9 @@ case $major in
 	'd["server"]["invalidation_reason"] is None' \
 	"(d['server']['idle_replication_slot_timeout_seconds'] == 0) == ($major >= 18)" ;;
 esac
-run a_text --config "$cfg" --slot-status
+it_run_relay a_text --config "$cfg" --slot-status
 if ((major >= 17)); then
-	expect_in a_text out "(a) --slot-status text names failover and inactive_since" \
+	it_expect_in a_text out "(a) --slot-status text names failover and inactive_since" \
 		"failover: yes, synced: no" "inactive since "
 else
 	it_check "(a) --slot-status text has no failover line before 17" \
@@ -222,7 +187,7 @@ else
 	not_ok "(b) the relay streams from the slot" "$(it_show_log "$log")"
 fi
 id=$(cat /proc/sys/kernel/random/uuid)
-it_sql "$db" "$INS ('$id', '$type', 'a1', 'created', '{\"n\": 1}')" >/dev/null
+it_sql "$db" "$IT_INS ('$id', '$type', 'a1', 'created', '{\"n\": 1}')" >/dev/null
 if it_consume_wait "$topic" "$IT_TEST_DIR/b_events.json" 1 60; then
 	ok "(b) an event published through the slot"
 else
@@ -292,42 +257,42 @@ if ((major < 17)); then
 fi
 
 # ---------------------------------------------------------------- (c)
-run c_check --config "$cfg" --check
-expect_exit c_check 0 "(c) --check"
+it_run_relay c_check --config "$cfg" --check
+it_expect_exit c_check 0 "(c) --check"
 if ((major < 17)); then
-	expect_in c_check out "(c) failover slots are not available before 17" \
+	it_expect_in c_check out "(c) failover slots are not available before 17" \
 		"warn  failover_slot: not available on PostgreSQL $major" \
 		'runbook, section "failover"'
 	it_check "(c) no synchronized_standby_slots item before 17" \
 		bash -c "! grep -q synchronized_standby_slots '$IT_TEST_DIR/c_check.out'"
-	run c_on --config "$cfg" --check --set slot.failover=on
-	expect_exit c_on 78 "(c) --check with slot.failover = on before 17"
+	it_run_relay c_on --config "$cfg" --check --set slot.failover=on
+	it_expect_exit c_on 78 "(c) --check with slot.failover = on before 17"
 else
-	expect_in c_check out "(c) the failover slot is ok" \
+	it_expect_in c_check out "(c) the failover slot is ok" \
 		"ok    failover_slot: \"$slot\" is a failover slot" \
 		"ok    synchronized_standby_slots: "
-	run c_plain --config "$cfg" --check --set slot.name=$slot2
-	expect_exit c_plain 0 "(c) --check on a slot without FAILOVER (auto)"
-	expect_in c_plain out "(c) it warns, with the ALTER_REPLICATION_SLOT fix" \
+	it_run_relay c_plain --config "$cfg" --check --set slot.name=$slot2
+	it_expect_exit c_plain 0 "(c) --check on a slot without FAILOVER (auto)"
+	it_expect_in c_plain out "(c) it warns, with the ALTER_REPLICATION_SLOT fix" \
 		"warn  failover_slot: \"$slot2\" is not a failover slot" \
 		"ALTER_REPLICATION_SLOT \"$slot2\" (FAILOVER true)"
-	run c_plain_on --config "$cfg" --check --set slot.name=$slot2 --set slot.failover=on
-	expect_exit c_plain_on 69 "(c) ... and fails with slot.failover = on"
+	it_run_relay c_plain_on --config "$cfg" --check --set slot.name=$slot2 --set slot.failover=on
+	it_expect_exit c_plain_on 69 "(c) ... and fails with slot.failover = on"
 	it_sql "$db" "SELECT pg_drop_replication_slot('$slot2')" >/dev/null
 	it_sql postgres "ALTER SYSTEM SET synchronized_standby_slots = 't435_nosuch'" >/dev/null
 	it_sql postgres "SELECT pg_reload_conf()" >/dev/null
 	sleep 0.5
-	run c_nosuch --config "$cfg" --check
-	expect_exit c_nosuch 69 "(c) synchronized_standby_slots naming no slot"
-	expect_in c_nosuch out "(c) it says the walsender waits" \
+	it_run_relay c_nosuch --config "$cfg" --check
+	it_expect_exit c_nosuch 69 "(c) synchronized_standby_slots naming no slot"
+	it_expect_in c_nosuch out "(c) it says the walsender waits" \
 		"fail  synchronized_standby_slots: 't435_nosuch' names t435_nosuch, which is no physical replication slot here"
 	it_sql postgres "SELECT pg_create_physical_replication_slot('$sbslot', true)" >/dev/null
 	it_sql postgres "ALTER SYSTEM SET synchronized_standby_slots = '$sbslot'" >/dev/null
 	it_sql postgres "SELECT pg_reload_conf()" >/dev/null
 	sleep 0.5
-	run c_idle --config "$cfg" --check
-	expect_exit c_idle 0 "(c) synchronized_standby_slots naming an idle physical slot"
-	expect_in c_idle out "(c) it warns that the relay waits" \
+	it_run_relay c_idle --config "$cfg" --check
+	it_expect_exit c_idle 0 "(c) synchronized_standby_slots naming an idle physical slot"
+	it_expect_in c_idle out "(c) it warns that the relay waits" \
 		"warn  synchronized_standby_slots: '$sbslot': no standby streams from $sbslot now"
 	it_sql postgres "ALTER SYSTEM RESET synchronized_standby_slots" >/dev/null
 	it_sql postgres "SELECT pg_reload_conf()" >/dev/null
@@ -383,17 +348,17 @@ else
 			WHERE slot_name = '$sbslot'") == t ]] && break
 		sleep 0.2
 	done
-	run d_unnamed --config "$cfg" --check
-	expect_exit d_unnamed 0 "(d) --check with a standby not named"
-	expect_in d_unnamed out "(d) it warns of ghosts after a failover" \
+	it_run_relay d_unnamed --config "$cfg" --check
+	it_expect_exit d_unnamed 0 "(d) --check with a standby not named"
+	it_expect_in d_unnamed out "(d) it warns of ghosts after a failover" \
 		"warn  synchronized_standby_slots: empty, but a standby streams from physical slot $sbslot" \
 		"Kafka holds events the new primary never committed (ghosts)"
 	it_sql postgres "ALTER SYSTEM SET synchronized_standby_slots = '$sbslot'" >/dev/null
 	it_sql postgres "SELECT pg_reload_conf()" >/dev/null
 	sleep 0.5
-	run d_named --config "$cfg" --check
-	expect_exit d_named 0 "(d) --check with the standby named"
-	expect_in d_named out "(d) synchronized_standby_slots is ok" \
+	it_run_relay d_named --config "$cfg" --check
+	it_expect_exit d_named 0 "(d) --check with the standby named"
+	it_expect_in d_named out "(d) synchronized_standby_slots is ok" \
 		"ok    synchronized_standby_slots: '$sbslot': every standby streaming"
 	# The slot moves (the relay confirms an event), so that the standby's
 	# copy can be made at a position the standby has.
@@ -403,7 +368,7 @@ else
 	log=$dlog
 	dport=$(it_health_port "$dlog") || dport=0
 	id=$(cat /proc/sys/kernel/random/uuid)
-	it_sql "$db" "$INS ('$id', '$type', 'a2', 'created', '{\"n\": 2}')" >/dev/null
+	it_sql "$db" "$IT_INS ('$id', '$type', 'a2', 'created', '{\"n\": 2}')" >/dev/null
 	if it_consume_wait "$topic" "$IT_TEST_DIR/d_events.json" 2 60; then
 		ok "(d) the relay publishes with synchronized_standby_slots set"
 	else
@@ -427,7 +392,7 @@ else
 	# to 30 s), lag_bytes small.
 	for n in 3 4 5; do
 		id=$(cat /proc/sys/kernel/random/uuid)
-		it_sql "$db" "$INS ('$id', '$type', 'a$n', 'created', '{\"n\": $n}')" >/dev/null
+		it_sql "$db" "$IT_INS ('$id', '$type', 'a$n', 'created', '{\"n\": $n}')" >/dev/null
 	done
 	it_consume_wait "$topic" "$IT_TEST_DIR/d_events2.json" 5 60 || true
 	if wait_slot "$dport" "$IT_TEST_DIR/d_slot.json" 60 \
@@ -455,7 +420,7 @@ else
 	scfg=$IT_TEST_DIR/standby.conf
 	it_write_config "$scfg" "$db" "$slot"
 	sed -i "s/port=$PGPORT /port=$sport /" "$scfg"
-	run d_status --config "$scfg" --slot-status --json
+	it_run_relay d_status --config "$scfg" --slot-status --json
 	if [[ $RC == 0 || $RC == 1 || $RC == 2 ]]; then
 		ok "(d) --slot-status on the standby answers (exit $RC)"
 	else
@@ -465,9 +430,9 @@ else
 		'd["server"]["failover"] is True' 'd["server"]["synced"] is True'
 	stop_standby
 	sleep 0.5
-	run d_down --config "$cfg" --check
-	expect_exit d_down 0 "(d) --check with the named standby down"
-	expect_in d_down out "(d) it warns that the relay waits for it" \
+	it_run_relay d_down --config "$cfg" --check
+	it_expect_exit d_down 0 "(d) --check with the named standby down"
+	it_expect_in d_down out "(d) it warns that the relay waits for it" \
 		"warn  synchronized_standby_slots: '$sbslot': no standby streams from $sbslot now"
 	it_sql postgres "ALTER SYSTEM RESET synchronized_standby_slots" >/dev/null
 	it_sql postgres "SELECT pg_reload_conf()" >/dev/null
@@ -490,7 +455,7 @@ else
 	it_check "(d) /metrics: pg_up 1 with the standby down" grep -qx \
 		'outbox_relay_pg_up 1' "$IT_TEST_DIR/d_metrics_down.txt"
 	id=$(cat /proc/sys/kernel/random/uuid)
-	it_sql "$db" "$INS ('$id', '$type', 'a6', 'created', '{\"n\": 6}')" >/dev/null
+	it_sql "$db" "$IT_INS ('$id', '$type', 'a6', 'created', '{\"n\": 6}')" >/dev/null
 	if it_consume_wait "$topic" "$IT_TEST_DIR/d_events3.json" 6 60; then
 		ok "(d) the relay still publishes with the standby down"
 	else
@@ -514,11 +479,11 @@ fi
 it_sql postgres "ALTER SYSTEM SET idle_replication_slot_timeout = '1h'" >/dev/null
 it_sql postgres "SELECT pg_reload_conf()" >/dev/null
 sleep 0.5
-run e_check --config "$cfg" --check
-expect_exit e_check 0 "(e) --check with idle_replication_slot_timeout = 1h"
-expect_in e_check out "(e) it warns, naming the setting" \
+it_run_relay e_check --config "$cfg" --check
+it_expect_exit e_check 0 "(e) --check with idle_replication_slot_timeout = 1h"
+it_expect_in e_check out "(e) it warns, naming the setting" \
 	"warn  idle_replication_slot_timeout: 3600 s: a slot no relay streams from for that long is invalidated"
-run e_eta --config "$cfg" --slot-status --json
+it_run_relay e_eta --config "$cfg" --slot-status --json
 py_json "(e) --slot-status shows the time left (idle_timeout_eta_seconds)" \
 	"$IT_TEST_DIR/e_eta.out" '0 < d["idle_timeout_eta_seconds"] <= 3600' \
 	'd["server"]["idle_replication_slot_timeout_seconds"] == 3600'
@@ -531,15 +496,15 @@ it_sql postgres "SELECT pg_reload_conf()" >/dev/null
 it_check "(e) the slot is invalidated: idle_timeout" test "$(it_sql "$db" \
 	"SELECT invalidation_reason FROM pg_replication_slots
 	 WHERE slot_name = '$slot'")" = idle_timeout
-run e_status --config "$cfg" --slot-status --json
-expect_exit e_status 3 "(e) --slot-status on the invalidated slot"
+it_run_relay e_status --config "$cfg" --slot-status --json
+it_expect_exit e_status 3 "(e) --slot-status on the invalidated slot"
 py_json "(e) --slot-status: fatal, invalidation_reason idle_timeout" \
 	"$IT_TEST_DIR/e_status.out" 'd["state"] == "fatal"' \
 	'd["server"]["invalidation_reason"] == "idle_timeout"' \
 	'd["reasons"][0].startswith("slot lost: invalidated (idle_timeout)")'
-run e_check2 --config "$cfg" --check
-expect_exit e_check2 69 "(e) --check on the invalidated slot"
-expect_in e_check2 out "(e) the slot item names the reason" \
+it_run_relay e_check2 --config "$cfg" --check
+it_expect_exit e_check2 69 "(e) --check on the invalidated slot"
+it_expect_in e_check2 out "(e) the slot item names the reason" \
 	"fail  slot: \"$slot\" is invalidated (invalidation_reason=idle_timeout)" \
 	"(runbook: slot lost)"
 log2=$IT_TEST_DIR/relay2.log

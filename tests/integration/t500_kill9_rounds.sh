@@ -16,37 +16,22 @@ set -euo pipefail
 # shellcheck source=lib.sh
 source "$(dirname "$0")/lib.sh"
 it_init
+# shellcheck source=load.sh
+source "$(dirname "$0")/load.sh"
 
 ROUNDS=${F1_ROUNDS:-20}
-CHECKER=$IT_ROOT/tests/integration/checker.py
-db=t500_kill9
+it_scenario t500_kill9
 other=t500_other
-type=t500_$(date +%s)
-topic=outbox.event.$type
 aggs=40
 stopfile=$IT_TEST_DIR/writer.stop
-it_setup_db "$db"
 it_sql_file "$db" "$IT_ROOT/sql/emit.sql" >/dev/null
-python3 "$CHECKER" setup-sql --type "$type" --aggs "$aggs" --rich | it_sql_file "$db" -
-python3 "$CHECKER" pgbench-script --aggs "$aggs" --rollback-pct 10 --multi-pct 25 \
-	--rich >"$IT_TEST_DIR/writer.pgbench"
+load_init "$db" "$type" "$aggs" 10 25 --rich
 it_drop_db "$other" >/dev/null 2>&1 || true
 it_sql postgres "CREATE DATABASE $other" >/dev/null
 "$PG_BIN/pgbench" -i -q -s 1 -h 127.0.0.1 -p "$PGPORT" -U postgres "$other" >/dev/null 2>&1
-conf=$IT_TEST_DIR/relay.conf
 it_write_config "$conf" "$db" outbox.emit.prefix=outbox reconnect.backoff.ms=100 \
 	standby.retry.ms=200
 
-writer() { # bursts of 2 s until the stop file, 180 s at most
-	local deadline=$((SECONDS + 180)) n=0
-	while [[ ! -e $stopfile ]] && ((SECONDS < deadline)); do
-		n=$((n + 1))
-		"$PG_BIN/pgbench" -n -h 127.0.0.1 -p "$PGPORT" -U postgres \
-			-f "$IT_TEST_DIR/writer.pgbench" -c 2 -j 1 -T 2 -R 150 "$db" \
-			>>"$IT_TEST_DIR/pgbench.log" 2>&1 ||
-			echo "burst $n failed" >>"$IT_TEST_DIR/writer.err"
-	done
-}
 noise() { # the other database's own traffic
 	local deadline=$((SECONDS + 180))
 	while [[ ! -e $stopfile ]] && ((SECONDS < deadline)); do
@@ -54,43 +39,37 @@ noise() { # the other database's own traffic
 			-R 100 "$other" >/dev/null 2>&1 || true
 	done
 }
+# The noise watches load_stop's stop file.
 stop_writers() {
+	load_stop
 	touch "$stopfile"
-	[[ -z ${writer_pid:-} ]] || wait "$writer_pid" 2>/dev/null || true
 	[[ -z ${noise_pid:-} ]] || wait "$noise_pid" 2>/dev/null || true
-	writer_pid= noise_pid=
+	noise_pid=
 }
 env_on_cleanup stop_writers
 
 t0=$SECONDS
-writer &
-writer_pid=$!
+# pgbench bursts of 2 s (2 clients, 150 transactions/s) until load_stop.
+load_start 150 2
 noise &
 noise_pid=$!
 for ((r = 1; r <= ROUNDS; r++)); do
-	it_start_relay "$conf" "$IT_TEST_DIR/relay.$r.log"
-	nap=$(awk -v x="$RANDOM" 'BEGIN { printf "%.1f", 0.2 + (x % 24) / 10 }')
-	sleep "$nap"
-	kill -9 "$IT_RELAY_PID" 2>/dev/null || true
-	wait "$IT_RELAY_PID" 2>/dev/null || true
-	IT_RELAY_PID=
+	load_kill9 "$conf" "$IT_TEST_DIR/relay.$r.log" 0.2 24
 done
 log=$IT_TEST_DIR/relay.final.log
 it_start_relay "$conf" "$log"
 sleep 1
 stop_writers
-it_check "writers ran without errors" test ! -e "$IT_TEST_DIR/writer.err"
+it_check "writers ran without errors" test "$LOAD_FAILED" = 0
 
-it_sql "$db" "SELECT agg, n FROM agg_seq ORDER BY id" >"$IT_TEST_DIR/expected"
+load_expected
 it_sql "$db" "SELECT agg, seq, id FROM agg_ledger" >"$IT_TEST_DIR/ledger"
 committed=$(it_sql "$db" "SELECT count(*) FROM agg_ledger")
 modes=$(it_sql "$db" "SELECT string_agg(mode || ':' || c, ' ' ORDER BY mode)
 	FROM (SELECT mode, count(*) c FROM agg_ledger GROUP BY mode) m")
-out=$IT_TEST_DIR/records.json
-rc=0
-it_wait_checked "$topic" "$out" 120 --expected "$IT_TEST_DIR/expected" \
-	--ids "$IT_TEST_DIR/ledger" --topic "$topic" --faults "$ROUNDS" --notes || rc=$?
-summary=$(grep '^checker:' "$out.check" | head -n1 || true)
+load_checked "$topic" 120 --ids "$IT_TEST_DIR/ledger" --topic "$topic" \
+	--faults "$ROUNDS" --notes
+rc=$LOAD_RC summary=$LOAD_SUMMARY out=$LOAD_OUT
 it_diag "$summary"
 it_diag "event kinds (0 row, 1 row deleted again, 2 outbox_emit): $modes"
 if ((rc == 0)); then
@@ -101,9 +80,7 @@ fi
 consumed=$(it_count "$out")
 ratio=$(awk -v c="$consumed" -v n="$committed" 'BEGIN { if (n > 0) printf "%.2f", c / n }')
 it_diag "row: scenario=F1 rounds=$ROUNDS committed=$committed consumed=$consumed ratio=$ratio $(sed 's/^checker: [A-Z]* //' <<<"$summary") wall=$((SECONDS - t0))s"
-rc=0
-it_stop_relay || rc=$?
-it_check "the draining relay exits 0" test "$rc" -eq 0
+it_stop_checked "the draining relay exits 0"
 it_drop_db "$other" >/dev/null 2>&1 || true
 
 it_summary

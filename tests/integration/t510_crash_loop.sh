@@ -12,49 +12,26 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 it_init
 
+# shellcheck source=load.sh
+source "$(dirname "$0")/load.sh"
+
 LOOP_SECS=${LOOP_SECS:-60}
-CHECKER=$IT_ROOT/tests/integration/checker.py
-db=t510_crash_loop
-type=t510_$(date +%s)
-topic=outbox.event.$type
+# The writer stops by itself a minute after the loop, should the test not.
+LOAD_MAX_SECS=$((LOOP_SECS + 60))
+it_scenario t510_crash_loop
 aggs=30
-stopfile=$IT_TEST_DIR/writer.stop
-it_setup_db "$db"
-python3 "$CHECKER" setup-sql --type "$type" --aggs "$aggs" | it_sql_file "$db" -
-python3 "$CHECKER" pgbench-script --aggs "$aggs" --rollback-pct 10 --multi-pct 25 \
-	>"$IT_TEST_DIR/writer.pgbench"
-conf=$IT_TEST_DIR/relay.conf
+load_init "$db" "$type" "$aggs"
 it_write_config "$conf" "$db" reconnect.backoff.ms=100 standby.retry.ms=200
 
-writer() {
-	local deadline=$((SECONDS + LOOP_SECS + 60))
-	while [[ ! -e $stopfile ]] && ((SECONDS < deadline)); do
-		"$PG_BIN/pgbench" -n -h 127.0.0.1 -p "$PGPORT" -U postgres \
-			-f "$IT_TEST_DIR/writer.pgbench" -c 2 -j 1 -T 2 -R 120 "$db" \
-			>>"$IT_TEST_DIR/pgbench.log" 2>&1 || echo failed >>"$IT_TEST_DIR/writer.err"
-	done
-}
-stop_writer() {
-	touch "$stopfile"
-	[[ -z ${writer_pid:-} ]] || wait "$writer_pid" 2>/dev/null || true
-	writer_pid=
-}
-env_on_cleanup stop_writer
-
 t0=$SECONDS
-writer &
-writer_pid=$!
+# pgbench bursts of 2 s (2 clients, 120 transactions/s) until load_stop.
+load_start 120 2
 kills=0
 marks=("$(it_slot_confirmed "$db" "$db")")
 third=$((LOOP_SECS / 3))
 next_mark=$((t0 + third))
 while ((SECONDS - t0 < LOOP_SECS)); do
-	it_start_relay "$conf" "$IT_TEST_DIR/relay.$kills.log"
-	nap=$(awk -v x="$RANDOM" 'BEGIN { printf "%.1f", 1 + (x % 21) / 10 }')
-	sleep "$nap"
-	kill -9 "$IT_RELAY_PID" 2>/dev/null || true
-	wait "$IT_RELAY_PID" 2>/dev/null || true
-	IT_RELAY_PID=
+	load_kill9 "$conf" "$IT_TEST_DIR/relay.$kills.log" 1 21
 	kills=$((kills + 1))
 	if ((SECONDS >= next_mark)); then
 		marks+=("$(it_slot_confirmed "$db" "$db")")
@@ -70,15 +47,11 @@ it_check "progress in every third of the loop ($kills kills; confirmed ${marks[*
 log=$IT_TEST_DIR/relay.final.log
 it_start_relay "$conf" "$log"
 sleep 1
-stop_writer
-it_check "writer ran without errors" test ! -e "$IT_TEST_DIR/writer.err"
-it_sql "$db" "SELECT agg, n FROM agg_seq ORDER BY id" >"$IT_TEST_DIR/expected"
-committed=$(it_sql "$db" "SELECT coalesce(sum(n), 0) FROM agg_seq")
-out=$IT_TEST_DIR/records.json
-rc=0
-it_wait_checked "$topic" "$out" 120 --expected "$IT_TEST_DIR/expected" --topic "$topic" \
-	--faults "$kills" || rc=$?
-summary=$(grep '^checker:' "$out.check" | head -n1 || true)
+load_stop
+it_check "writer ran without errors" test "$LOAD_FAILED" = 0
+load_expected
+load_checked "$topic" 120 --topic "$topic" --faults "$kills"
+committed=$LOAD_COMMITTED rc=$LOAD_RC summary=$LOAD_SUMMARY out=$LOAD_OUT
 it_diag "$summary"
 if ((rc == 0)); then
 	ok "crash loop: $committed events after $kills kills in ${LOOP_SECS} s: none missing, re-deliveries only suffixes"
@@ -88,8 +61,6 @@ fi
 consumed=$(it_count "$out")
 ratio=$(awk -v c="$consumed" -v n="$committed" 'BEGIN { if (n > 0) printf "%.2f", c / n }')
 it_diag "row: scenario=crash-loop rounds=$kills committed=$committed consumed=$consumed ratio=$ratio $(sed 's/^checker: [A-Z]* //' <<<"$summary") wall=$((SECONDS - t0))s"
-rc=0
-it_stop_relay || rc=$?
-it_check "the draining relay exits 0" test "$rc" -eq 0
+it_stop_checked "the draining relay exits 0"
 
 it_summary

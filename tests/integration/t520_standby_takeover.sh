@@ -9,41 +9,21 @@ set -euo pipefail
 # shellcheck source=lib.sh
 source "$(dirname "$0")/lib.sh"
 it_init
+# shellcheck source=load.sh
+source "$(dirname "$0")/load.sh"
+# The writer stops by itself after 120 s, should the test not stop it.
+LOAD_MAX_SECS=120
 
 TAKEOVER_SECS=${TAKEOVER_SECS:-10}
 KILLS=3
-CHECKER=$IT_ROOT/tests/integration/checker.py
-db=t520_standby
-type=t520_$(date +%s)
-topic=outbox.event.$type
+it_scenario t520_standby
 aggs=20
-stopfile=$IT_TEST_DIR/writer.stop
-it_setup_db "$db"
-python3 "$CHECKER" setup-sql --type "$type" --aggs "$aggs" | it_sql_file "$db" -
-python3 "$CHECKER" pgbench-script --aggs "$aggs" --rollback-pct 5 --multi-pct 20 \
-	>"$IT_TEST_DIR/writer.pgbench"
-conf=$IT_TEST_DIR/relay.conf
+load_init "$db" "$type" "$aggs" 5 20
 it_write_config "$conf" "$db" standby.retry.ms=500 reconnect.backoff.ms=100
 
-writer() {
-	local deadline=$((SECONDS + 120))
-	while [[ ! -e $stopfile ]] && ((SECONDS < deadline)); do
-		"$PG_BIN/pgbench" -n -h 127.0.0.1 -p "$PGPORT" -U postgres \
-			-f "$IT_TEST_DIR/writer.pgbench" -c 2 -j 1 -T 2 -R 100 "$db" \
-			>>"$IT_TEST_DIR/pgbench.log" 2>&1 || echo failed >>"$IT_TEST_DIR/writer.err"
-	done
-}
-stop_writer() {
-	touch "$stopfile"
-	[[ -z ${writer_pid:-} ]] || wait "$writer_pid" 2>/dev/null || true
-	writer_pid=
-}
-env_on_cleanup stop_writer
-active_pid() { it_sql "$db" "SELECT coalesce(active_pid, 0) FROM pg_replication_slots WHERE slot_name = '$db'"; }
-
 t0=$SECONDS
-writer &
-writer_pid=$!
+# pgbench bursts of 2 s (2 clients, 100 transactions/s) until load_stop.
+load_start 100 2
 it_start_relay "$conf" "$IT_TEST_DIR/relay.0.log"
 a=$IT_RELAY_PID
 it_wait_slot_active "$db" "$db" 30 || true
@@ -56,7 +36,7 @@ for ((k = 1; k <= KILLS; k++)); do
 		sleep 0.1
 	done
 	sleep 1
-	before=$(active_pid)
+	before=$(it_slot_pid "$db")
 	kill -9 "$a" 2>/dev/null || true
 	wait "$a" 2>/dev/null || true
 	tk=$(date +%s%N)
@@ -78,15 +58,11 @@ for ((k = 1; k <= KILLS; k++)); do
 	a=$b
 done
 sleep 2
-stop_writer
-it_check "writer ran without errors" test ! -e "$IT_TEST_DIR/writer.err"
-it_sql "$db" "SELECT agg, n FROM agg_seq ORDER BY id" >"$IT_TEST_DIR/expected"
-committed=$(it_sql "$db" "SELECT coalesce(sum(n), 0) FROM agg_seq")
-out=$IT_TEST_DIR/records.json
-rc=0
-it_wait_checked "$topic" "$out" 90 --expected "$IT_TEST_DIR/expected" --topic "$topic" \
-	--faults "$KILLS" || rc=$?
-summary=$(grep '^checker:' "$out.check" | head -n1 || true)
+load_stop
+it_check "writer ran without errors" test "$LOAD_FAILED" = 0
+load_expected
+load_checked "$topic" 90 --topic "$topic" --faults "$KILLS"
+committed=$LOAD_COMMITTED rc=$LOAD_RC summary=$LOAD_SUMMARY out=$LOAD_OUT
 it_diag "$summary"
 if ((rc == 0)); then
 	ok "F19: $committed events over $KILLS takeovers: none missing, re-deliveries only suffixes"

@@ -138,7 +138,6 @@ writer_stop() {
 }
 env_on_cleanup writer_stop
 
-
 # wait_slot_confirmed PDIR DB SLOT LSN SECS
 wait_slot_confirmed() {
 	local i cur
@@ -376,9 +375,7 @@ case_a() {
 	it_diag "(a) from the kill: the relay streams from the new primary after $(secs "$(fig new_session_ms "$f")"), the first event committed there is in Kafka after $(secs "$(fig first_new_ms "$f")")"
 	it_diag "(a) relay log: $(relay_lines "$log" 8)"
 	if [[ -n $alive ]]; then
-		rc=0
-		it_stop_relay "$pid" || rc=$?
-		it_check "(a) the relay exits 0 on SIGTERM" test "$rc" -eq 0
+		it_stop_checked "(a) the relay exits 0 on SIGTERM" "$pid"
 	fi
 	pair_cleanup
 	it_diag "row: scenario=F18a pg=17 rounds=1 committed=$committed $(sed 's/^checker: [A-Z]* //' <<<"$CK_SUMMARY") $f wall=$((SECONDS - t_case))s"

@@ -14,22 +14,17 @@ it_init
 
 N=10000
 PARTS=12
-db=t530_partitioner
-type=t530_$(date +%s)
-topic=outbox.event.$type
+it_scenario t530_partitioner
 jar=$(compgen -G "$KAFKA_JARS/kafka-clients-*.jar" | head -n1)
 src=$IT_ROOT/tests/integration/java/PartitionOf.java
 java_run() { java -Xmx256m -cp "$jar:$KAFKA_JARS/*" "$src" "$@"; }
 
-it_setup_db "$db"
 if java_run create "$KAFKA_BROKERS" "$topic" "$PARTS" >"$IT_TEST_DIR/create.log" 2>&1; then
 	ok "topic $topic with $PARTS partitions (Java AdminClient)"
 else
 	not_ok "topic $topic with $PARTS partitions" "$(tail -n 5 "$IT_TEST_DIR/create.log")"
 	it_summary
 fi
-conf=$IT_TEST_DIR/relay.conf
-log=$IT_TEST_DIR/relay.log
 it_write_config "$conf" "$db"
 it_start_relay "$conf" "$log"
 it_check "relay streams" it_wait_slot_active "$db" "$db" 30
@@ -71,8 +66,6 @@ else
 	not_ok "F20: all $N keys on the Java client's murmur2 partition" "$result $(head -c 300 "$IT_TEST_DIR/java.err")"
 fi
 it_diag "row: scenario=F20 rounds=1 keys=$N mismatches=${nbad:-?} partitions_used=${used:-?}"
-rc=0
-it_stop_relay || rc=$?
-it_check "relay exits 0" test "$rc" -eq 0
+it_stop_checked "relay exits 0"
 
 it_summary

@@ -15,26 +15,21 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 # shellcheck source=mock.sh
 source "$(dirname "$0")/mock.sh"
+# shellcheck source=load.sh
+source "$(dirname "$0")/load.sh"
 it_init
+# The writer stops by itself after 120 s, should the test not stop it.
+LOAD_MAX_SECS=120
 
-CHECKER=$IT_ROOT/tests/integration/checker.py
-db=t550_mock
-type=t550_$(date +%s)
-topic=outbox.event.$type
+it_scenario t550_mock
 aggs=20
-stopfile=$IT_TEST_DIR/writer.stop
-it_setup_db "$db"
-python3 "$CHECKER" setup-sql --type "$type" --aggs "$aggs" | it_sql_file "$db" -
-python3 "$CHECKER" pgbench-script --aggs "$aggs" --rollback-pct 5 --multi-pct 20 \
-	>"$IT_TEST_DIR/writer.pgbench"
+load_init "$db" "$type" "$aggs" 5 20
 if ! mock_start --brokers 3; then
 	not_ok "mock cluster starts" "$(cat "$MOCK_LOG" 2>/dev/null)"
 	it_summary
 fi
 it_check "topic $topic, 4 partitions" mock_cmd "topic $topic 4 3"
 for p in 0 1 2 3; do mock_cmd "leader $topic $p $((p % 3 + 1))" >/dev/null || true; done
-conf=$IT_TEST_DIR/relay.conf
-log=$IT_TEST_DIR/relay.log
 # One Produce request in flight per connection, on the mock only: its
 # brokers (librdkafka 2.0.2, rdkafka_mock.c) check idempotent sequence
 # numbers only for transactional producers. With several requests in
@@ -46,26 +41,11 @@ it_write_config "$conf" "$db" reconnect.backoff.ms=100 reconnect.backoff.max.ms=
 	kafka.failure.max.replays=50 kafka.max.in.flight.requests.per.connection=1
 sed -i "s|^kafka.bootstrap.servers = .*|kafka.bootstrap.servers = $MOCK_BOOTSTRAP|" "$conf"
 
-writer() {
-	local deadline=$((SECONDS + 120))
-	while [[ ! -e $stopfile ]] && ((SECONDS < deadline)); do
-		"$PG_BIN/pgbench" -n -h 127.0.0.1 -p "$PGPORT" -U postgres \
-			-f "$IT_TEST_DIR/writer.pgbench" -c 2 -j 1 -T 2 -R 80 "$db" \
-			>>"$IT_TEST_DIR/pgbench.log" 2>&1 || echo failed >>"$IT_TEST_DIR/writer.err"
-	done
-}
-stop_writer() {
-	touch "$stopfile"
-	[[ -z ${writer_pid:-} ]] || wait "$writer_pid" 2>/dev/null || true
-	writer_pid=
-}
-env_on_cleanup stop_writer
-
 t0=$SECONDS
 it_start_relay "$conf" "$log"
 it_check "relay streams" it_wait_slot_active "$db" "$db" 30
-writer &
-writer_pid=$!
+# pgbench bursts of 2 s (2 clients, 80 transactions/s) until load_stop.
+load_start 80 2
 faults=0
 fault() { # DESC COMMAND...: one fault, then 3 s of load
 	local desc=$1 c
@@ -88,18 +68,14 @@ fault "INVALID_PRODUCER_EPOCH" "push_errors Produce INVALID_PRODUCER_EPOCH"
 fault "500 ms RTT on every broker" "rtt -1 500"
 mock_cmd "rtt -1 0" >/dev/null || true
 sleep 2
-stop_writer
-it_check "writer ran without errors" test ! -e "$IT_TEST_DIR/writer.err"
+load_stop
+it_check "writer ran without errors" test "$LOAD_FAILED" = 0
 rebuilds=$(grep -c 'producer is rebuilt\|fatal producer error' "$log" || true)
 it_diag "producer rebuilds / fatal errors logged: $rebuilds"
-it_sql "$db" "SELECT agg, n FROM agg_seq ORDER BY id" >"$IT_TEST_DIR/expected"
-committed=$(it_sql "$db" "SELECT coalesce(sum(n), 0) FROM agg_seq")
-out=$IT_TEST_DIR/records.json
-rc=0
+load_expected
 # it_consume reads KAFKA_BROKERS: point it at the mock cluster.
-KAFKA_BROKERS=$MOCK_BOOTSTRAP it_wait_checked "$topic" "$out" 90 \
-	--expected "$IT_TEST_DIR/expected" --topic "$topic" --faults "$faults" || rc=$?
-summary=$(grep '^checker:' "$out.check" | head -n1 || true)
+KAFKA_BROKERS=$MOCK_BOOTSTRAP load_checked "$topic" 90 --topic "$topic" --faults "$faults"
+committed=$LOAD_COMMITTED rc=$LOAD_RC summary=$LOAD_SUMMARY out=$LOAD_OUT
 it_diag "$summary"
 if ((rc == 0)); then
 	ok "F7/F8: $committed events through $faults mock-cluster faults: none missing, re-deliveries only suffixes"
@@ -108,9 +84,7 @@ else
 $(it_show_log "$log" 20)"
 fi
 it_diag "row: scenario=F7/F8 rounds=$faults $(sed 's/^checker: [A-Z]* //' <<<"$summary") wall=$((SECONDS - t0))s"
-rc=0
-it_stop_relay || rc=$?
-it_check "relay exits 0 on SIGTERM" test "$rc" -eq 0
+it_stop_checked "relay exits 0 on SIGTERM"
 rc=0
 mock_stop || rc=$?
 it_check "mock cluster exits 0" test "$rc" -eq 0

@@ -25,10 +25,7 @@ db=t555_tcp_proxy
 it_setup_db "$db"
 it_sql "$db" "CREATE TABLE t (i int, pad text)"
 
-if ! proxy_start "127.0.0.1:$PGPORT"; then
-	not_ok "tcp-proxy starts"
-	it_summary
-fi
+proxy_start_pg
 ok "tcp-proxy starts and listens on port $PROXY_PORT"
 
 # via SQL [CONNECT_TIMEOUT]: psql through the proxy; output and status.

@@ -19,14 +19,9 @@ source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/load.sh"
 it_init
 
-db=t560_pg_crash_loop
-type=t560_$(date +%s)
-topic=outbox.event.$type
-conf=$IT_TEST_DIR/relay.conf
-log=$IT_TEST_DIR/relay.log
+it_scenario t560_pg_crash_loop
 streaming='streaming from slot'
 rounds=3
-it_setup_db "$db"
 load_init "$db" "$type" 50
 it_write_config "$conf" "$db" reconnect.backoff.ms=200 \
 	reconnect.backoff.max.ms=2000 stats.interval.ms=1000
@@ -79,23 +74,10 @@ done
 
 load_stop
 it_diag "writer: $LOAD_BURSTS bursts, $LOAD_FAILED failed (bursts cut by the crashes)"
-# Every session after the first may replay a suffix: at most that many
-# restarts per aggregate.
-faults=$(($(load_count_log "$log" "$streaming") - 1))
-load_check "$topic" 120 "$faults"
-if ((LOAD_RC == 0)); then
-	ok "checker: all $LOAD_COMMITTED committed events in Kafka after $rounds crashes, in order, none rolled back, re-deliveries only suffixes ($faults reconnects)"
-else
-	not_ok "checker: all $LOAD_COMMITTED committed events in Kafka after $rounds crashes, in order, none rolled back, re-deliveries only suffixes ($faults reconnects)" \
-		"exit $LOAD_RC: $(head -n 30 "$LOAD_OUT.check")
-$(it_show_log "$log" 20)"
-fi
-it_diag "$LOAD_SUMMARY"
-load_row F3 "$rounds"
+load_check_sessions "$topic" "$log" F3 "$rounds" "after $rounds crashes"
 it_diag "committed $LOAD_COMMITTED, consumed $(load_stat records) records ($(load_stat events) distinct), missing $(load_stat missing), duplicates $(load_stat duplicates); sessions $(load_count_log "$log" "$streaming"), skipped as already published: $(grep -o 'skipped=[0-9]*' "$log" | tail -n1)"
-rc=0
-it_stop_relay || rc=$?
-it_check "relay exits 0 on SIGTERM" test "$rc" -eq 0
+it_stop_checked "relay exits 0 on SIGTERM"
+rc=$STOP_RC
 ((rc == 0)) || it_diag "$(it_show_log "$log" 20)"
 
 it_summary

@@ -27,19 +27,11 @@ source "$(dirname "$0")/proxy.sh"
 source "$(dirname "$0")/load.sh"
 it_init
 
-db=t570_half_open
-type=t570_$(date +%s)
-topic=outbox.event.$type
-conf=$IT_TEST_DIR/relay.conf
-log=$IT_TEST_DIR/relay.log
+it_scenario t570_half_open
 timeout_ms=6000
 bound_ms=2000
-it_setup_db "$db"
 load_init "$db" "$type" 50
-if ! proxy_start "127.0.0.1:$PGPORT"; then
-	not_ok "tcp-proxy starts"
-	it_summary
-fi
+proxy_start_pg
 it_write_config "$conf" "$db" "pg.conninfo=$(proxy_conninfo "$db")" \
 	pg.receive.timeout.ms=$timeout_ms reconnect.backoff.ms=200 \
 	reconnect.backoff.max.ms=2000 standby.retry.ms=500 stats.interval.ms=2000
@@ -125,23 +117,9 @@ fi
 sleep 3
 
 # ------------------------------------------------------------------ end
-load_stop
-it_diag "writer: $LOAD_BURSTS bursts, $LOAD_FAILED failed"
-it_check "writer ran without errors" test "$LOAD_FAILED" = 0
+load_stop_checked
 it_check "relay alive after both faults" it_relay_alive
-# Every session after the first may replay a suffix: at most that many
-# restarts per aggregate.
-faults=$(($(load_count_log "$log" "$streaming") - 1))
-load_check "$topic" 120 "$faults"
-if ((LOAD_RC == 0)); then
-	ok "checker: all $LOAD_COMMITTED committed events in Kafka, in order, none rolled back, re-deliveries only suffixes ($faults reconnects)"
-else
-	not_ok "checker: all $LOAD_COMMITTED committed events in Kafka, in order, none rolled back, re-deliveries only suffixes ($faults reconnects)" \
-		"exit $LOAD_RC: $(head -n 30 "$LOAD_OUT.check")
-$(it_show_log "$log" 20)"
-fi
-it_diag "$LOAD_SUMMARY"
-load_row F5 "2"
+load_check_sessions "$topic" "$log" F5 "2"
 it_diag "committed $LOAD_COMMITTED, consumed $(load_stat records) records, missing $(load_stat missing), duplicates $(load_stat duplicates); sessions $(load_count_log "$log" "$streaming"), silent-connection reconnects $(load_count_log "$log" "$detected")"
 # The watchdog's connection went through the same partitions: while the
 # bug of t592 stands, its thread is stuck on a query that will never be

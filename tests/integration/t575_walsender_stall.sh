@@ -23,16 +23,11 @@ source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/load.sh"
 it_init
 
-db=t575_walsender_stall
-type=t575_$(date +%s)
-topic=outbox.event.$type
-conf=$IT_TEST_DIR/relay.conf
-log=$IT_TEST_DIR/relay.log
+it_scenario t575_walsender_stall
 timeout_ms=6000
 bound_ms=2000
 detected='no message from PostgreSQL for'
 streaming='streaming from slot'
-it_setup_db "$db"
 load_init "$db" "$type" 50
 it_write_config "$conf" "$db" pg.receive.timeout.ms=$timeout_ms \
 	reconnect.backoff.ms=200 reconnect.backoff.max.ms=2000 standby.retry.ms=500 \
@@ -117,26 +112,11 @@ for round in 1 2; do
 done
 
 # ------------------------------------------------------------------ end
-load_stop
-it_diag "writer: $LOAD_BURSTS bursts, $LOAD_FAILED failed"
-it_check "writer ran without errors" test "$LOAD_FAILED" = 0
-# Every session after the first may replay a suffix: at most that many
-# restarts per aggregate.
-faults=$(($(load_count_log "$log" "$streaming") - 1))
-load_check "$topic" 120 "$faults"
-if ((LOAD_RC == 0)); then
-	ok "checker: all $LOAD_COMMITTED committed events in Kafka, in order, none rolled back, re-deliveries only suffixes ($faults reconnects)"
-else
-	not_ok "checker: all $LOAD_COMMITTED committed events in Kafka, in order, none rolled back, re-deliveries only suffixes ($faults reconnects)" \
-		"exit $LOAD_RC: $(head -n 30 "$LOAD_OUT.check")
-$(it_show_log "$log" 20)"
-fi
-it_diag "$LOAD_SUMMARY"
-load_row F6 "3"
+load_stop_checked
+load_check_sessions "$topic" "$log" F6 "3"
 it_diag "committed $LOAD_COMMITTED, consumed $(load_stat records) records, missing $(load_stat missing), duplicates $(load_stat duplicates); sessions $(load_count_log "$log" "$streaming"), silent-connection reconnects $(load_count_log "$log" "$detected")"
-rc=0
-it_stop_relay || rc=$?
-it_check "relay exits 0 on SIGTERM" test "$rc" -eq 0
+it_stop_checked "relay exits 0 on SIGTERM"
+rc=$STOP_RC
 ((rc == 0)) || it_diag "$(it_show_log "$log" 20)"
 
 it_summary

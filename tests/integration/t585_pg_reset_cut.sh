@@ -25,18 +25,10 @@ source "$(dirname "$0")/proxy.sh"
 source "$(dirname "$0")/load.sh"
 it_init
 
-db=t585_pg_reset_cut
-type=t585_$(date +%s)
-topic=outbox.event.$type
-conf=$IT_TEST_DIR/relay.conf
-log=$IT_TEST_DIR/relay.log
+it_scenario t585_pg_reset_cut
 streaming='streaming from slot'
-it_setup_db "$db"
 load_init "$db" "$type" 50
-if ! proxy_start "127.0.0.1:$PGPORT"; then
-	not_ok "tcp-proxy starts"
-	it_summary
-fi
+proxy_start_pg
 it_write_config "$conf" "$db" "pg.conninfo=$(proxy_conninfo "$db")" \
 	pg.receive.timeout.ms=6000 reconnect.backoff.ms=100 \
 	reconnect.backoff.max.ms=1000 standby.retry.ms=300 stats.interval.ms=1000
@@ -119,27 +111,12 @@ fi
 it_diag "proxy: $(proxy_cmd stats && echo "$PROXY_ANSWER")"
 
 # ------------------------------------------------------------------ end
-load_stop
-it_diag "writer: $LOAD_BURSTS bursts, $LOAD_FAILED failed"
-it_check "writer ran without errors" test "$LOAD_FAILED" = 0
+load_stop_checked
 it_check "relay alive after every fault" it_relay_alive
-# Every session after the first may replay a suffix: at most that many
-# restarts per aggregate.
-faults=$(($(load_count_log "$log" "$streaming") - 1))
-load_check "$topic" 120 "$faults"
-if ((LOAD_RC == 0)); then
-	ok "checker: all $LOAD_COMMITTED committed events in Kafka, in order, none rolled back, re-deliveries only suffixes ($faults reconnects)"
-else
-	not_ok "checker: all $LOAD_COMMITTED committed events in Kafka, in order, none rolled back, re-deliveries only suffixes ($faults reconnects)" \
-		"exit $LOAD_RC: $(head -n 30 "$LOAD_OUT.check")
-$(it_show_log "$log" 20)"
-fi
-it_diag "$LOAD_SUMMARY"
-load_row reset/cut "8"
+load_check_sessions "$topic" "$log" reset/cut "8"
 it_diag "committed $LOAD_COMMITTED, consumed $(load_stat records) records, missing $(load_stat missing), duplicates $(load_stat duplicates); sessions $(load_count_log "$log" "$streaming")"
-rc=0
-it_stop_relay || rc=$?
-it_check "relay exits 0 on SIGTERM" test "$rc" -eq 0
+it_stop_checked "relay exits 0 on SIGTERM"
+rc=$STOP_RC
 ((rc == 0)) || it_diag "$(it_show_log "$log" 20)"
 
 it_summary

@@ -30,37 +30,13 @@ it_write_config "$IT_TEST_DIR/c.conf" "$db" "${common[@]}" \
 kpid=$(cat "$IT_DIR/kafka/kafka.pid")
 env_on_cleanup 'kill -CONT "$kpid" 2>/dev/null || true'
 
-# get PORT PATH: sets CODE and BODY.
-get() {
-	CODE=$(curl -s -m 3 -o "$IT_TEST_DIR/body" -w '%{http_code}' "http://127.0.0.1:$1$2" || true)
-	BODY=$(cat "$IT_TEST_DIR/body" 2>/dev/null || true)
-}
-# until_ready PORT CODE PREFIX SECS: polls /readyz every 0.25 s until it
-# answers CODE with a body starting with PREFIX; sets T to the seconds
-# it took (CODE and BODY stay those of the last answer).
-until_ready() {
-	local i
-	for ((i = 0; i < $4 * 4; i++)); do
-		get "$1" /readyz
-		if [[ $CODE == "$2" && $BODY == "$3"* ]]; then
-			T=$((i / 4)).$(((i % 4) * 25))
-			return 0
-		fi
-		sleep 0.25
-	done
-	return 1
-}
-metric() { # PORT SERIES
-	curl -s -m 3 "http://127.0.0.1:$1/metrics" | awk -v s="$2" '$1 == s {print $2; exit}'
-}
-
 # ------------------------------------------------------------------ (a)
 it_start_relay "$IT_TEST_DIR/a.conf" "$IT_TEST_DIR/a.log"
 pid_a=$IT_RELAY_PID
 port_a=$(it_health_port "$IT_TEST_DIR/a.log") || { not_ok "relay A health port"; it_summary; }
 it_check "(a) relay A streams" it_wait_slot_active "$db" "$db" 30
 T=
-until_ready "$port_a" 200 ready 20 || true
+it_until_ready "$port_a" 200 ready 20 || true
 it_check "(a) relay A: /readyz 200 ready (last: $CODE '$BODY')" test -n "$T"
 walsender=$(it_sql "$db" "SELECT active_pid FROM pg_replication_slots WHERE slot_name = '$db'")
 
@@ -68,19 +44,19 @@ it_start_relay "$IT_TEST_DIR/a.conf" "$IT_TEST_DIR/b.log"
 pid_b=$IT_RELAY_PID
 port_b=$(it_health_port "$IT_TEST_DIR/b.log") || { not_ok "relay B health port"; it_summary; }
 want="standby: slot held by another process (PID $walsender); takes over when it is released"
-if until_ready "$port_b" 200 "$want" 20; then
+if it_until_ready "$port_b" 200 "$want" 20; then
 	ok "(a) standby B: /readyz 200 after ${T}s: $BODY"
 else
 	not_ok "(a) standby B: /readyz 200 \"$want\" within 20 s" "last: $CODE '$BODY'
 $(it_show_log "$IT_TEST_DIR/b.log" 10)"
 fi
 it_check "(a) standby B: outbox_relay_state{state=\"standby\"} 1" \
-	test "$(metric "$port_b" 'outbox_relay_state{state="standby"}')" = 1
+	test "$(it_metric "$port_b" 'outbox_relay_state{state="standby"}')" = 1
 it_check "(a) standby B: outbox_relay_state{state=\"streaming\"} 0" \
-	test "$(metric "$port_b" 'outbox_relay_state{state="streaming"}')" = 0
+	test "$(it_metric "$port_b" 'outbox_relay_state{state="streaming"}')" = 0
 it_check "(a) relay A: outbox_relay_state{state=\"streaming\"} 1" \
-	test "$(metric "$port_a" 'outbox_relay_state{state="streaming"}')" = 1
-get "$port_b" /slot
+	test "$(it_metric "$port_a" 'outbox_relay_state{state="streaming"}')" = 1
+it_http_get "$port_b" /slot
 it_check "(a) standby B: /slot 200 with relay.state standby" python3 -c '
 import json, sys
 d = json.loads(sys.argv[2])
@@ -89,19 +65,18 @@ assert d["relay"]["state"] == "standby", d["relay"]["state"]
 ' "$CODE" "$BODY"
 
 # ------------------------------------------------------------------ (b)
-it_sql "$db" "INSERT INTO outbox (aggregate_type, aggregate_id, event_type, payload)
-	VALUES ('$type', 'a1', 'E', '{}')" >/dev/null
+it_event "$db" "$type" a1
 it_start_relay "$IT_TEST_DIR/c.conf" "$IT_TEST_DIR/c.log"
 pid_c=$IT_RELAY_PID
 port_c=$(it_health_port "$IT_TEST_DIR/c.log") || { not_ok "relay C health port"; it_summary; }
-if until_ready "$port_c" 503 "slot critical: " 20; then
+if it_until_ready "$port_c" 503 "slot critical: " 20; then
 	ok "(b) standby C with the slot critical: /readyz 503 after ${T}s: $BODY"
 else
 	not_ok "(b) standby C with the slot critical: /readyz 503 \"slot critical\"" \
 		"last: $CODE '$BODY'
 $(it_show_log "$IT_TEST_DIR/c.log" 10)"
 fi
-get "$port_c" /slot
+it_http_get "$port_c" /slot
 it_check "(b) standby C: /slot 503, relay.state standby, state critical" python3 -c '
 import json, sys
 d = json.loads(sys.argv[2])
@@ -113,14 +88,14 @@ it_check "(b) relay C exits 0 on SIGTERM" test "$rc" -eq 0
 
 # ------------------------------------------------------------------ (c)
 kill -STOP "$kpid"
-if until_ready "$port_b" 503 "no answer from a Kafka broker" 10; then
+if it_until_ready "$port_b" 503 "no answer from a Kafka broker" 10; then
 	ok "(c) broker stopped: standby B /readyz 503 after ${T}s: $BODY"
 else
 	not_ok "(c) broker stopped: standby B /readyz 503 within 10 s" "last: $CODE '$BODY'"
 fi
-it_check "(c) standby B: outbox_relay_kafka_up 0" test "$(metric "$port_b" outbox_relay_kafka_up)" = 0
+it_check "(c) standby B: outbox_relay_kafka_up 0" test "$(it_metric "$port_b" outbox_relay_kafka_up)" = 0
 kill -CONT "$kpid"
-if until_ready "$port_b" 200 "standby: " 30; then
+if it_until_ready "$port_b" 200 "standby: " 30; then
 	ok "(c) broker back: standby B /readyz 200 again after ${T}s"
 else
 	not_ok "(c) broker back: standby B /readyz 200 within 30 s" "last: $CODE '$BODY'"
@@ -129,7 +104,7 @@ fi
 # ------------------------------------------------------------------ (d)
 rc=0; it_stop_relay "$pid_a" || rc=$?
 it_check "(d) relay A exits 0 on SIGTERM" test "$rc" -eq 0
-if until_ready "$port_b" 200 ready 15; then
+if it_until_ready "$port_b" 200 ready 15; then
 	ok "(d) B took over: /readyz 200 ready after ${T}s"
 else
 	not_ok "(d) B took over: /readyz 200 ready within 15 s" "last: $CODE '$BODY'

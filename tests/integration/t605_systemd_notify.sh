@@ -55,14 +55,7 @@ listen() {
 	return 1
 }
 # has NAME REGEX SECS: some message of NAME matches REGEX within SECS.
-has() {
-	local i
-	for ((i = 0; i < $3 * 5; i++)); do
-		grep -qE -- "$2" "$IT_TEST_DIR/$1.msgs" 2>/dev/null && return 0
-		sleep 0.2
-	done
-	return 1
-}
+has() { it_wait_log "$IT_TEST_DIR/$1.msgs" "$2" "$3"; }
 
 # ------------------------------------------------------------------ (a)
 listen a || { not_ok "notify socket a"; it_summary; }
@@ -71,8 +64,7 @@ NOTIFY_SOCKET=$IT_TEST_DIR/a.sock WATCHDOG_USEC=2000000 \
 	it_start_relay "$conf" "$IT_TEST_DIR/a.log"
 pid_a=$IT_RELAY_PID
 it_check "(a) relay A sends READY=1" has a 'READY=1' 30
-it_sql "$db" "INSERT INTO outbox (aggregate_type, aggregate_id, event_type, payload)
-	VALUES ('$type', 'a1', 'E', '{}')" >/dev/null
+it_event "$db" "$type" a1
 it_check "(a) the event arrives" it_consume_wait "outbox.event.$type" "$IT_TEST_DIR/out.json" 1 30
 
 # ------------------------------------------------------------------ (b)

@@ -148,14 +148,6 @@ relay_pid() {
 	done
 	return 1
 }
-wait_log() { # FILE REGEX SECS
-	local i
-	for ((i = 0; i < $3 * 5; i++)); do
-		grep -qE -- "$2" "$1" 2>/dev/null && return 0
-		sleep 0.2
-	done
-	return 1
-}
 # wait_run SECS: buildah run's exit code in RC, 124 if still running.
 wait_run() {
 	local i
@@ -176,7 +168,7 @@ wait_run() {
 log=$IT_TEST_DIR/relay.log
 run_relay "$log"
 env_on_cleanup 'kill -TERM "$RUN_PID" 2>/dev/null || true'
-if wait_log "$log" 'streaming from slot' 60; then
+if it_wait_log "$log" 'streaming from slot' 60; then
 	ok "(b) the relay in the container streams (password from the mounted file)"
 else
 	not_ok "(b) the relay in the container streams" "$(it_show_log "$log")"
@@ -192,8 +184,7 @@ for ((i = 0; i < 40; i++)); do
 done
 it_check "(b) /readyz from the host: ready (got '$ready')" test "$ready" = ready
 for i in 1 2 3; do
-	sql "INSERT INTO outbox (aggregate_type, aggregate_id, event_type, payload)
-		VALUES ('$type', 'agg-$i', 'Made', '{\"n\": $i}')" >/dev/null
+	IT_EVENTS_PORT=$port it_event "$db" "$type" "agg-$i" Made "{\"n\": $i}"
 done
 out=$IT_TEST_DIR/out.json
 if it_consume_wait "outbox.event.$type" "$out" 3 30; then

@@ -19,8 +19,7 @@ log=$IT_TEST_DIR/relay.log
 it_start_relay "$conf" "$log"
 port=$(it_health_port "$log") || port=
 it_check "relay streams" it_wait_slot_active "$db" "$db" 30
-it_sql "$db" "INSERT INTO outbox (aggregate_type, aggregate_id, event_type, payload)
-	VALUES ('$type', 'a1', 'E', '{}')" >/dev/null
+it_event "$db" "$type" a1
 it_check "the event arrives" it_consume_wait "outbox.event.$type" "$IT_TEST_DIR/out.json" 1 30
 sleep 2
 curl -s -m 5 "http://127.0.0.1:${port:-1}/metrics" >"$IT_TEST_DIR/metrics.txt" || true
@@ -63,7 +62,5 @@ it_check "every metric the dashboard and the alert rules use is in /metrics" \
 	print(len(names), "names checked against", len(families), "families")
 	PY
 
-rc=0
-it_stop_relay || rc=$?
-it_check "relay exits 0 on SIGTERM" test "$rc" -eq 0
+it_stop_checked "relay exits 0 on SIGTERM"
 it_summary

@@ -26,23 +26,14 @@ RELAY_PLUGIN=pgoutput
 source "$(dirname "$0")/lib.sh"
 it_init
 
-db=t700_pgo
-type=t700_$(date +%s)
-topic=outbox.event.$type
-conf=$IT_TEST_DIR/relay.conf
-log=$IT_TEST_DIR/relay.log
+it_scenario t700_pgo
 out=$IT_TEST_DIR/out.json
 
-it_setup_db "$db"
 it_sql_file "$db" "$IT_ROOT/sql/emit.sql" >/dev/null
 it_sql "$db" "CREATE TABLE busy (n int, pad text)" >/dev/null
 it_check "the slot is a pgoutput slot" test "$(it_sql "$db" "SELECT plugin
 	FROM pg_replication_slots WHERE slot_name = '$db'")" = pgoutput
 
-metric() { # PORT NAME
-	curl -s --max-time 5 "http://127.0.0.1:$1/metrics" |
-		awk -v n="$2" '$1 == n {print $2}' | head -n1
-}
 summary_field() { # LOG FIELD
 	grep -o "summary: .*$2=[0-9]*" "$1" | tail -n1 | sed "s/.*$2=//" || true
 }
@@ -110,15 +101,8 @@ if lsn_ge "$slot_before" "$after"; then
 else
 	ok "(b) precondition: the slot ($slot_before) is behind the acked events"
 fi
-it_sql "$db" "SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots
-	WHERE slot_name = '$db' AND active" >/dev/null
-sessions=1
-for ((i = 0; i < 100; i++)); do
-	sessions=$(grep -c 'streaming from slot' "$log" || true)
-	((sessions >= 2)) && break
-	sleep 0.1
-done
-it_check "(b) the relay reconnected" test "$sessions" -ge 2
+it_end_walsender "$db"
+it_check "(b) the relay reconnected" it_wait_log "$log" 'streaming from slot' 10 2
 it_check "(b) it replays without publishing again" \
 	grep -q 'transactions already published are skipped' "$log"
 events 5 second
@@ -135,7 +119,7 @@ fi
 # (a)'s heartbeats, read late so that (b)'s precondition is not raced.
 hbs=
 for ((i = 0; i < 50; i++)); do
-	hbs=$(metric "$port" outbox_relay_heartbeats_total)
+	hbs=$(it_metric "$port" outbox_relay_heartbeats_total)
 	hbs=${hbs%.*}
 	[[ $hbs =~ ^[0-9]+$ ]] && ((hbs > 0)) && break
 	sleep 0.2
@@ -145,9 +129,7 @@ if [[ $hbs =~ ^[0-9]+$ ]] && ((hbs > 0)); then
 else
 	not_ok "(a) heartbeats seen through pgoutput" "heartbeats_total '${hbs}'"
 fi
-rc=0
-it_stop_relay "$relay" || rc=$?
-it_check "(b) relay exits 0 on SIGTERM" test "$rc" -eq 0
+it_stop_checked "(b) relay exits 0 on SIGTERM" "$relay"
 it_check "(b) summary: skipped=40" test "$(summary_field "$log" skipped)" = 40
 
 # ------------------------------------------------------------------ (c)
@@ -168,9 +150,7 @@ else
 	not_ok "(c) confirmed_flush_lsn passed $busy_end" \
 		"slot at $(it_slot_confirmed "$db" "$db"); $(it_show_log "$log_c" 10)"
 fi
-rc=0
-it_stop_relay "$relay" || rc=$?
-it_check "(c) relay exits 0" test "$rc" -eq 0
+it_stop_checked "(c) relay exits 0" "$relay"
 it_check "(c) nothing published and no transaction read for the busy table" \
 	test "$(summary_field "$log_c" received):$(summary_field "$log_c" txns)" = 0:0
 
@@ -205,8 +185,6 @@ if it_consume_wait "$ltopic" "$lout" 1 30; then
 else
 	not_ok "(d) the LATIN1 event published" "$(it_show_log "$log_d" 10)"
 fi
-rc=0
-it_stop_relay "$relay" || rc=$?
-it_check "(d) relay exits 0 (no fail-stop on the converted text)" test "$rc" -eq 0
+it_stop_checked "(d) relay exits 0 (no fail-stop on the converted text)" "$relay"
 
 it_summary

@@ -31,22 +31,20 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 # shellcheck source=../env/kafka_cluster.sh
 source "$IT_ROOT/tests/env/kafka_cluster.sh"
+# shellcheck source=load.sh
+source "$(dirname "$0")/load.sh"
 it_init
 if [[ -z ${IT_KAFKA_CLUSTER:-} ]]; then
 	skip "three-node Kafka cluster" "make check-kafka-cluster runs it (IT_KAFKA_CLUSTER=1): three more brokers, about 2.5 min"
 	it_summary
 fi
 
-CHECKER=$IT_ROOT/tests/integration/checker.py
+# The writer stops by itself after 300 s, should the test not stop it.
+LOAD_MAX_SECS=300
 ROUNDS=3
-db=t800_kafka_cluster
-type=t800_$(date +%s)
-topic=outbox.event.$type
+it_scenario t800_kafka_cluster
 ledger_topic=outbox-relay.slots
 aggs=40
-stopfile=$IT_TEST_DIR/writer.stop
-conf=$IT_TEST_DIR/relay.conf
-log=$IT_TEST_DIR/relay.log
 base=${T800_KAFKA_BASE:-$((${KAFKA_BROKERS##*:} + 20))}
 t0=$SECONDS
 
@@ -61,11 +59,8 @@ env_on_cleanup _it_kill_relays
 KAFKA_BROKERS=$(kc_brokers "$IT_TEST_DIR")
 export KAFKA_BROKERS
 
-it_setup_db "$db"
 it_sql_file "$db" "$IT_ROOT/sql/emit.sql" >/dev/null
-python3 "$CHECKER" setup-sql --type "$type" --aggs "$aggs" --rich | it_sql_file "$db" -
-python3 "$CHECKER" pgbench-script --aggs "$aggs" --rollback-pct 10 --multi-pct 25 \
-	--rich >"$IT_TEST_DIR/writer.pgbench"
+load_init "$db" "$type" "$aggs" 10 25 --rich
 
 # The outbox topic before the first event (a metadata request has the
 # broker create it with its defaults), then its topic-level configs.
@@ -93,28 +88,11 @@ it_write_config "$conf" "$db" outbox.emit.prefix=outbox reconnect.backoff.ms=100
 	kafka.reconnect.backoff.max.ms=1000 stats.interval.ms=2000 \
 	watchdog.outbox.lag.warn.ms=5000 watchdog.outbox.lag.critical.ms=12000
 
-writer() { # bursts of 2 s until the stop file, 300 s at most
-	local deadline=$((SECONDS + 300)) n=0
-	while [[ ! -e $stopfile ]] && ((SECONDS < deadline)); do
-		n=$((n + 1))
-		"$PG_BIN/pgbench" -n -h 127.0.0.1 -p "$PGPORT" -U postgres \
-			-f "$IT_TEST_DIR/writer.pgbench" -c 2 -j 1 -T 2 -R 100 "$db" \
-			>>"$IT_TEST_DIR/pgbench.log" 2>&1 ||
-			echo "burst $n failed" >>"$IT_TEST_DIR/writer.err"
-	done
-}
-stop_writer() {
-	touch "$stopfile"
-	[[ -z ${writer_pid:-} ]] || wait "$writer_pid" 2>/dev/null || true
-	writer_pid=
-}
-env_on_cleanup stop_writer
-
 it_start_relay "$conf" "$log"
 it_check "relay holds the slot" it_wait_slot_active "$db" "$db" 30
 hport=$(it_health_port "$log") || hport=
-writer &
-writer_pid=$!
+# pgbench bursts of 2 s (2 clients, 100 transactions/s) until load_stop.
+load_start 100 2
 
 # readyz: "CODE BODY" of GET /readyz.
 readyz() {
@@ -127,9 +105,7 @@ readyz() {
 }
 # published: events_published_total from /metrics.
 published() {
-	local m
-	m=$(curl -s -m 3 "http://127.0.0.1:$hport/metrics" 2>/dev/null) || true
-	awk '$1 == "outbox_relay_events_published_total" { print $2; exit }' <<<"$m"
+	it_metric "$hport" outbox_relay_events_published_total
 }
 # Waits until no partition of TOPIC is led by NODE and all have a leader.
 leaders_moved() {
@@ -270,16 +246,14 @@ fi
 
 # A few more seconds of load on the whole cluster, then drain.
 sleep 3
-stop_writer
-it_check "writer ran without errors" test ! -e "$IT_TEST_DIR/writer.err"
-it_sql "$db" "SELECT agg, n FROM agg_seq ORDER BY id" >"$IT_TEST_DIR/expected"
+load_stop
+it_check "writer ran without errors" test "$LOAD_FAILED" = 0
+load_expected
 it_sql "$db" "SELECT agg, seq, id FROM agg_ledger" >"$IT_TEST_DIR/ledger"
 committed=$(it_sql "$db" "SELECT count(*) FROM agg_ledger")
-out=$IT_TEST_DIR/records.json
-rc=0
-it_wait_checked "$topic" "$out" 120 --expected "$IT_TEST_DIR/expected" \
-	--ids "$IT_TEST_DIR/ledger" --topic "$topic" --faults "$kills" --notes || rc=$?
-summary=$(grep '^checker:' "$out.check" | head -n1 || true)
+load_checked "$topic" 120 --ids "$IT_TEST_DIR/ledger" --topic "$topic" \
+	--faults "$kills" --notes
+rc=$LOAD_RC summary=$LOAD_SUMMARY out=$LOAD_OUT
 it_diag "$summary"
 consumed=$(it_count "$out")
 ratio=$(awk -v c="$consumed" -v n="$committed" 'BEGIN { if (n > 0) printf "%.3f", c / n }')
@@ -289,20 +263,13 @@ else
 	not_ok "$committed events after $kills broker kills" "exit $rc: $(head -n 30 "$out.check")
 $(it_show_log "$log" 20)"
 fi
-max_lsn=$(sed -n 's/.* max_pg_lsn=\([0-9A-Fa-f]*\/[0-9A-Fa-f]*\).*/\1/p' <<<"$summary")
-if [[ -n $max_lsn ]] && it_wait_confirmed "$db" "$db" "$max_lsn" 30; then
-	ok "confirmed_flush_lsn passed the last outbox commit ($max_lsn)"
-else
-	not_ok "confirmed_flush_lsn passed the last outbox commit (${max_lsn:-none})" \
-		"confirmed_flush_lsn: $(it_slot_confirmed "$db" "$db")"
-fi
+it_check_confirmed_past "$db" "$summary" "confirmed_flush_lsn passed the last outbox commit"
 errs=$(grep -ciE 'unsupported|protocol error|invalid request|UNSUPPORTED_VERSION' "$log" || true)
 it_check "no protocol error in the relay's log" test "$errs" = 0
 it_diag "relay log: $(grep -cE 'replaying from slot' "$log" || true) replays, $(grep -ciE 'producer rebuilt|rebuilding' "$log" || true) producer rebuilds"
 it_diag "row: scenario=cluster rounds=$kills committed=$committed consumed=$consumed ratio=$ratio $(sed 's/^checker: [A-Z]* //' <<<"$summary") wall=$((SECONDS - t0))s"
-rc=0
-it_stop_relay || rc=$?
-it_check "relay exits 0 on SIGTERM" test "$rc" -eq 0
+it_stop_checked "relay exits 0 on SIGTERM"
+rc=$STOP_RC
 ((rc == 0)) || it_diag "$(it_show_log "$log" 20)"
 
 it_summary

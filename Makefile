@@ -4,7 +4,8 @@
 #   make check       install what is missing, then unit, boundaries,
 #                    fuzz-regress and integration
 #   make unit        unit tests only (needs the -dev packages, no apt)
-#   make integration integration tests only (needs the servers, no apt)
+#   make integration integration tests only (needs the servers, no apt),
+#                    in IT_JOBS (2) shards at once, each its own servers
 #   make integration-pgoutput  the same with slot.plugin = pgoutput
 #   make check-pg-matrix  the pgoutput tests that depend on the server on
 #                    PostgreSQL 16, 17 and 18 (tests/integration/matrix.sh;
@@ -19,7 +20,7 @@
 #   make image       the container image (deploy/docker/), with buildah on a
 #                    Debian 12 base bootstrapped here (no registry needed)
 #   make check-image build the image and run it against throwaway servers
-#                    (t610; CI runs it after make check)
+#                    (t610; CI runs it in lane B, .ci/run)
 #   make check-deploy  validate deploy/: Kubernetes manifests, alert rules,
 #                    the systemd unit, compose file, dashboard (make check)
 #   make bench-smoke 100,000 events through the real stack, print figures

@@ -4,7 +4,8 @@
 #   make check       install what is missing, then unit, boundaries,
 #                    fuzz-regress and integration
 #   make unit        unit tests only (needs the -dev packages, no apt)
-#   make integration integration tests only (needs the servers, no apt)
+#   make integration integration tests only (needs the servers, no apt),
+#                    in IT_JOBS (2) shards at once, each its own servers
 #   make integration-pgoutput  the same with slot.plugin = pgoutput
 #   make check-pg-matrix  the pgoutput tests that depend on the server on
 #                    PostgreSQL 16, 17 and 18 (tests/integration/matrix.sh;
@@ -19,7 +20,7 @@
 #   make image       the container image (deploy/docker/), with buildah on a
 #                    Debian 12 base bootstrapped here (no registry needed)
 #   make check-image build the image and run it against throwaway servers
-#                    (t610; CI runs it after make check)
+#                    (t610; CI runs it in lane B, .ci/run)
 #   make check-deploy  validate deploy/: Kubernetes manifests, alert rules,
 #                    the systemd unit, compose file, dashboard (make check)
 #   make bench-smoke 100,000 events through the real stack, print figures
@@ -83,7 +84,8 @@ UNIT_OBJS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/obj/unit/%.o)
         check-kafka4 check-kafka-cluster boundaries demo bench-smoke \
         bench-decode bench bench-full bench-deps clean install \
         reliability soak image check-image check-deploy \
-        fuzz fuzz-build fuzz-regress check-asan check-valgrind lint
+        fuzz fuzz-build fuzz-regress check-asan check-valgrind lint \
+        asan-build ci-build
 
 all: $(BUILD)/outbox-relay
 
@@ -145,15 +147,18 @@ deps:
 unit: test-build
 	$(TEST_BUILD)/unit-tests
 
+# Two shards at once, each with its own servers (run.sh's IT_JOBS; ports
+# IT_PGPORT + 0/50, IT_KAFKA_PORT + 0/30): about half the serial time.
+IT_JOBS ?= 2
 integration: all $(BUILD)/kafka-mock $(BUILD)/tcp-proxy
-	tests/integration/run.sh
+	IT_JOBS=$(IT_JOBS) tests/integration/run.sh
 
 # The same suite with every relay and slot on pgoutput (a publication
 # made before each slot); tests that only mean something with wal2json
 # skip with the reason printed. Not part of make check: it doubles the
 # suite's time.
 integration-pgoutput: all $(BUILD)/kafka-mock $(BUILD)/tcp-proxy
-	RELAY_PLUGIN=pgoutput tests/integration/run.sh
+	IT_JOBS=$(IT_JOBS) RELAY_PLUGIN=pgoutput tests/integration/run.sh
 
 # The version matrix: make check stays on Debian's PostgreSQL 15; this
 # runs the pgoutput tests that depend on the server (streaming, resume,
@@ -332,9 +337,12 @@ ASAN_BUILD := $(BUILD)/asan
 SAN_ENV = ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1 \
           LSAN_OPTIONS=suppressions=$(CURDIR)/tests/sanitize/lsan.supp:print_suppressions=0 \
           UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-check-asan: deps
+asan-build:
 	$(MAKE) BUILD=$(ASAN_BUILD) CC=$(FUZZ_CC) OPT="-O1 -g $(SAN_FLAGS)" TEST_HOOKS=1 \
 		all $(ASAN_BUILD)/unit-tests $(FUZZERS:%=$(ASAN_BUILD)/fuzz-replay/fuzz_%)
+
+check-asan: deps
+	$(MAKE) asan-build
 	$(SAN_ENV) CK_TIMEOUT_MULTIPLIER=4 $(ASAN_BUILD)/unit-tests
 	$(SAN_ENV) tests/fuzz/replay.sh $(ASAN_BUILD) $(FUZZERS)
 	$(SAN_ENV) RELAY_BIN=$(CURDIR)/$(ASAN_BUILD)/outbox-relay tests/sanitize/e2e.sh
@@ -352,6 +360,16 @@ check-valgrind: deps
 	$(MAKE) test-build
 	CK_FORK=no UNIT_PROPERTY_SCALE=10 UNIT_SLOW=1 \
 		valgrind $(VALGRIND_FLAGS) $(TEST_BUILD)/unit-tests
+
+# Everything CI's steps build, in one make (make -j2 ci-build in .ci/run
+# before its lanes start), so that steps running at once never build in
+# the same directory: the relay and test tools (build/), the test build
+# (build/test: relay and unit tests with the hooks), the replay harnesses
+# (build/fuzz-replay), libFuzzer harnesses (build/fuzz) and the sanitizer
+# build (build/asan); the last two are makes of their own (BUILD set).
+ci-build: all $(BUILD)/kafka-mock $(BUILD)/tcp-proxy $(REPLAY_BINS) $(FUZZ_BINS)
+	$(MAKE) test-build
+	$(MAKE) asan-build
 
 # cppcheck over src/: clean but for tests/lint/cppcheck.supp, where each
 # suppression says why.

@@ -12,6 +12,7 @@
 # in DIR/crashes/ and the log in DIR/NAME.log; the run goes on with the
 # next harness and exits non-zero at the end. Keep a crash input, once
 # fixed, in tests/fuzz/regress/NAME/ so that `make check` replays it.
+# FUZZ_JOBS=N runs N harnesses at a time (each on one CPU).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -19,9 +20,11 @@ dir=$1 secs=$2
 shift 2
 python3 tests/fuzz/seeds.py "$dir/seeds"
 mkdir -p "$dir/crashes"
-failed=()
-for name in "$@"; do
-	bin=$dir/fuzz_$name log=$dir/$name.log corpus=$dir/corpus/$name
+# One harness: its figures (or its failure) in DIR/NAME.result, exit
+# status 1 when it failed.
+fuzz_one() {
+	local name=$1 bin=$dir/fuzz_$1 log=$dir/$1.log corpus=$dir/corpus/$1
+	local args inputs t0 rc execs rate files
 	mkdir -p "$corpus"
 	args=(-max_total_time="$secs" -timeout=20 -rss_limit_mb=2048
 		-print_final_stats=1 -artifact_prefix="$dir/crashes/$name-")
@@ -46,8 +49,31 @@ for name in "$@"; do
 			"$name" "$rc" $((SECONDS - t0)) "$log"
 		grep -E '^(==[0-9]+==|SUMMARY|[a-z_]+: |artifact_prefix|Test unit written)' \
 			"$log" | head -n 30 || true
-		failed+=("$name")
+		return 1
 	fi
+} >"$dir/$1.result"
+
+# FUZZ_JOBS harnesses at once (default 1; CI runs 2 on its 2 CPUs),
+# each harness's lines printed in the order of the arguments.
+jobs=${FUZZ_JOBS:-1}
+[[ $jobs =~ ^[1-9][0-9]*$ ]] || jobs=1
+declare -A pid_of=()
+running=0
+for name in "$@"; do
+	if ((running >= jobs)); then
+		wait -n || true
+		running=$((running - 1))
+	fi
+	fuzz_one "$name" &
+	pid_of[$name]=$!
+	running=$((running + 1))
+done
+failed=()
+for name in "$@"; do
+	rc=0
+	wait "${pid_of[$name]}" || rc=$?
+	cat "$dir/$name.result"
+	((rc == 0)) || failed+=("$name")
 done
 if ((${#failed[@]} > 0)); then
 	echo "fuzz: failed: ${failed[*]} (inputs in $dir/crashes/)"

@@ -89,7 +89,8 @@ void pub_poll(struct publisher *p, int timeout_ms);
 
 /* Sends what the producer holds now instead of when linger.ms expires,
  * if the first of it was produced after a quiet period (no pub_send()
- * for linger.ms) or if force is set; blocks for at most
+ * for linger.ms), if the last nudge's window closed with records left
+ * and nothing was produced since, or if force is set; blocks for at most
  * PUB_NUDGE_WAIT_MS, serving delivery reports meanwhile. The relay calls
  * it when its input has run dry, so a lone event is not held back by a
  * linger that has nothing to batch it with, while under load the linger

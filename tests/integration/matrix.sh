@@ -44,6 +44,8 @@
 set -euo pipefail
 
 cd "$(dirname "$0")/../.."
+# shellcheck source=tally.sh
+source tests/integration/tally.sh
 
 SUBSET=(t170 t172 t300 t310 t320 t430 t435 t700)
 read -r -a versions <<<"${PG_MATRIX_VERSIONS:-16 17 18}"
@@ -73,18 +75,8 @@ for v in "${versions[@]}"; do
 	rc=0
 	PG_BIN=$bin RELAY_PLUGIN=pgoutput tests/integration/run.sh "${tests[@]}" \
 		2>&1 | tee "$log" || rc=$?
-	last=$(tail -n 1 "$log")
+	it_tally "$log" "$rc"
 	rm -f "$log"
-	if [[ $last =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed,\ ([0-9]+)\ skipped$ ]]; then
-		p=${BASH_REMATCH[1]} f=${BASH_REMATCH[2]} s=${BASH_REMATCH[3]}
-	else
-		p=0 f=1 s=0
-	fi
-	# A failing status with a closing line that says 0 failed is a failure.
-	((rc == 0 || f > 0)) || f=1
-	pass=$((pass + p))
-	fail=$((fail + f))
-	skipped=$((skipped + s))
 	((f == 0)) || failed_versions+=("$v")
 	summary+=("PostgreSQL $ver: $p passed, $f failed, $s skipped ($((SECONDS - v_start)) s)")
 done

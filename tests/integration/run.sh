@@ -29,6 +29,8 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 # shellcheck source=lib.sh
 source tests/integration/lib.sh
+# shellcheck source=tally.sh
+source tests/integration/tally.sh
 
 env_trap_cleanup
 
@@ -144,17 +146,7 @@ run_shards() {
 		done_n=$((done_n + 1))
 		echo "# ==== shard $((i + 1))/$n: ${names[i]}"
 		cat "${logs[i]}"
-		last=$(tail -n 1 "${logs[i]}")
-		if [[ $last =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed,\ ([0-9]+)\ skipped$ ]]; then
-			p=${BASH_REMATCH[1]} f=${BASH_REMATCH[2]} s=${BASH_REMATCH[3]}
-		else
-			p=0 f=1 s=0
-		fi
-		# A failing status with a closing line that says 0 failed is a failure.
-		((rc == 0 || f > 0)) || f=1
-		pass=$((pass + p))
-		fail=$((fail + f))
-		skipped=$((skipped + s))
+		it_tally "${logs[i]}" "$rc"
 		if ((f > 0)); then
 			line=$(sed -n 's/^# failed: //p' "${logs[i]}" | tail -n 1)
 			failed+=("${line:-shard $((i + 1)) (exit $rc)}")

@@ -79,6 +79,11 @@ struct relay_figures {
 	uint64_t kafka_failure_lsn; /* that transaction's commit end */
 	int64_t broker_rtt_us;      /* librdkafka statistics; -1 unknown */
 	int64_t kafka_queue_msgs;   /* librdkafka statistics; -1 unknown */
+	int64_t produce_requests;   /* librdkafka statistics; -1 unknown */
+	int64_t requests_in_flight; /* librdkafka statistics; -1 unknown */
+	int64_t batch_msgs;         /* librdkafka statistics; -1 unknown */
+	uint64_t wait_pg_us;        /* the loop's waits while streaming: for */
+	uint64_t wait_kafka_us;     /* the server, and for acks (window full) */
 	struct hist latency;        /* commit -> ack, µs */
 };
 

@@ -13,6 +13,7 @@
 #define RELAY_KAFKA_CONF_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #include <librdkafka/rdkafka.h>
 
@@ -41,6 +42,24 @@ struct kc_extra {
 rd_kafka_conf_t *kc_conf_new(const struct relay_config *cfg,
                              enum kc_client who, const struct kc_extra *extra,
                              size_t n, char *err, size_t errlen);
+
+/* A librdkafka release as kc_runtime_version() gives it: 0xMMmmrr. */
+#define KC_VERSION(major, minor, rev) ((major) << 16 | (minor) << 8 | (rev))
+
+/* The librdkafka the process runs with (rd_kafka_version()), which the
+ * table's defaults depend on: a library upgraded under the binary gets
+ * its own release's defaults at the next start. */
+int kc_runtime_version(void);
+
+/* --print-config: the runtime librdkafka's version and the relay
+ * producer's defaults that kafka.* leaves in force, each with the
+ * releases it is for. */
+void kc_print_defaults(const struct relay_config *cfg, FILE *out);
+
+#ifdef OUTBOX_RELAY_TEST_HOOKS
+/* Test hook: kc_runtime_version() returns v (0: the real one again). */
+void kc_set_version_for_tests(int v);
+#endif
 
 /* Lets librdkafka judge every kafka.* property (names, values, types)
  * against an empty configuration. Returns 0, or -1 with

@@ -126,11 +126,18 @@ int64_t pub_contact_age_us(const struct publisher *p);
 /* True when at least one broker connection is up. */
 bool pub_broker_up(const struct publisher *p);
 
-/* Figures from librdkafka's statistics (kafka.statistics.interval.ms):
- * average broker round trip in µs and messages in the producer queues;
- * -1 until the first statistics arrive. */
-void pub_stats(const struct publisher *p, int64_t *broker_rtt_us,
-               int64_t *queue_msgs);
+/* Figures from librdkafka's statistics (kafka.statistics.interval.ms),
+ * each -1 until the first statistics arrive: what a drain waits on. */
+struct pub_stats {
+	int64_t broker_rtt_us;      /* mean round trip of the brokers up */
+	int64_t queue_msgs;         /* messages in the producer's queues */
+	int64_t produce_requests;   /* Produce requests sent, all brokers */
+	int64_t requests_in_flight; /* sent and not answered, all brokers */
+	int64_t batch_msgs;         /* mean messages per batch (last window) */
+	int64_t batch_bytes;        /* mean bytes per batch (last window) */
+};
+
+void pub_stats(const struct publisher *p, struct pub_stats *out);
 
 /* Errors reported by librdkafka's error callback so far. */
 uint64_t pub_error_count(const struct publisher *p);

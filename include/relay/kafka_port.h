@@ -60,8 +60,7 @@ struct kafka_port {
 	/* Figures for /metrics; each accepts p == NULL (no producer). */
 	int64_t (*contact_age_us)(const struct kp_producer *p);
 	bool (*broker_up)(const struct kp_producer *p);
-	void (*stats)(const struct kp_producer *p, int64_t *broker_rtt_us,
-	              int64_t *queue_msgs);
+	void (*stats)(const struct kp_producer *p, struct pub_stats *out);
 	uint64_t (*error_count)(const struct kp_producer *p);
 	/* Purges what is queued (each record's report comes back failed,
 	 * served inside this call) and frees the producer. */

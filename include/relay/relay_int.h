@@ -192,6 +192,12 @@ struct relay {
 		int64_t hb_rtt_us;
 		uint64_t hb_seen;
 		uint64_t kafka_restarts;
+		/* Where the loop waits while streaming (wait_turn()): in poll()
+		 * with the window open, for the server to send (wait_pg_us), or
+		 * with the window full, for Kafka's acks (wait_kafka_us). */
+		uint64_t wait_pg_us, wait_kafka_us;
+		struct pub_stats kstats;    /* the producer's, as last read: the
+		                             * summary line comes after its close */
 		char topics[16][128];       /* low-cardinality metric labels */
 		uint64_t topic_events[16];
 		size_t ntopics;

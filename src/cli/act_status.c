@@ -145,6 +145,9 @@ int act_slot_status(const struct relay_config *cfg, const struct cli_args *a)
 	s->relay.heartbeat_rtt_us = -1;
 	s->relay.broker_rtt_us = -1;
 	s->relay.kafka_queue_msgs = -1;
+	s->relay.produce_requests = -1;
+	s->relay.requests_in_flight = -1;
+	s->relay.batch_msgs = -1;
 	s->now_us = now_wall_us();
 	/* One sample: no growth rate, hence no ETA. */
 	health_evaluate(&s->slot, &s->relay, &s->thresholds, 0, s->now_us,

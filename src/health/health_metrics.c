@@ -490,6 +490,29 @@ char *health_render_metrics(const struct health_snapshot *s)
 	       "when unknown.");
 	if (rf->kafka_queue_msgs >= 0)
 		sample_i(&b, "kafka_queue_messages", rf->kafka_queue_msgs);
+	family(&b, "kafka_produce_requests_total", "counter",
+	       "Produce requests sent by this session's producer (librdkafka "
+	       "statistics); absent when unknown.");
+	if (rf->produce_requests >= 0)
+		sample_i(&b, "kafka_produce_requests_total", rf->produce_requests);
+	family(&b, "kafka_requests_in_flight", "gauge",
+	       "Requests sent to the brokers and not yet answered (librdkafka "
+	       "statistics); absent when unknown.");
+	if (rf->requests_in_flight >= 0)
+		sample_i(&b, "kafka_requests_in_flight", rf->requests_in_flight);
+	family(&b, "kafka_batch_messages", "gauge",
+	       "Mean messages per produced batch over the last statistics "
+	       "window; absent when unknown.");
+	if (rf->batch_msgs >= 0)
+		sample_i(&b, "kafka_batch_messages", rf->batch_msgs);
+	family(&b, "wait_postgres_seconds_total", "counter",
+	       "Time the streaming loop slept with its window open: waiting for "
+	       "the server to send.");
+	sample_d(&b, "wait_postgres_seconds_total", (double)rf->wait_pg_us / 1e6);
+	family(&b, "wait_kafka_seconds_total", "counter",
+	       "Time the streaming loop slept with its window full "
+	       "(inflight.max.*): waiting for Kafka's acks.");
+	sample_d(&b, "wait_kafka_seconds_total", (double)rf->wait_kafka_us / 1e6);
 
 	slot_metrics(&b, s);
 	standby_metrics(&b, s);

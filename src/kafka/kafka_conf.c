@@ -20,19 +20,24 @@
  * runbook's producer bounds its waits instead (its caller forces
  * message.timeout.ms). A ledger record must be on every in-sync replica
  * before the slot moves, whatever the events' own settings are. */
-static const struct {
+struct kc_row {
 	const char *name;
 	const char *value;
 	unsigned clients;
 	bool forced;
-} table[] = {
-	{ "enable.idempotence", "true", C(KC_RELAY) | C(KC_RUNBOOK), false },
-	{ "acks", "all", C(KC_RELAY) | C(KC_RUNBOOK), false },
+	/* The librdkafka releases the row is for (KC_VERSION()s, 0: any):
+	 * since <= the runtime's version < before. */
+	int since, before;
+};
+
+static const struct kc_row table[] = {
+	{ "enable.idempotence", "true", C(KC_RELAY) | C(KC_RUNBOOK), false, 0, 0 },
+	{ "acks", "all", C(KC_RELAY) | C(KC_RUNBOOK), false, 0, 0 },
 	/* The ledger's records of a slot go where the relay's own do: one
 	 * partition per key even on a ledger topic of several partitions. */
 	{ "partitioner", "murmur2_random",
-	  C(KC_RELAY) | C(KC_RUNBOOK) | C(KC_LEDGER_PRODUCER), false },
-	{ "message.timeout.ms", "0", C(KC_RELAY), false },
+	  C(KC_RELAY) | C(KC_RUNBOOK) | C(KC_LEDGER_PRODUCER), false, 0, 0 },
+	{ "message.timeout.ms", "0", C(KC_RELAY), false, 0, 0 },
 	/* librdkafka's 5 ms costs the broker a produce request per partition
 	 * every 5 ms at steady load (one partition per request), and its
 	 * broker thread spins in poll(..., 0) through the last millisecond
@@ -40,8 +45,8 @@ static const struct {
 	 * to whole milliseconds): at 5,000 events/s that spin was 3/4 of the
 	 * relay's CPU. 20 ms: 2.6x fewer requests and half the relay's CPU
 	 * per event, for about 15 ms more p50 (docs/benchmarks.md). */
-	{ "linger.ms", "20", C(KC_RELAY), false },
-	{ "enable.gapless.guarantee", "true", C(KC_RELAY), false },
+	{ "linger.ms", "20", C(KC_RELAY), false, 0, 0 },
+	{ "enable.gapless.guarantee", "true", C(KC_RELAY), false, 0, 0 },
 	/* One produce request at a time per broker. With more, a partition
 	 * that refuses a new producer's first batch (NOT_LEADER_OR_FOLLOWER:
 	 * a topic the broker is still creating, a leader election) can take
@@ -53,18 +58,42 @@ static const struct {
 	 * kafka-go issue 921). A new producer (every session start) is
 	 * exposed until each partition has taken a batch. The drain is
 	 * bound by the walsender, not by this: 45,268 against 43,861
-	 * events/s with 5 (docs/benchmarks.md). */
+	 * events/s with 5 (docs/benchmarks.md).
+	 *
+	 * From librdkafka 2.12.1, the oldest release tested with several in
+	 * flight (make check-rdkafka: t265 and t266, new topics on a new
+	 * broker), the relay's producer keeps five, idempotence's limit:
+	 * the drain no longer waits a round trip per batch (docs/
+	 * benchmarks.md, "Where the drain waits"). The runbook's and the
+	 * ledger's producers send a record at a time: one is enough. */
 	{ "max.in.flight.requests.per.connection", "1",
-	  C(KC_RELAY) | C(KC_RUNBOOK) | C(KC_LEDGER_PRODUCER), false },
-	{ "client.id", "outbox-relay", C(KC_RELAY), false },
-	{ "client.id", "outbox-relay-cli", C(KC_RUNBOOK), false },
-	{ "acks", "all", C(KC_LEDGER_PRODUCER), true },
-	{ "enable.idempotence", "true", C(KC_LEDGER_PRODUCER), true },
-	{ "enable.partition.eof", "true", C(KC_LEDGER_CONSUMER), true },
-	{ "enable.auto.commit", "false", C(KC_LEDGER_CONSUMER), true },
+	  C(KC_RELAY), false, 0, KC_VERSION(2, 12, 1) },
+	{ "max.in.flight.requests.per.connection", "5",
+	  C(KC_RELAY), false, KC_VERSION(2, 12, 1), 0 },
+	{ "max.in.flight.requests.per.connection", "1",
+	  C(KC_RUNBOOK) | C(KC_LEDGER_PRODUCER), false, 0, 0 },
+	/* The figures of /metrics' kafka_* gauges (round trip, queue, the
+	 * requests in flight, batch sizes): a JSON of a few kB per broker
+	 * and partition, parsed on the loop's thread, every 5 s. */
+	{ "statistics.interval.ms", "5000", C(KC_RELAY), false, 0, 0 },
+	{ "client.id", "outbox-relay", C(KC_RELAY), false, 0, 0 },
+	{ "client.id", "outbox-relay-cli", C(KC_RUNBOOK), false, 0, 0 },
+	{ "acks", "all", C(KC_LEDGER_PRODUCER), true, 0, 0 },
+	{ "enable.idempotence", "true", C(KC_LEDGER_PRODUCER), true, 0, 0 },
+	{ "enable.partition.eof", "true", C(KC_LEDGER_CONSUMER), true, 0, 0 },
+	{ "enable.auto.commit", "false", C(KC_LEDGER_CONSUMER), true, 0, 0 },
 	{ "client.id", "outbox-relay-ledger",
-	  C(KC_LEDGER_PRODUCER) | C(KC_LEDGER_CONSUMER), true },
+	  C(KC_LEDGER_PRODUCER) | C(KC_LEDGER_CONSUMER), true, 0, 0 },
 };
+
+#ifdef OUTBOX_RELAY_TEST_HOOKS
+static int version_for_tests;
+
+void kc_set_version_for_tests(int v)
+{
+	version_for_tests = v;
+}
+#endif
 
 static int set(rd_kafka_conf_t *kc, const char *name, const char *value,
                bool quiet, char *err, size_t errlen)
@@ -84,12 +113,26 @@ static int set(rd_kafka_conf_t *kc, const char *name, const char *value,
 	return -1;
 }
 
-/* librdkafka refuses gapless without idempotence, which only
+int kc_runtime_version(void)
+{
+#ifdef OUTBOX_RELAY_TEST_HOOKS
+	if (version_for_tests != 0)
+		return version_for_tests;
+#endif
+	return rd_kafka_version() >> 8; /* 0xMMmmrr: the pre-release byte off */
+}
+
+/* Whether row i is for client who on librdkafka version v. librdkafka
+ * refuses gapless without idempotence, which only
  * producer.allow.unsafe=true can turn off. */
-static bool applies(const struct relay_config *cfg, size_t i)
+static bool applies(const struct relay_config *cfg, size_t i,
+                    enum kc_client who, int v)
 {
 	const char *idem = cfg_kafka_get(cfg, "enable.idempotence");
 
+	if (!(table[i].clients & C(who)) || v < table[i].since ||
+	    (table[i].before != 0 && v >= table[i].before))
+		return false;
 	return strcmp(table[i].name, "enable.gapless.guarantee") != 0 ||
 	       idem == NULL || strcmp(idem, "true") == 0;
 }
@@ -100,10 +143,11 @@ rd_kafka_conf_t *kc_conf_new(const struct relay_config *cfg,
 {
 	rd_kafka_conf_t *kc = rd_kafka_conf_new();
 	bool consumer = who == KC_LEDGER_CONSUMER;
+	int v = kc_runtime_version();
 
 	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)
-		if ((table[i].clients & C(who)) && !table[i].forced &&
-		    cfg_kafka_get(cfg, table[i].name) == NULL && applies(cfg, i) &&
+		if (!table[i].forced && cfg_kafka_get(cfg, table[i].name) == NULL &&
+		    applies(cfg, i, who, v) &&
 		    set(kc, table[i].name, table[i].value, false, err, errlen) < 0)
 			goto fail;
 	for (size_t i = 0; i < n; i++)
@@ -115,7 +159,7 @@ rd_kafka_conf_t *kc_conf_new(const struct relay_config *cfg,
 		        errlen) < 0)
 			goto fail;
 	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)
-		if ((table[i].clients & C(who)) && table[i].forced &&
+		if (table[i].forced && applies(cfg, i, who, v) &&
 		    set(kc, table[i].name, table[i].value, consumer, err, errlen) < 0)
 			goto fail;
 	for (size_t i = 0; i < n; i++)
@@ -208,4 +252,37 @@ int kc_validate_config(struct relay_config *cfg, char *err, size_t errlen)
 	if (cfg_validate(cfg, err, errlen) < 0)
 		return -1;
 	return kc_check_properties(cfg, err, errlen);
+}
+
+static void version_str(int v, char *buf, size_t len)
+{
+	snprintf(buf, len, "%d.%d.%d", (v >> 16) & 0xff, (v >> 8) & 0xff, v & 0xff);
+}
+
+void kc_print_defaults(const struct relay_config *cfg, FILE *out)
+{
+	int v = kc_runtime_version();
+	char have[16], built[16], lo[16], hi[16];
+
+	version_str(v, have, sizeof(have));
+	version_str(RD_KAFKA_VERSION >> 8, built, sizeof(built));
+	fprintf(out, "# the relay's producer on librdkafka %s (the library it "
+	             "runs with; built with %s): defaults kafka.* leaves in "
+	             "force\n",
+	        have, built);
+	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
+		if (table[i].forced || cfg_kafka_get(cfg, table[i].name) != NULL ||
+		    !applies(cfg, i, KC_RELAY, v))
+			continue;
+		fprintf(out, "kafka.%s = %s # default", table[i].name, table[i].value);
+		version_str(table[i].since, lo, sizeof(lo));
+		version_str(table[i].before, hi, sizeof(hi));
+		if (table[i].since != 0 && table[i].before != 0)
+			fprintf(out, " for librdkafka %s to before %s", lo, hi);
+		else if (table[i].since != 0)
+			fprintf(out, " for librdkafka %s and later", lo);
+		else if (table[i].before != 0)
+			fprintf(out, " for librdkafka before %s", hi);
+		fputc('\n', out);
+	}
 }

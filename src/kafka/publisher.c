@@ -46,8 +46,7 @@ struct publisher {
 	volatile int fatal;     /* set from error_cb (may run on any thread) */
 	volatile int brokers_down;
 	uint64_t errors;        /* error_cb calls */
-	int64_t stat_rtt_us;    /* from stats_cb, on the polling thread */
-	int64_t stat_queue_msgs;
+	struct pub_stats stat;  /* from stats_cb, on the polling thread */
 	char *known[16];        /* topics whose metadata was asked for */
 	size_t nknown;
 
@@ -336,34 +335,61 @@ static void on_log(const rd_kafka_t *rk, int level, const char *fac,
 }
 
 /* librdkafka's statistics JSON (runs inside rd_kafka_poll(), on the
- * loop thread): keep the producer queue depth and the mean round trip of
- * the brokers that are up. Returns 0: librdkafka frees the JSON. */
+ * loop thread): the producer queue depth, the mean round trip of the
+ * brokers that are up, the Produce requests sent and still unanswered,
+ * and the mean batch of the last window. Returns 0: librdkafka frees the
+ * JSON. */
 static int on_stats(rd_kafka_t *rk, char *json, size_t len, void *opaque)
 {
 	struct publisher *p = opaque;
 	json_t *root = json_loadb(json, len, 0, NULL);
-	json_t *brokers, *b;
+	json_t *brokers, *b, *topics, *t;
 	const char *name;
-	int64_t sum = 0, n = 0;
+	int64_t sum = 0, n = 0, req = 0, wait = 0, nb = 0, bm = 0, bb = 0, nt = 0;
 
 	(void)rk;
 	if (root == NULL)
 		return 0;
 	if (json_is_integer(json_object_get(root, "msg_cnt")))
-		p->stat_queue_msgs = json_integer_value(json_object_get(root, "msg_cnt"));
+		p->stat.queue_msgs = json_integer_value(json_object_get(root, "msg_cnt"));
 	brokers = json_object_get(root, "brokers");
 	json_object_foreach(brokers, name, b) {
 		json_t *rtt = json_object_get(json_object_get(b, "rtt"), "avg");
+		json_t *pr = json_object_get(json_object_get(b, "req"), "Produce");
 		const char *state = json_string_value(json_object_get(b, "state"));
+		if (json_integer_value(json_object_get(b, "nodeid")) < 0)
+			continue; /* the bootstrap entries: no requests of ours */
+		req += json_integer_value(pr);
+		wait += json_integer_value(json_object_get(b, "waitresp_cnt"));
+		nb++;
 		if (state != NULL && strcmp(state, "UP") == 0 &&
-		    json_integer_value(json_object_get(b, "nodeid")) >= 0 &&
 		    json_is_integer(rtt) && json_integer_value(rtt) > 0) {
 			sum += json_integer_value(rtt);
 			n++;
 		}
 	}
 	if (n > 0)
-		p->stat_rtt_us = sum / n;
+		p->stat.broker_rtt_us = sum / n;
+	if (nb > 0) {
+		p->stat.produce_requests = req;
+		p->stat.requests_in_flight = wait;
+	}
+	/* A topic's window is empty (avg 0) when nothing was produced to it:
+	 * those do not count. */
+	topics = json_object_get(root, "topics");
+	json_object_foreach(topics, name, t) {
+		json_t *cnt = json_object_get(json_object_get(t, "batchcnt"), "avg");
+		json_t *sz = json_object_get(json_object_get(t, "batchsize"), "avg");
+		if (json_integer_value(cnt) > 0) {
+			bm += json_integer_value(cnt);
+			bb += json_integer_value(sz);
+			nt++;
+		}
+	}
+	if (nt > 0) {
+		p->stat.batch_msgs = bm / nt;
+		p->stat.batch_bytes = bb / nt;
+	}
 	json_decref(root);
 	return 0;
 }
@@ -381,7 +407,7 @@ struct publisher *pub_new(const struct relay_config *cfg, pub_dr_fn dr,
 	};
 
 	p->evfd[0] = p->evfd[1] = -1;
-	p->stat_rtt_us = p->stat_queue_msgs = -1;
+	p->stat = (struct pub_stats){ -1, -1, -1, -1, -1, -1 };
 	p->secrets = kc_secrets_new(cfg);
 	p->dr = dr;
 	p->opaque = opaque;
@@ -609,11 +635,9 @@ bool pub_broker_up(const struct publisher *p)
 	return !p->brokers_down;
 }
 
-void pub_stats(const struct publisher *p, int64_t *broker_rtt_us,
-               int64_t *queue_msgs)
+void pub_stats(const struct publisher *p, struct pub_stats *out)
 {
-	*broker_rtt_us = p ? p->stat_rtt_us : -1;
-	*queue_msgs = p ? p->stat_queue_msgs : -1;
+	*out = p != NULL ? p->stat : (struct pub_stats){ -1, -1, -1, -1, -1, -1 };
 }
 
 uint64_t pub_error_count(const struct publisher *p)

@@ -81,10 +81,9 @@ static bool rd_broker_up(const struct kp_producer *p)
 	return pub_broker_up(cpub(p));
 }
 
-static void rd_stats(const struct kp_producer *p, int64_t *broker_rtt_us,
-                     int64_t *queue_msgs)
+static void rd_stats(const struct kp_producer *p, struct pub_stats *out)
 {
-	pub_stats(cpub(p), broker_rtt_us, queue_msgs);
+	pub_stats(cpub(p), out);
 }
 
 static uint64_t rd_error_count(const struct kp_producer *p)

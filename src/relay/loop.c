@@ -52,6 +52,7 @@ struct relay *relay_new(const struct relay_config *cfg,
 	hist_reset(&r->ctr.lat);
 	r->st.state = r->st.conn_state = ST_CONNECTING; /* the start state */
 	r->ctr.hb_rtt_us = -1;
+	r->ctr.kstats = (struct pub_stats){ -1, -1, -1, -1, -1, -1 };
 	return r;
 }
 
@@ -251,10 +252,20 @@ static void wait_turn(struct relay *r, int sigfd, struct turn *t, int64_t now)
 			t->fds[t->nfds].events |= POLLOUT;
 		t->nfds++;
 	}
-	if (poll(t->fds, (nfds_t)t->nfds, compute_timeout(r, now_mono_us())) < 0 &&
+	now = now_mono_us();
+	if (poll(t->fds, (nfds_t)t->nfds, compute_timeout(r, now)) < 0 &&
 	    errno != EINTR) {
 		log_error("poll: %s", strerror(errno));
 		begin_stop(r, RELAY_EXIT_SOFTWARE);
+	}
+	/* The drain's profile: a wait with the window full is Kafka's, one
+	 * with reading allowed is the server's. */
+	if (r->have_rs && r->st.state == ST_STREAMING) {
+		uint64_t waited = (uint64_t)(now_mono_us() - now);
+		if (!window_open(r))
+			r->ctr.wait_kafka_us += waited;
+		else if (!t->held)
+			r->ctr.wait_pg_us += waited;
 	}
 }
 

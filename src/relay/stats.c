@@ -40,11 +40,18 @@ void stats_ack(struct relay *r, const struct pub_report *rep, int64_t ts)
 
 void log_stats(struct relay *r, const char *prefix)
 {
+	struct pub_stats ps;
+
+	if (r->pub != NULL)
+		r->kp->stats(r->pub, &r->ctr.kstats);
+	ps = r->ctr.kstats;
 	log_info("%s: state=%s received=%llu acked=%llu failed=%llu stale=%llu "
 	         "skipped=%llu republished=%llu txns=%llu reconnects=%llu inflight=%llu "
 	         "inflight_bytes=%llu held=%llu status_updates=%llu "
 	         "received_lsn=" LSN_FMT " confirmed_lsn=" LSN_FMT
-	         " latency_p50_ms=%.1f latency_p99_ms=%.1f latency_max_ms=%.1f",
+	         " latency_p50_ms=%.1f latency_p99_ms=%.1f latency_max_ms=%.1f"
+	         " wait_pg_ms=%llu wait_kafka_ms=%llu produce_requests=%lld"
+	         " requests_in_flight=%lld batch_msgs=%lld",
 	         prefix, relay_phase_name(state_phase_of(r->st.conn_state)),
 	         (unsigned long long)r->ctr.n_received,
 	         (unsigned long long)r->ctr.n_acked,
@@ -62,7 +69,11 @@ void log_stats(struct relay *r, const char *prefix)
 	         LSN_ARGS(lsn_confirmed(&r->lt)),
 	         hist_percentile(&r->ctr.lat, 0.50) / 1000.0,
 	         hist_percentile(&r->ctr.lat, 0.99) / 1000.0,
-	         r->ctr.lat.max_us / 1000.0);
+	         r->ctr.lat.max_us / 1000.0,
+	         (unsigned long long)(r->ctr.wait_pg_us / 1000),
+	         (unsigned long long)(r->ctr.wait_kafka_us / 1000),
+	         (long long)ps.produce_requests, (long long)ps.requests_in_flight,
+	         (long long)ps.batch_msgs);
 }
 
 void fill_figures(struct relay *r, struct relay_figures *f)
@@ -99,7 +110,17 @@ void fill_figures(struct relay *r, struct relay_figures *f)
 	f->kafka_failures = r->bs.count;
 	f->kafka_failures_max = r->cfg->kafka_failure_max_replays;
 	f->kafka_failure_lsn = r->bs.lsn;
-	r->kp->stats(r->pub, &f->broker_rtt_us, &f->kafka_queue_msgs);
+	{
+		struct pub_stats ps;
+		r->kp->stats(r->pub, &ps);
+		f->broker_rtt_us = ps.broker_rtt_us;
+		f->kafka_queue_msgs = ps.queue_msgs;
+		f->produce_requests = ps.produce_requests;
+		f->requests_in_flight = ps.requests_in_flight;
+		f->batch_msgs = ps.batch_msgs;
+	}
+	f->wait_pg_us = r->ctr.wait_pg_us;
+	f->wait_kafka_us = r->ctr.wait_kafka_us;
 	f->latency = r->ctr.lat;
 }
 

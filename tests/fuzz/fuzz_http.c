@@ -79,6 +79,9 @@ static void publish(void)
 	s.relay.heartbeat_rtt_us = -1;
 	s.relay.broker_rtt_us = -1;
 	s.relay.kafka_queue_msgs = -1;
+	s.relay.produce_requests = -1;
+	s.relay.requests_in_flight = -1;
+	s.relay.batch_msgs = -1;
 	s.relay.events_received = 12;
 	s.eval.state = HEALTH_WARN;
 	health_reason_add(&s.eval, "a \"quoted\"\treason");

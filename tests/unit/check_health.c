@@ -70,6 +70,9 @@ static void base(struct slot_figures *sf, struct relay_figures *rf,
 	rf->heartbeats_seen = 17;
 	rf->broker_rtt_us = -1;
 	rf->kafka_queue_msgs = -1;
+	rf->produce_requests = -1;
+	rf->requests_in_flight = -1;
+	rf->batch_msgs = -1;
 	hist_reset(&rf->latency);
 
 	memset(th, 0, sizeof(*th));
@@ -1349,7 +1352,7 @@ static struct prom *render_prom(const struct health_snapshot *s)
 		ck_abort_msg("%s", p->err);
 	}
 	/* Every family, with or without samples, is announced. */
-	ck_assert_uint_eq(p->nf, 53);
+	ck_assert_uint_eq(p->nf, 58);
 	for (size_t i = 0; i < p->nf; i++)
 		ck_assert_msg(strncmp(p->f[i].name, PFX, strlen(PFX)) == 0, "%s",
 		              p->f[i].name);
@@ -1446,6 +1449,11 @@ START_TEST(test_metrics_values)
 	s.relay.heartbeat_rtt_us = 1500;
 	s.relay.broker_rtt_us = 250;
 	s.relay.kafka_queue_msgs = 33;
+	s.relay.produce_requests = 1234;
+	s.relay.requests_in_flight = 4;
+	s.relay.batch_msgs = 640;
+	s.relay.wait_pg_us = 2500000;
+	s.relay.wait_kafka_us = 750000;
 	s.ntopics = 2;
 	snprintf(s.topics[0], sizeof(s.topics[0]), "orders");
 	s.topic_events[0] = 900;
@@ -1479,6 +1487,11 @@ START_TEST(test_metrics_values)
 	pval(p, PFX "producer_errors_total", "", 4);
 	pval(p, PFX "kafka_broker_rtt_seconds", "", 0.00025);
 	pval(p, PFX "kafka_queue_messages", "", 33);
+	pval(p, PFX "kafka_produce_requests_total", "", 1234);
+	pval(p, PFX "kafka_requests_in_flight", "", 4);
+	pval(p, PFX "kafka_batch_messages", "", 640);
+	pval(p, PFX "wait_postgres_seconds_total", "", 2.5);
+	pval(p, PFX "wait_kafka_seconds_total", "", 0.75);
 	pval(p, PFX "slot_active", "", 1);
 	pval(p, PFX "slot_wal_status", "status=\"reserved\"", 0);
 	pval(p, PFX "slot_wal_status", "status=\"extended\"", 1);
@@ -1557,6 +1570,9 @@ START_TEST(test_metrics_omitted)
 	pabsent(p, PFX "heartbeat_rtt_seconds");
 	pabsent(p, PFX "kafka_broker_rtt_seconds");
 	pabsent(p, PFX "kafka_queue_messages");
+	pabsent(p, PFX "kafka_produce_requests_total");
+	pabsent(p, PFX "kafka_requests_in_flight");
+	pabsent(p, PFX "kafka_batch_messages");
 	pabsent(p, PFX "last_ack_timestamp_seconds");
 	pabsent(p, PFX "slot_oldest_xact_seconds");
 	pabsent(p, PFX "events_published_by_topic_total");

@@ -238,6 +238,9 @@ static void snap_init(struct health_snapshot *s, enum health_state st)
 	s->relay.heartbeat_rtt_us = -1;
 	s->relay.broker_rtt_us = -1;
 	s->relay.kafka_queue_msgs = -1;
+	s->relay.produce_requests = -1;
+	s->relay.requests_in_flight = -1;
+	s->relay.batch_msgs = -1;
 	s->eval.state = st;
 	s->eval.nreasons = 0;
 	if (reasons[st][0] != '\0')

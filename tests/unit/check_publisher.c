@@ -12,6 +12,7 @@
 #include "lib/common.h"
 #include "lib/config.h"
 #include "lib/log.h"
+#include "kafka/kafka_conf.h"
 #include "kafka/publisher.h"
 
 struct seen {
@@ -188,6 +189,100 @@ START_TEST(test_thread_start_error_names_its_code)
 }
 END_TEST
 
+/* What client who's configuration says for name on librdkafka version
+ * v, with kafka.* settings kv (name, value, ...; NULL ends). */
+static void conf_value(int v, enum kc_client who, const char *name,
+                       const char *const *kv, char *out, size_t outlen)
+{
+	struct relay_config cfg;
+	rd_kafka_conf_t *kc;
+	char err[512];
+
+	cfg_init(&cfg);
+	for (; kv != NULL && kv[0] != NULL; kv += 2)
+		ck_assert_int_eq(cfg_set(&cfg, kv[0], kv[1], CFG_SRC_FILE, "test",
+		                         err, sizeof(err)), 0);
+	kc_set_version_for_tests(v);
+	kc = kc_conf_new(&cfg, who, NULL, 0, err, sizeof(err));
+	kc_set_version_for_tests(0);
+	ck_assert_msg(kc != NULL, "%s", err);
+	ck_assert_int_eq(rd_kafka_conf_get(kc, name, out, &outlen),
+	                 RD_KAFKA_CONF_OK);
+	rd_kafka_conf_destroy(kc);
+	cfg_free(&cfg);
+}
+
+/* Several produce requests in flight only on a librdkafka tested with
+ * them; a kafka.* setting wins on any; the runbook's and the ledger's
+ * producers keep one. */
+START_TEST(test_in_flight_by_version)
+{
+	static const char *const user[] = {
+		"kafka.max.in.flight.requests.per.connection", "2", NULL
+	};
+	const char *const key = "max.in.flight.requests.per.connection";
+	char v[64];
+
+	conf_value(KC_VERSION(2, 0, 2), KC_RELAY, key, NULL, v, sizeof(v));
+	ck_assert_str_eq(v, "1");
+	conf_value(KC_VERSION(2, 12, 0), KC_RELAY, key, NULL, v, sizeof(v));
+	ck_assert_str_eq(v, "1");
+	conf_value(KC_VERSION(2, 12, 1), KC_RELAY, key, NULL, v, sizeof(v));
+	ck_assert_str_eq(v, "5");
+	conf_value(KC_VERSION(3, 0, 0), KC_RELAY, key, NULL, v, sizeof(v));
+	ck_assert_str_eq(v, "5");
+	conf_value(KC_VERSION(2, 12, 1), KC_RELAY, key, user, v, sizeof(v));
+	ck_assert_str_eq(v, "2");
+	conf_value(KC_VERSION(2, 0, 2), KC_RELAY, key, user, v, sizeof(v));
+	ck_assert_str_eq(v, "2");
+	conf_value(KC_VERSION(2, 12, 1), KC_RUNBOOK, key, NULL, v, sizeof(v));
+	ck_assert_str_eq(v, "1");
+	conf_value(KC_VERSION(2, 12, 1), KC_LEDGER_PRODUCER, key, NULL, v,
+	           sizeof(v));
+	ck_assert_str_eq(v, "1");
+	/* The rows without a version are for every one. */
+	conf_value(KC_VERSION(2, 12, 1), KC_RELAY, "enable.idempotence", NULL, v,
+	           sizeof(v));
+	ck_assert_str_eq(v, "true");
+}
+END_TEST
+
+/* --print-config names the runtime's version and says which releases
+ * each version-bound default is for; what kafka.* sets is not repeated. */
+START_TEST(test_print_defaults)
+{
+	struct relay_config cfg;
+	char err[256], *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	cfg_init(&cfg);
+	f = open_memstream(&buf, &len);
+	kc_set_version_for_tests(KC_VERSION(2, 0, 2));
+	kc_print_defaults(&cfg, f);
+	kc_set_version_for_tests(KC_VERSION(2, 12, 1));
+	ck_assert_int_eq(cfg_set(&cfg, "kafka.linger.ms", "7", CFG_SRC_FLAG,
+	                         "test", err, sizeof(err)), 0);
+	kc_print_defaults(&cfg, f);
+	kc_set_version_for_tests(0);
+	fclose(f);
+	ck_assert_ptr_nonnull(strstr(buf, "on librdkafka 2.0.2 "));
+	ck_assert_ptr_nonnull(strstr(buf, "kafka.max.in.flight.requests.per."
+	                                  "connection = 1 # default for "
+	                                  "librdkafka before 2.12.1\n"));
+	ck_assert_ptr_nonnull(strstr(buf, "on librdkafka 2.12.1 "));
+	ck_assert_ptr_nonnull(strstr(buf, "kafka.max.in.flight.requests.per."
+	                                  "connection = 5 # default for "
+	                                  "librdkafka 2.12.1 and later\n"));
+	ck_assert_ptr_nonnull(strstr(buf, "kafka.linger.ms = 20 # default\n"));
+	/* Once, from the first print: the second has kafka.linger.ms set. */
+	ck_assert_ptr_null(strstr(strstr(buf, "on librdkafka 2.12.1 "),
+	                          "kafka.linger.ms"));
+	free(buf);
+	cfg_free(&cfg);
+}
+END_TEST
+
 Suite *publisher_suite(void)
 {
 	Suite *s = suite_create("publisher");
@@ -200,6 +295,10 @@ Suite *publisher_suite(void)
 	suite_add_tcase(s, tc);
 	tc = tcase_create("threads");
 	tcase_add_test(tc, test_thread_start_error_names_its_code);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("versions");
+	tcase_add_test(tc, test_in_flight_by_version);
+	tcase_add_test(tc, test_print_defaults);
 	suite_add_tcase(s, tc);
 	return s;
 }

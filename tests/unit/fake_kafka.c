@@ -217,12 +217,10 @@ static bool fk_broker_up(const struct kp_producer *p)
 	return p != NULL;
 }
 
-static void fk_stats(const struct kp_producer *p, int64_t *broker_rtt_us,
-                     int64_t *queue_msgs)
+static void fk_stats(const struct kp_producer *p, struct pub_stats *out)
 {
 	(void)p;
-	*broker_rtt_us = -1;
-	*queue_msgs = -1;
+	*out = (struct pub_stats){ -1, -1, -1, -1, -1, -1 };
 }
 
 static uint64_t fk_error_count(const struct kp_producer *p)

@@ -13,6 +13,10 @@
 #   make check-kafka4  the core of the integration suite (KAFKA4_TESTS)
 #                    against the newest Kafka 4.x broker (tests/kafka4/,
 #                    fetched on first use)
+#   make check-rdkafka  the relay, unit tests and test tools built against
+#                    librdkafka 2.12.1 (tests/env/rdkafka.sh, from source
+#                    into build/deps/) in build/rdk/, then the unit tests
+#                    and KAFKA4_TESTS on Kafka 3.9.1 with that build
 #   make check-kafka-cluster  t800: a three-node KRaft cluster (RF 3,
 #                    min.insync.replicas 2), leaders killed under load
 #   make boundaries  the module boundary rules (tests/lint/boundaries.sh)
@@ -81,7 +85,7 @@ UNIT_SRCS := $(wildcard tests/unit/*.c)
 UNIT_OBJS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/obj/unit/%.o)
 
 .PHONY: all test-build deps check unit integration integration-pgoutput check-pg-matrix \
-        check-kafka4 check-kafka-cluster boundaries demo bench-smoke \
+        check-kafka4 check-rdkafka rdkafka-build check-kafka-cluster boundaries demo bench-smoke \
         bench-decode bench bench-full bench-deps clean install \
         reliability soak image check-image check-deploy \
         fuzz fuzz-build fuzz-regress check-asan check-valgrind lint \
@@ -179,6 +183,48 @@ check-kafka4:
 	@tests/env/deps.sh kafka4
 	$(MAKE) all test-build $(BUILD)/kafka-mock $(BUILD)/tcp-proxy
 	KAFKA_JARS=$(CURDIR)/tests/kafka4/target/dependency tests/integration/run.sh $(KAFKA4_TESTS)
+
+# The relay against a current librdkafka: make check links Debian's
+# 2.0.2; this builds 2.12.1 from source (tests/env/rdkafka.sh, first time
+# about 1.5 min) and the test build (hooks on), the unit tests, kafka-mock
+# and tcp-proxy against it in RDK_BUILD, a folder of its own like
+# build/asan: its cflags name the other headers, so nothing there is ever
+# linked with objects built against 2.0.2. The rpath makes the binaries
+# load 2.12.1 from build/deps/ at run time, not Debian's librdkafka.so.1
+# (same soname); the recipe checks that they do before any test runs.
+# -isystem: the headers are a system library's, as Debian's are from
+# /usr/include (GCC then drops pkg-config's -I for that folder); 2.12.1's
+# rdkafka.h trips -Wextra's -Wignored-qualifiers, which WERROR=1 would
+# make an error in every file that includes it.
+# Then the unit tests and the same protocol subset as check-kafka4
+# (KAFKA4_TESTS) on the default broker, Kafka 3.9.1.
+RDK_BUILD := $(BUILD)/rdk
+rdkafka-build:
+	@prefix=$$(tests/env/rdkafka.sh --prefix) && \
+	pcdir=$$(tests/env/rdkafka.sh) && \
+	PKG_CONFIG_PATH=$$pcdir$${PKG_CONFIG_PATH:+:$$PKG_CONFIG_PATH} \
+	$(MAKE) --no-print-directory BUILD=$(RDK_BUILD) TEST_HOOKS=1 \
+		CFLAGS="$(CFLAGS) -isystem $$prefix/include" \
+		LIBS="$(LIBS) -Wl,-rpath,$$prefix/lib" \
+		$(RDK_BUILD)/outbox-relay $(RDK_BUILD)/unit-tests \
+		$(RDK_BUILD)/kafka-mock $(RDK_BUILD)/tcp-proxy
+	@prefix=$$(tests/env/rdkafka.sh --prefix) && \
+	want=$$($$prefix/bin/rdkafka-version) && \
+	for b in outbox-relay unit-tests kafka-mock; do \
+		lib=$$(ldd $(RDK_BUILD)/$$b | awk '$$1 == "librdkafka.so.1" {print $$3}'); \
+		echo "check-rdkafka: $(RDK_BUILD)/$$b loads $$lib"; \
+		[ "$$lib" = "$$prefix/lib/librdkafka.so.1" ] || \
+			{ echo "check-rdkafka: $$b does not load $$prefix/lib/librdkafka.so.1" >&2; exit 1; }; \
+	done && \
+	v=$$($(RDK_BUILD)/outbox-relay --version) && echo "check-rdkafka: $$v" && \
+	case "$$v" in *"(librdkafka $$want,"*) ;; \
+	*) echo "check-rdkafka: the relay does not run on librdkafka $$want" >&2; exit 1 ;; esac
+
+check-rdkafka: deps
+	$(MAKE) rdkafka-build
+	$(RDK_BUILD)/unit-tests
+	RELAY_BIN=$(CURDIR)/$(RDK_BUILD)/outbox-relay MOCK_BIN=$(CURDIR)/$(RDK_BUILD)/kafka-mock \
+		PROXY_BIN=$(CURDIR)/$(RDK_BUILD)/tcp-proxy tests/integration/run.sh $(KAFKA4_TESTS)
 
 # t800 on its own: three more brokers (a replicated KRaft cluster on
 # loopback) and their leaders killed under load, about 2.5 min on 2 CPUs

@@ -17,6 +17,10 @@
 #   BENCH_KEEP_RAW=1  keep the consumers' per-record files
 #   BENCH_RELAY_SET="KEY=VALUE ..."  relay settings for every workload
 #                     (knobs adds its own after them)
+#   OUTBOXX_BIN=PATH  an Outboxx binary (tests/bench/outboxx.sh): the W1
+#                     system "outboxx", only when asked for in
+#                     BENCH_W1_SYSTEMS (skipped, with a line saying so,
+#                     when this is not set)
 #
 # Workloads (tests/bench/README or docs/benchmarks.md):
 #   w1  drain: BENCH_W1_EVENTS (1M) events of ~700 B in 100-row
@@ -201,12 +205,14 @@ sys_start() { # SYSTEM SLOT TAG [relay KEY=VALUE...]
 		slot.publication=bench_pub ${BENCH_RELAY_SET:-} "$@" ;;
 	dbz-tuned) dbz_start "$slot" "$tag" tuned ;;
 	dbz-defaults) dbz_start "$slot" "$tag" defaults ;;
+	outboxx) outboxx_start "$slot" "$tag" ;;
 	esac
 }
 
 sys_stop() {
 	case $1 in
 	relay | relay-pgo) relay_stop ;;
+	outboxx) outboxx_stop ;;
 	*) dbz_stop ;;
 	esac
 }
@@ -236,6 +242,10 @@ w1() {
 		for sys in $BENCH_W1_SYSTEMS; do
 			# BENCH_W1_ONCE: systems measured in the first round only.
 			((r == 1)) || [[ " $BENCH_W1_ONCE " != *" $sys "* ]] || continue
+			if [[ $sys == outboxx && ! -x $OUTBOXX_BIN ]]; then
+				((r > 1)) || bench_log "w1: outboxx skipped: OUTBOXX_BIN ${OUTBOXX_BIN:+($OUTBOXX_BIN) is not an executable}${OUTBOXX_BIN:-is not set} (tests/bench/outboxx.sh builds it from a checkout)"
+				continue
+			fi
 			tag=w1r$r-$sys
 			samp=$OUT/raw/$tag.samples
 			case $sys in

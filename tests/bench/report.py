@@ -231,6 +231,13 @@ def w1_metrics(run):
     last = next((i for i, r in enumerate(rows) if r[1] >= n), None)
     if first is None or last is None or last <= first:
         m["failed"] = True
+        # A system that stopped short (Outboxx's fail-fast exit): what it
+        # delivered is in the check.
+        chk = records_json(run)
+        if chk is not None:
+            m["check"] = chk
+        if run.get("exit"):
+            m["exit"] = run["exit"]
         return m
     dn = rows[last][1] - rows[first][1]
     dt = rows[last][0] - rows[first][0]
@@ -382,6 +389,10 @@ def cmd_report(args):
                     b = bad[0]
                     corr += " (missing %d, dup %d, order %d)" % (
                         b["missing"], b["duplicates"], b["order_violations"])
+            exits = [m["exit"] for m in ms if m.get("exit")]
+            if exits:
+                corr += "; %d/%d exited before the end (%s)" % (
+                    len(exits), len(ms), exits[0])
             out.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
                 NAMES[s], cell([m.get("rate") for m in ms]),
                 fmt(rc, 2) + "×" if rc else "—", fmt(rd, 2) + "×" if rd else "—",

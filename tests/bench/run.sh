@@ -291,7 +291,22 @@ w1() {
 				sys_start "$sys" "$slot" "$tag"
 				wpid=$(walsender_pid "$slot" 120)
 				"$BENCH_TOOL" sample -b "$BROKERS" -t "$tag.bench" \
-					-p "$SYS_PID,$wpid,$(broker_pid)" -n "$n" -T 900 -o "$samp" ||
+					-p "$SYS_PID,$wpid,$(broker_pid)" -n "$n" -T 900 -o "$samp" &
+				local spid=$! early=
+				# A system that exits before the end (Outboxx stops at
+				# its producer's "Queue full": fail-fast, for a
+				# supervisor to restart) ends the wait.
+				while kill -0 "$spid" 2>/dev/null; do
+					if ! kill -0 "$SYS_PID" 2>/dev/null; then
+						sleep 2
+						kill -TERM "$spid" 2>/dev/null || true
+						early="exited at $(tail -1 "$samp" | cut -d' ' -f2) of $n events"
+						bench_log "w1: $sys $early"
+						break
+					fi
+					sleep 0.5
+				done
+				wait "$spid" || [[ -n $early ]] ||
 					bench_log "w1: $sys did not deliver $n events in time"
 				j1=$(jmx)
 				sys_stop "$sys"
@@ -299,7 +314,8 @@ w1() {
 				consume "$tag.bench" "$n" "$cons"
 				emit workload=w1 system="$sys" round="$r" events="$n" t0="$t0" \
 					samples="$samp" pids='["system","walsender","broker"]' \
-					records="$cons" seq0="$s0" seq1="$s1" jmx0="$j0" jmx1="$j1"
+					records="$cons" seq0="$s0" seq1="$s1" jmx0="$j0" jmx1="$j1" \
+					${early:+"exit=$early"}
 				"$PY" tests/bench/report.py check --last "$RUNS" || true
 				[[ -n ${BENCH_KEEP_RAW:-} ]] || rm -f "$cons"
 				slot_drop "$slot"

@@ -217,8 +217,8 @@ sys_stop() {
 	esac
 }
 
-consume() { # TOPIC COUNT FILE: read a whole topic after a run
-	"$BENCH_TOOL" consume -b "$BROKERS" -t "$1" -n "$2" -I 5000 -T 600 \
+consume() { # TOPIC COUNT FILE [SECS]: read a whole topic after a run
+	"$BENCH_TOOL" consume -b "$BROKERS" -t "$1" -n "$2" -I 5000 -T "${4:-600}" \
 		-o "$3" 2>/dev/null || true
 }
 
@@ -311,7 +311,9 @@ w1() {
 				j1=$(jmx)
 				sys_stop "$sys"
 				cons=$OUT/raw/$tag.records
-				consume "$tag.bench" "$n" "$cons"
+				# After an early exit: what is there, without waiting for
+				# the rest (the idle stop needs a first record).
+				consume "$tag.bench" "$n" "$cons" "$([[ -n $early ]] && echo 60 || echo 600)"
 				emit workload=w1 system="$sys" round="$r" events="$n" t0="$t0" \
 					samples="$samp" pids='["system","walsender","broker"]' \
 					records="$cons" seq0="$s0" seq1="$s1" jmx0="$j0" jmx1="$j1" \

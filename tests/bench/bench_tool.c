@@ -303,16 +303,21 @@ static int cmd_sample(struct opts *o)
 	return o->count >= 0 && !reached ? 1 : 0;
 }
 
-/* The integer after "NAME": or \"NAME\": in a payload, -1 when absent. */
+/* The integer after "NAME": or \"NAME\": in a payload, -1 when absent
+ * (the second: a JSON object sent as a string inside another, as Outboxx
+ * sends the jsonb column, {"payload":"{\"c\": 3, ...}"}). */
 static long long member(const char *s, size_t len, const char *name)
 {
-	char pat[32];
-	size_t pl = (size_t)snprintf(pat, sizeof(pat), "%s\"", name);
-	for (size_t i = 1; i + pl < len; i++) {
-		const char *p;
-		if (s[i - 1] != '"' || memcmp(s + i, pat, pl) != 0)
+	size_t nl = strlen(name);
+	for (size_t i = 1; i + nl + 1 < len; i++) {
+		const char *p = s + i + nl;
+		if (s[i - 1] != '"' || memcmp(s + i, name, nl) != 0)
 			continue;
-		p = s + i + pl;
+		if (*p == '\\')
+			p++;
+		if (*p != '"')
+			continue;
+		p++;
 		while (p < s + len && (*p == '\\' || *p == '"' || *p == ':' || *p == ' '))
 			p++;
 		if (p < s + len && (*p == '-' || (*p >= '0' && *p <= '9')))

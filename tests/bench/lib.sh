@@ -15,6 +15,10 @@
 #   dbz_start SLOT TAG PROFILE       Debezium (defaults|tuned) on a Connect
 #                                    standalone worker; sets SYS_PID
 #   dbz_stop                         SIGTERM, bounded wait, SIGKILL
+#   outboxx_start SLOT TAG           Outboxx ($OUTBOXX_BIN, built by hand:
+#                                    tests/bench/outboxx.sh) on SLOT and the
+#                                    bench publication, topic TAG.bench;
+#                                    sets SYS_PID (outboxx_stop: as dbz_stop)
 #   recvlogical PLUGIN SLOT ENDPOS OUT  pg_recvlogical with the relay's
 #                                    wal2json options, or pgoutput proto 1
 #
@@ -205,6 +209,60 @@ dbz_stop() {
 	wait "$SYS_PID" 2>/dev/null || true
 	SYS_PID=
 }
+
+# ---------------------------------------------------------------- Outboxx
+
+# Outboxx (a Zig relay: pgoutput proto 1 -> Kafka, one JSON envelope per
+# row: {"op","data":{column: value},"meta"}; the jsonb payload arrives as a
+# string in data.payload, which bench-tool consume reads too). It takes an
+# existing slot and publication by name (it creates them only when absent),
+# so it drains the same copied slot and bench_pub as relay-pgo; key: the
+# aggregate_id column. No HTTP endpoint ([observability] left out).
+OUTBOXX_BIN=${OUTBOXX_BIN:-}
+
+outboxx_start() {
+	local slot=$1 tag=$2 conf=$BENCH_DIR/outboxx-$2.toml
+	cat >"$conf" <<-CONF
+	[metadata]
+	version = "v0"
+
+	[source]
+	type = "postgres"
+
+	[source.postgres]
+	connection_env = "OUTBOXX_PG"
+	slot_name = "$slot"
+	publication_name = "bench_pub"
+
+	[sink]
+	type = "kafka"
+
+	[sink.kafka]
+	brokers = ["$BROKERS"]
+	tls = false
+
+	[[streams]]
+	name = "outbox"
+
+	[streams.source]
+	resource = "outbox"
+	operations = ["insert"]
+
+	[streams.flow]
+	format = "json"
+
+	[streams.sink]
+	destination = "$tag.bench"
+	routing_key = "aggregate_id"
+	CONF
+	OUTBOXX_PG="host=127.0.0.1 port=$BENCH_PGPORT dbname=bench user=postgres" \
+		"$OUTBOXX_BIN" --config "$conf" </dev/null \
+		>"$([[ -n ${BENCH_KEEP_RAW:-} ]] && echo "$OUT/raw" || echo "$BENCH_DIR")/outboxx-$tag.log" 2>&1 &
+	SYS_PID=$!
+	env_on_cleanup "kill -9 $SYS_PID 2>/dev/null || true"
+}
+
+outboxx_stop() { dbz_stop; }
 
 # ---------------------------------------------------------------- ceilings
 

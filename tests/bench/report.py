@@ -231,6 +231,13 @@ def w1_metrics(run):
     last = next((i for i, r in enumerate(rows) if r[1] >= n), None)
     if first is None or last is None or last <= first:
         m["failed"] = True
+        # A system that stopped short (Outboxx's fail-fast exit): what it
+        # delivered is in the check.
+        chk = records_json(run)
+        if chk is not None:
+            m["check"] = chk
+        if run.get("exit"):
+            m["exit"] = run["exit"]
         return m
     dn = rows[last][1] - rows[first][1]
     dt = rows[last][0] - rows[first][0]
@@ -320,6 +327,7 @@ NAMES = {
     "relay-pgo": "outbox-relay, slot.plugin = pgoutput",
     "dbz-tuned": "Debezium tuned",
     "dbz-defaults": "Debezium defaults",
+    "outboxx": "Outboxx 0.3.0 (Zig, pgoutput; OUTBOXX_BIN)",
 }
 
 
@@ -371,7 +379,7 @@ def cmd_report(args):
             ms = by[s]
             ceil = "ceil-w2j" if s in ("relay", "ceil-w2j") else "ceil-pgo"
             rc = ratio(medrate.get(s), medrate.get(ceil)) if not s.startswith("ceil") and s != "producer" else None
-            rd = ratio(medrate.get(s), medrate.get("dbz-tuned")) if s in ("relay", "relay-pgo", "dbz-defaults") else None
+            rd = ratio(medrate.get(s), medrate.get("dbz-tuned")) if s in ("relay", "relay-pgo", "dbz-defaults", "outboxx") else None
             checks = [m.get("check") for m in ms if m.get("check")]
             corr = "—"
             if checks:
@@ -381,6 +389,10 @@ def cmd_report(args):
                     b = bad[0]
                     corr += " (missing %d, dup %d, order %d)" % (
                         b["missing"], b["duplicates"], b["order_violations"])
+            exits = [m["exit"] for m in ms if m.get("exit")]
+            if exits:
+                corr += "; %d/%d exited before the end (%s)" % (
+                    len(exits), len(ms), exits[0])
             out.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
                 NAMES[s], cell([m.get("rate") for m in ms]),
                 fmt(rc, 2) + "×" if rc else "—", fmt(rd, 2) + "×" if rd else "—",
@@ -627,7 +639,8 @@ def make_plots(plots, d):
     short = {"ceil-w2j": "wal2json\nceiling", "ceil-pgo": "pgoutput\nceiling",
              "producer": "producer\nceiling", "relay": "outbox-relay",
              "relay-pgo": "outbox-relay\npgoutput",
-             "dbz-tuned": "Debezium\ntuned", "dbz-defaults": "Debezium\ndefaults"}
+             "dbz-tuned": "Debezium\ntuned", "dbz-defaults": "Debezium\ndefaults",
+             "outboxx": "Outboxx"}
     if "w1" in plots:
         order, by = plots["w1"]
         fig, ax = plt.subplots(figsize=(8, 4))
@@ -635,7 +648,8 @@ def make_plots(plots, d):
         lo = [meds[i] - min(m.get("rate") or 0 for m in by[s]) for i, s in enumerate(order)]
         hi = [max(m.get("rate") or 0 for m in by[s]) - meds[i] for i, s in enumerate(order)]
         colors = ["#bbbbbb" if s.startswith("ceil") or s == "producer" else
-                  ("#1f77b4" if s.startswith("relay") else "#d62728") for s in order]
+                  ("#1f77b4" if s.startswith("relay") else
+                   "#9467bd" if s == "outboxx" else "#d62728") for s in order]
         ax.bar([short[s] for s in order], meds, yerr=[lo, hi], color=colors, capsize=4)
         ax.set_ylabel("events/s (median, min–max)")
         ax.set_title("W1 drain throughput")
@@ -646,7 +660,7 @@ def make_plots(plots, d):
         plt.close(fig)
         imgs.append(("w1_throughput.png", "W1 drain throughput"))
 
-        sysl = [s for s in order if s in ("relay", "relay-pgo", "dbz-tuned", "dbz-defaults")]
+        sysl = [s for s in order if s in ("relay", "relay-pgo", "outboxx", "dbz-tuned", "dbz-defaults")]
         if sysl:
             fig, ax = plt.subplots(figsize=(7, 4))
             bottom = [0.0] * len(sysl)
@@ -654,7 +668,7 @@ def make_plots(plots, d):
                                 ("broker", "#ff7f0e")):
                 vals = [med([m.get(part + "_cpu_1m") for m in by[s]]) or 0 for s in sysl]
                 ax.bar([short[s] for s in sysl], vals, bottom=bottom, color=color,
-                       label={"system": "relay / Connect JVM"}.get(part, part))
+                       label={"system": "relay / Outboxx / Connect JVM"}.get(part, part))
                 bottom = [b + v for b, v in zip(bottom, vals)]
             ax.set_ylabel("CPU seconds per 1M events")
             ax.set_title("W1 drain: CPU per event by process")

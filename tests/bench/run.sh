@@ -17,6 +17,10 @@
 #   BENCH_KEEP_RAW=1  keep the consumers' per-record files
 #   BENCH_RELAY_SET="KEY=VALUE ..."  relay settings for every workload
 #                     (knobs adds its own after them)
+#   OUTBOXX_BIN=PATH  an Outboxx binary (tests/bench/outboxx.sh): the W1
+#                     system "outboxx", only when asked for in
+#                     BENCH_W1_SYSTEMS (skipped, with a line saying so,
+#                     when this is not set)
 #
 # Workloads (tests/bench/README or docs/benchmarks.md):
 #   w1  drain: BENCH_W1_EVENTS (1M) events of ~700 B in 100-row
@@ -201,18 +205,20 @@ sys_start() { # SYSTEM SLOT TAG [relay KEY=VALUE...]
 		slot.publication=bench_pub ${BENCH_RELAY_SET:-} "$@" ;;
 	dbz-tuned) dbz_start "$slot" "$tag" tuned ;;
 	dbz-defaults) dbz_start "$slot" "$tag" defaults ;;
+	outboxx) outboxx_start "$slot" "$tag" ;;
 	esac
 }
 
 sys_stop() {
 	case $1 in
 	relay | relay-pgo) relay_stop ;;
+	outboxx) outboxx_stop ;;
 	*) dbz_stop ;;
 	esac
 }
 
-consume() { # TOPIC COUNT FILE: read a whole topic after a run
-	"$BENCH_TOOL" consume -b "$BROKERS" -t "$1" -n "$2" -I 5000 -T 600 \
+consume() { # TOPIC COUNT FILE [SECS]: read a whole topic after a run
+	"$BENCH_TOOL" consume -b "$BROKERS" -t "$1" -n "$2" -I 5000 -T "${4:-600}" \
 		-o "$3" 2>/dev/null || true
 }
 
@@ -236,6 +242,10 @@ w1() {
 		for sys in $BENCH_W1_SYSTEMS; do
 			# BENCH_W1_ONCE: systems measured in the first round only.
 			((r == 1)) || [[ " $BENCH_W1_ONCE " != *" $sys "* ]] || continue
+			if [[ $sys == outboxx && ! -x $OUTBOXX_BIN ]]; then
+				((r > 1)) || bench_log "w1: outboxx skipped: OUTBOXX_BIN ${OUTBOXX_BIN:+($OUTBOXX_BIN) is not an executable}${OUTBOXX_BIN:-is not set} (tests/bench/outboxx.sh builds it from a checkout)"
+				continue
+			fi
 			tag=w1r$r-$sys
 			samp=$OUT/raw/$tag.samples
 			case $sys in
@@ -281,15 +291,33 @@ w1() {
 				sys_start "$sys" "$slot" "$tag"
 				wpid=$(walsender_pid "$slot" 120)
 				"$BENCH_TOOL" sample -b "$BROKERS" -t "$tag.bench" \
-					-p "$SYS_PID,$wpid,$(broker_pid)" -n "$n" -T 900 -o "$samp" ||
+					-p "$SYS_PID,$wpid,$(broker_pid)" -n "$n" -T 900 -o "$samp" &
+				local spid=$! early=
+				# A system that exits before the end (Outboxx stops at
+				# its producer's "Queue full": fail-fast, for a
+				# supervisor to restart) ends the wait.
+				while kill -0 "$spid" 2>/dev/null; do
+					if ! kill -0 "$SYS_PID" 2>/dev/null; then
+						sleep 2
+						kill -TERM "$spid" 2>/dev/null || true
+						early="exited at $(tail -1 "$samp" | cut -d' ' -f2) of $n events"
+						bench_log "w1: $sys $early"
+						break
+					fi
+					sleep 0.5
+				done
+				wait "$spid" || [[ -n $early ]] ||
 					bench_log "w1: $sys did not deliver $n events in time"
 				j1=$(jmx)
 				sys_stop "$sys"
 				cons=$OUT/raw/$tag.records
-				consume "$tag.bench" "$n" "$cons"
+				# After an early exit: what is there, without waiting for
+				# the rest (the idle stop needs a first record).
+				consume "$tag.bench" "$n" "$cons" "$([[ -n $early ]] && echo 60 || echo 600)"
 				emit workload=w1 system="$sys" round="$r" events="$n" t0="$t0" \
 					samples="$samp" pids='["system","walsender","broker"]' \
-					records="$cons" seq0="$s0" seq1="$s1" jmx0="$j0" jmx1="$j1"
+					records="$cons" seq0="$s0" seq1="$s1" jmx0="$j0" jmx1="$j1" \
+					${early:+"exit=$early"}
 				"$PY" tests/bench/report.py check --last "$RUNS" || true
 				[[ -n ${BENCH_KEEP_RAW:-} ]] || rm -f "$cons"
 				slot_drop "$slot"

@@ -5,7 +5,8 @@
 #      strace (syscall counts of the relay's CPU profile);
 #   2. a Kafka Connect 4.3.0 standalone worker and Debezium 3.6.1.Final's
 #      PostgreSQL connector with its Outbox Event Router, by Maven from
-#      tests/bench/connect/pom.xml into tests/bench/connect/target/dependency.
+#      tests/bench/connect/pom.xml into tests/bench/connect/target/dependency;
+#   3. librdkafka 2.12.1 (tests/env/rdkafka.sh) for the -rdk systems.
 set -euo pipefail
 
 cd "$(dirname "$0")/../.."
@@ -44,4 +45,10 @@ if ! compgen -G "$dep/debezium-connector-postgres-*.jar" >/dev/null ||
 		echo "bench-deps: Maven ran but $dep has no Debezium jar" >&2
 		exit 1
 	fi
+fi
+
+# The -rdk systems: the relay on a current librdkafka (the same build
+# make check-rdkafka uses). Without cargo they are skipped, not failed.
+if ! tests/env/rdkafka.sh >/dev/null; then
+	echo "bench-deps: no librdkafka 2.12.1 (tests/env/rdkafka.sh failed): make bench skips the -rdk systems" >&2
 fi

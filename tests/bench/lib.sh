@@ -110,7 +110,9 @@ relay_start() {
 		printf '%s = %s\n' "${kv%%=*}" "${kv#*=}" >>"$conf"
 	done
 	# BENCH_KEEP_RAW keeps the relay's log with the records.
-	"$RELAY_BIN" --config "$conf" \
+	# RELAY_LIBDIR: the librdkafka the relay loads (the -rdk systems);
+	# env execs, so $! is still the relay's PID.
+	env ${RELAY_LIBDIR:+LD_LIBRARY_PATH=$RELAY_LIBDIR} "$RELAY_BIN" --config "$conf" \
 		2>"$([[ -n ${BENCH_KEEP_RAW:-} ]] && echo "$OUT/raw" || echo "$BENCH_DIR")/relay-$tag.log" &
 	SYS_PID=$!
 	env_on_cleanup "kill -9 $SYS_PID 2>/dev/null || true"
@@ -255,7 +257,9 @@ outboxx_start() {
 	destination = "$tag.bench"
 	routing_key = "aggregate_id"
 	CONF
+	# OUTBOXX_LIBDIR: another librdkafka for it (LD_LIBRARY_PATH).
 	OUTBOXX_PG="host=127.0.0.1 port=$BENCH_PGPORT dbname=bench user=postgres" \
+		env ${OUTBOXX_LIBDIR:+LD_LIBRARY_PATH=$OUTBOXX_LIBDIR} \
 		"$OUTBOXX_BIN" --config "$conf" </dev/null \
 		>"$([[ -n ${BENCH_KEEP_RAW:-} ]] && echo "$OUT/raw" || echo "$BENCH_DIR")/outboxx-$tag.log" 2>&1 &
 	SYS_PID=$!

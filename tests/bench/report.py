@@ -325,6 +325,8 @@ NAMES = {
     "kafka-floor": "Kafka alone: librdkafka producer, each record flushed → consumer (floor)",
     "relay": "outbox-relay (defaults)",
     "relay-pgo": "outbox-relay, slot.plugin = pgoutput",
+    "relay-rdk": "outbox-relay on librdkafka 2.12.1",
+    "relay-pgo-rdk": "outbox-relay on librdkafka 2.12.1, slot.plugin = pgoutput",
     "dbz-tuned": "Debezium tuned",
     "dbz-defaults": "Debezium defaults",
     "outboxx": "Outboxx 0.3.0 (Zig, pgoutput; OUTBOXX_BIN)",
@@ -370,16 +372,18 @@ def cmd_report(args):
             out.append("Load: %s s, %s MB of WAL." % (
                 fmt(load[0]["secs"], 1), fmt(load[0].get("wal_bytes", 0) / 1e6)))
             out.append("")
-        out.append("| system | drain ev/s | × its ceiling | × Debezium tuned | "
+        out.append("| system | drain ev/s | × its ceiling | × Debezium tuned | × Outboxx | "
                    "start → first event s | peak RSS MB | own CPU s / 1M | "
                    "walsender CPU s / 1M | broker CPU s / 1M | produce requests / 1M | correct |")
-        out.append("|---|---|---|---|---|---|---|---|---|---|---|")
+        out.append("|---|---|---|---|---|---|---|---|---|---|---|---|")
         order = [s for s in NAMES if s in by]
         for s in order:
             ms = by[s]
-            ceil = "ceil-w2j" if s in ("relay", "ceil-w2j") else "ceil-pgo"
+            ceil = "ceil-w2j" if s in ("relay", "relay-rdk", "ceil-w2j") else "ceil-pgo"
             rc = ratio(medrate.get(s), medrate.get(ceil)) if not s.startswith("ceil") and s != "producer" else None
-            rd = ratio(medrate.get(s), medrate.get("dbz-tuned")) if s in ("relay", "relay-pgo", "dbz-defaults", "outboxx") else None
+            rd = ratio(medrate.get(s), medrate.get("dbz-tuned")) if s.startswith("relay") or s in ("dbz-defaults", "outboxx") else None
+            # Outboxx reads pgoutput: the relay's pgoutput rows only.
+            rx = ratio(medrate.get(s), medrate.get("outboxx")) if s in ("relay-pgo", "relay-pgo-rdk") else None
             checks = [m.get("check") for m in ms if m.get("check")]
             corr = "—"
             if checks:
@@ -393,9 +397,10 @@ def cmd_report(args):
             if exits:
                 corr += "; %d/%d exited before the end (%s)" % (
                     len(exits), len(ms), exits[0])
-            out.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            out.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
                 NAMES[s], cell([m.get("rate") for m in ms]),
                 fmt(rc, 2) + "×" if rc else "—", fmt(rd, 2) + "×" if rd else "—",
+                fmt(rx, 2) + "×" if rx else "—",
                 cell([m.get("startup_s") for m in ms], 1),
                 cell([m.get("rss_mb") for m in ms], 1),
                 cell([m.get("system_cpu_1m") for m in ms], 1),
@@ -471,7 +476,7 @@ def cmd_report(args):
         rates = sorted({m["rate"] for m in w2})
         lines = []
         for rate in rates:
-          for rs in ("relay", "relay-pgo"):
+          for rs in ("relay", "relay-pgo", "relay-rdk", "relay-pgo-rdk"):
             rel = [m for m in w2 if m["rate"] == rate and m["system"] == rs]
             dbz = [m for m in w2 if m["rate"] == rate and m["system"] == "dbz-tuned"]
             if rel and dbz:

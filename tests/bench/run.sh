@@ -17,10 +17,16 @@
 #   BENCH_KEEP_RAW=1  keep the consumers' per-record files
 #   BENCH_RELAY_SET="KEY=VALUE ..."  relay settings for every workload
 #                     (knobs adds its own after them)
+#   BENCH_RDKAFKA_LIB=DIR  the librdkafka of the -rdk systems (the relay's
+#                     binary on that library; default build/deps/
+#                     librdkafka-2.12.1/lib, which make bench-deps builds
+#                     with tests/env/rdkafka.sh): without it they are
+#                     skipped, with a line saying so
 #   OUTBOXX_BIN=PATH  an Outboxx binary (tests/bench/outboxx.sh): the W1
 #                     system "outboxx", only when asked for in
 #                     BENCH_W1_SYSTEMS (skipped, with a line saying so,
-#                     when this is not set)
+#                     when this is not set); OUTBOXX_LIBDIR=DIR runs it
+#                     on the librdkafka in DIR
 #
 # Workloads (tests/bench/README or docs/benchmarks.md):
 #   w1  drain: BENCH_W1_EVENTS (1M) events of ~700 B in 100-row
@@ -47,11 +53,11 @@ quick)
 	: "${BENCH_ONLY:=w1 w2 w5}"
 	: "${BENCH_ROUNDS:=3}"
 	: "${BENCH_W1_EVENTS:=1000000}"
-	: "${BENCH_W1_SYSTEMS:=ceil-w2j ceil-pgo producer relay relay-pgo dbz-tuned dbz-defaults}"
+	: "${BENCH_W1_SYSTEMS:=ceil-w2j ceil-pgo producer relay relay-rdk relay-pgo relay-pgo-rdk outboxx dbz-tuned dbz-defaults}"
 	: "${BENCH_W1_ONCE:=dbz-defaults}"
-	: "${BENCH_W2_RATES:=1000 5000}"
+	: "${BENCH_W2_RATES:=1000 5000 10000}"
 	: "${BENCH_W2_SECS:=20}"
-	: "${BENCH_W2_SYSTEMS:=relay relay-pgo dbz-tuned}"
+	: "${BENCH_W2_SYSTEMS:=relay relay-pgo relay-pgo-rdk dbz-tuned}"
 	: "${BENCH_W5_COUNT:=20}"
 	: "${BENCH_W5_IDLE:=1}"
 	: "${BENCH_W5_SYSTEMS:=kafka-floor relay relay-pgo dbz-tuned}"
@@ -60,11 +66,11 @@ full)
 	: "${BENCH_ONLY:=w1 w2 w3 w5 w6 knobs}"
 	: "${BENCH_ROUNDS:=3}"
 	: "${BENCH_W1_EVENTS:=2000000}"
-	: "${BENCH_W1_SYSTEMS:=ceil-w2j ceil-pgo producer relay relay-pgo dbz-tuned dbz-defaults}"
+	: "${BENCH_W1_SYSTEMS:=ceil-w2j ceil-pgo producer relay relay-rdk relay-pgo relay-pgo-rdk outboxx dbz-tuned dbz-defaults}"
 	: "${BENCH_W1_ONCE:=}"
 	: "${BENCH_W2_RATES:=1000 5000 10000 20000}"
 	: "${BENCH_W2_SECS:=60}"
-	: "${BENCH_W2_SYSTEMS:=relay relay-pgo dbz-tuned dbz-defaults}"
+	: "${BENCH_W2_SYSTEMS:=relay relay-pgo relay-rdk relay-pgo-rdk dbz-tuned dbz-defaults}"
 	: "${BENCH_W5_COUNT:=100}"
 	: "${BENCH_W5_IDLE:=3}"
 	: "${BENCH_W5_SYSTEMS:=kafka-floor relay relay-pgo dbz-tuned dbz-defaults}"
@@ -100,6 +106,18 @@ RUNS=$OUT/runs.jsonl
 : >"$RUNS"
 
 source tests/bench/lib.sh
+
+: "${BENCH_RDKAFKA_LIB:=$REPO/build/deps/librdkafka-2.12.1/lib}"
+if [[ ! -e $BENCH_RDKAFKA_LIB/librdkafka.so.1 ]]; then
+	bench_log "no librdkafka in $BENCH_RDKAFKA_LIB (tests/env/rdkafka.sh builds it): the -rdk systems are skipped"
+	for v in BENCH_W1_SYSTEMS BENCH_W2_SYSTEMS BENCH_W3_SYSTEMS BENCH_W5_SYSTEMS BENCH_W6_SYSTEMS; do
+		keep=
+		for s in ${!v}; do
+			[[ $s == *-rdk ]] || keep+=" $s"
+		done
+		printf -v "$v" '%s' "${keep# }"
+	done
+fi
 
 for b in "$RELAY_BIN" "$BENCH_TOOL"; do
 	[[ -x $b ]] || {
@@ -191,7 +209,7 @@ pgbench() {
 	runuser -u postgres -- "$PG_BIN/pgbench" -h 127.0.0.1 -p "$BENCH_PGPORT" -n "$@" bench
 }
 
-plugin_of() { [[ $1 == relay || $1 == ceil-w2j ]] && echo wal2json || echo pgoutput; }
+plugin_of() { [[ $1 == relay || $1 == relay-rdk || $1 == ceil-w2j ]] && echo wal2json || echo pgoutput; }
 
 sys_start() { # SYSTEM SLOT TAG [relay KEY=VALUE...]
 	local sys=$1 slot=$2 tag=$3
@@ -203,6 +221,14 @@ sys_start() { # SYSTEM SLOT TAG [relay KEY=VALUE...]
 	# shellcheck disable=SC2086
 	relay-pgo) relay_start "$slot" "$tag" slot.plugin=pgoutput \
 		slot.publication=bench_pub ${BENCH_RELAY_SET:-} "$@" ;;
+	# The same binary on librdkafka 2.12.1 (tests/env/rdkafka.sh), with
+	# that release's defaults (kafka_conf.c): several requests in flight.
+	# shellcheck disable=SC2086
+	relay-rdk) RELAY_LIBDIR=$BENCH_RDKAFKA_LIB relay_start "$slot" "$tag" \
+		${BENCH_RELAY_SET:-} "$@" ;;
+	# shellcheck disable=SC2086
+	relay-pgo-rdk) RELAY_LIBDIR=$BENCH_RDKAFKA_LIB relay_start "$slot" "$tag" \
+		slot.plugin=pgoutput slot.publication=bench_pub ${BENCH_RELAY_SET:-} "$@" ;;
 	dbz-tuned) dbz_start "$slot" "$tag" tuned ;;
 	dbz-defaults) dbz_start "$slot" "$tag" defaults ;;
 	outboxx) outboxx_start "$slot" "$tag" ;;
@@ -211,7 +237,7 @@ sys_start() { # SYSTEM SLOT TAG [relay KEY=VALUE...]
 
 sys_stop() {
 	case $1 in
-	relay | relay-pgo) relay_stop ;;
+	relay*) relay_stop ;;
 	outboxx) outboxx_stop ;;
 	*) dbz_stop ;;
 	esac

@@ -189,6 +189,59 @@ START_TEST(test_thread_start_error_names_its_code)
 }
 END_TEST
 
+/* The drain's figures come from librdkafka's statistics: before the
+ * first, every one is unknown; after 40 records in two batches (a
+ * linger of 50 ms, a flush between) the Produce requests, the requests
+ * unanswered and the mean batch are read from it. */
+START_TEST(test_stats_figures)
+{
+	struct relay_config cfg;
+	struct seen s = { 0 };
+	struct publisher *p;
+	struct pub_stats st;
+	char err[256];
+	int64_t end;
+
+	saved_level = log_current_level;
+	log_set_level(LOG_LVL_ERROR);
+	cfg_init(&cfg);
+	ck_assert_int_eq(cfg_set(&cfg, "kafka.test.mock.num.brokers", "1",
+	                         CFG_SRC_FLAG, "test", err, sizeof(err)), 0);
+	ck_assert_int_eq(cfg_set(&cfg, "kafka.linger.ms", "50", CFG_SRC_FLAG,
+	                         "test", err, sizeof(err)), 0);
+	ck_assert_int_eq(cfg_set(&cfg, "kafka.statistics.interval.ms", "100",
+	                         CFG_SRC_FLAG, "test", err, sizeof(err)), 0);
+	p = pub_new(&cfg, on_report, &s, err, sizeof(err));
+	ck_assert_msg(p != NULL, "pub_new: %s", err);
+	pub_stats(p, &st);
+	ck_assert_int_eq(st.produce_requests, -1);
+	ck_assert_int_eq(st.batch_msgs, -1);
+	for (int round = 0; round < 2; round++) {
+		for (uint64_t t = 0; t < 20; t++)
+			ck_assert_int_eq(send_one(p, t), PUB_SENT);
+		ck_assert_int_eq(wait_reports(p, &s, 20 * (round + 1), 10000),
+		                 20 * (round + 1));
+	}
+	ck_assert_int_eq(s.ok, 40);
+	/* The statistics of a window with the batches in it. */
+	end = now_mono_us() + 5000 * 1000;
+	do {
+		pub_poll(p, 20);
+		pub_stats(p, &st);
+	} while ((st.produce_requests < 2 || st.batch_msgs < 1) &&
+	         now_mono_us() < end);
+	ck_assert_int_ge(st.produce_requests, 2);
+	ck_assert_int_le(st.produce_requests, 40);
+	ck_assert_int_eq(st.requests_in_flight, 0);
+	ck_assert_int_ge(st.batch_msgs, 1);
+	ck_assert_int_le(st.batch_msgs, 20);
+	ck_assert_int_gt(st.batch_bytes, 0);
+	ck_assert_int_ge(st.broker_rtt_us, 0);
+	ck_assert_int_eq(st.queue_msgs, 0);
+	done(p, &cfg);
+}
+END_TEST
+
 /* What client who's configuration says for name on librdkafka version
  * v, with kafka.* settings kv (name, value, ...; NULL ends). */
 static void conf_value(int v, enum kc_client who, const char *name,
@@ -292,6 +345,7 @@ Suite *publisher_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_nudge_sends_lone_event);
 	tcase_add_test(tc, test_nudge_leaves_load_to_linger);
+	tcase_add_test(tc, test_stats_figures);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("threads");
 	tcase_add_test(tc, test_thread_start_error_names_its_code);

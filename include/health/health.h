@@ -82,8 +82,8 @@ struct relay_figures {
 	int64_t produce_requests;   /* librdkafka statistics; -1 unknown */
 	int64_t requests_in_flight; /* librdkafka statistics; -1 unknown */
 	int64_t batch_msgs;         /* librdkafka statistics; -1 unknown */
-	uint64_t wait_pg_us;        /* the loop's waits while streaming: for */
-	uint64_t wait_kafka_us;     /* the server, and for acks (window full) */
+	int64_t wait_pg_us;         /* the loop's waits while streaming: for */
+	int64_t wait_kafka_us;      /* the server, and for acks (window full) */
 	struct hist latency;        /* commit -> ack, µs */
 };
 

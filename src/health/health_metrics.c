@@ -355,6 +355,41 @@ static const struct {
 #undef RU
 };
 
+/* The relay's int64_t figures, each one sample, absent while negative
+ * (unknown); us: microseconds, shown as seconds. */
+static const struct {
+	const char *name, *type, *help;
+	size_t off;
+	bool us;
+} relay_i64[] = {
+#define RI(f, us, n, t, h) { n, t, h, offsetof(struct relay_figures, f), us }
+	RI(heartbeat_rtt_us, true, "heartbeat_rtt_seconds", "gauge",
+	   "Last heartbeat round trip: written with pg_logical_emit_message() "
+	   "to seen in the stream; absent before the first."),
+	RI(broker_rtt_us, true, "kafka_broker_rtt_seconds", "gauge",
+	   "Broker round trip from librdkafka statistics; absent when "
+	   "unknown."),
+	RI(kafka_queue_msgs, false, "kafka_queue_messages", "gauge",
+	   "Messages in the producer queue (librdkafka msg_cnt); absent "
+	   "when unknown."),
+	RI(produce_requests, false, "kafka_produce_requests_total", "counter",
+	   "Produce requests sent by this session's producer (librdkafka "
+	   "statistics); absent when unknown."),
+	RI(requests_in_flight, false, "kafka_requests_in_flight", "gauge",
+	   "Requests sent to the brokers and not yet answered (librdkafka "
+	   "statistics); absent when unknown."),
+	RI(batch_msgs, false, "kafka_batch_messages", "gauge",
+	   "Mean messages per produced batch over the last statistics "
+	   "window; absent when unknown."),
+	RI(wait_pg_us, true, "wait_postgres_seconds_total", "counter",
+	   "Time the streaming loop slept with its window open: waiting for "
+	   "the server to send."),
+	RI(wait_kafka_us, true, "wait_kafka_seconds_total", "counter",
+	   "Time the streaming loop slept with its window full "
+	   "(inflight.max.*): waiting for Kafka's acks."),
+#undef RI
+};
+
 /* The standby's copy (slot.standby.conninfo): every sample absent when
  * it is not configured. */
 static void standby_metrics(struct mbuf *b, const struct health_snapshot *s)
@@ -473,46 +508,17 @@ char *health_render_metrics(const struct health_snapshot *s)
 
 	latency_histogram(&b, &rf->latency);
 
-	family(&b, "heartbeat_rtt_seconds", "gauge",
-	       "Last heartbeat round trip: written with pg_logical_emit_message() "
-	       "to seen in the stream; absent before the first.");
-	if (rf->heartbeat_rtt_us >= 0)
-		sample_d(&b, "heartbeat_rtt_seconds",
-		         (double)rf->heartbeat_rtt_us / 1e6);
-	family(&b, "kafka_broker_rtt_seconds", "gauge",
-	       "Broker round trip from librdkafka statistics; absent when "
-	       "unknown.");
-	if (rf->broker_rtt_us >= 0)
-		sample_d(&b, "kafka_broker_rtt_seconds",
-		         (double)rf->broker_rtt_us / 1e6);
-	family(&b, "kafka_queue_messages", "gauge",
-	       "Messages in the producer queue (librdkafka msg_cnt); absent "
-	       "when unknown.");
-	if (rf->kafka_queue_msgs >= 0)
-		sample_i(&b, "kafka_queue_messages", rf->kafka_queue_msgs);
-	family(&b, "kafka_produce_requests_total", "counter",
-	       "Produce requests sent by this session's producer (librdkafka "
-	       "statistics); absent when unknown.");
-	if (rf->produce_requests >= 0)
-		sample_i(&b, "kafka_produce_requests_total", rf->produce_requests);
-	family(&b, "kafka_requests_in_flight", "gauge",
-	       "Requests sent to the brokers and not yet answered (librdkafka "
-	       "statistics); absent when unknown.");
-	if (rf->requests_in_flight >= 0)
-		sample_i(&b, "kafka_requests_in_flight", rf->requests_in_flight);
-	family(&b, "kafka_batch_messages", "gauge",
-	       "Mean messages per produced batch over the last statistics "
-	       "window; absent when unknown.");
-	if (rf->batch_msgs >= 0)
-		sample_i(&b, "kafka_batch_messages", rf->batch_msgs);
-	family(&b, "wait_postgres_seconds_total", "counter",
-	       "Time the streaming loop slept with its window open: waiting for "
-	       "the server to send.");
-	sample_d(&b, "wait_postgres_seconds_total", (double)rf->wait_pg_us / 1e6);
-	family(&b, "wait_kafka_seconds_total", "counter",
-	       "Time the streaming loop slept with its window full "
-	       "(inflight.max.*): waiting for Kafka's acks.");
-	sample_d(&b, "wait_kafka_seconds_total", (double)rf->wait_kafka_us / 1e6);
+	for (size_t i = 0; i < sizeof(relay_i64) / sizeof(relay_i64[0]); i++) {
+		int64_t v;
+		memcpy(&v, (const char *)rf + relay_i64[i].off, sizeof(v));
+		family(&b, relay_i64[i].name, relay_i64[i].type, relay_i64[i].help);
+		if (v < 0)
+			continue;
+		if (relay_i64[i].us)
+			sample_d(&b, relay_i64[i].name, (double)v / 1e6);
+		else
+			sample_i(&b, relay_i64[i].name, v);
+	}
 
 	slot_metrics(&b, s);
 	standby_metrics(&b, s);

@@ -119,8 +119,8 @@ void fill_figures(struct relay *r, struct relay_figures *f)
 		f->requests_in_flight = ps.requests_in_flight;
 		f->batch_msgs = ps.batch_msgs;
 	}
-	f->wait_pg_us = r->ctr.wait_pg_us;
-	f->wait_kafka_us = r->ctr.wait_kafka_us;
+	f->wait_pg_us = (int64_t)r->ctr.wait_pg_us;
+	f->wait_kafka_us = (int64_t)r->ctr.wait_kafka_us;
 	f->latency = r->ctr.lat;
 }
 

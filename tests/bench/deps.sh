@@ -11,22 +11,9 @@ set -euo pipefail
 
 cd "$(dirname "$0")/../.."
 
-packages=(python3-matplotlib strace)
-missing=()
-for p in "${packages[@]}"; do
-	status=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
-	[[ $status == installed ]] || missing+=("$p")
-done
-if ((${#missing[@]} > 0)); then
-	sudo=()
-	if [[ $EUID -ne 0 ]]; then
-		sudo=(sudo)
-	fi
-	echo "bench-deps: installing ${missing[*]}"
-	export DEBIAN_FRONTEND=noninteractive
-	"${sudo[@]}" apt-get update -q
-	"${sudo[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
-fi
+# shellcheck source=../env/apt.sh
+source tests/env/apt.sh
+apt_ensure bench-deps python3-matplotlib strace
 
 dep=tests/bench/connect/target/dependency
 if ! compgen -G "$dep/debezium-connector-postgres-*.jar" >/dev/null ||

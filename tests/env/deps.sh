@@ -64,21 +64,13 @@ command -v python3 >/dev/null 2>&1 || packages+=(python3)
 # npm: tests/env/pgdist.sh fetches PostgreSQL 16-18 for make check-pg-matrix.
 command -v npm >/dev/null 2>&1 || packages+=(npm)
 
-missing=()
-for p in "${packages[@]}"; do
-	status=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
-	[[ $status == installed ]] || missing+=("$p")
-done
+# shellcheck source=apt.sh
+source tests/env/apt.sh
+apt_ensure deps "${packages[@]}"
 
 sudo=()
 if [[ $EUID -ne 0 ]]; then
 	sudo=(sudo)
-fi
-if ((${#missing[@]} > 0)); then
-	echo "deps: installing ${missing[*]}"
-	export DEBIAN_FRONTEND=noninteractive
-	"${sudo[@]}" apt-get update -q
-	"${sudo[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
 
 # The broker jars; the pom copies its dependencies into target/dependency.

@@ -78,21 +78,9 @@ if ! command -v g++ >/dev/null 2>&1 && ! command -v clang++ >/dev/null 2>&1 &&
 	! command -v c++ >/dev/null 2>&1; then
 	packages+=(g++)
 fi
-missing=()
-for p in "${packages[@]}"; do
-	status=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
-	[[ $status == installed ]] || missing+=("$p")
-done
-if ((${#missing[@]} > 0)); then
-	sudo=()
-	if [[ $EUID -ne 0 ]]; then
-		sudo=(sudo)
-	fi
-	echo "rdkafka: installing ${missing[*]}" >&2
-	export DEBIAN_FRONTEND=noninteractive
-	"${sudo[@]}" apt-get update -q >&2
-	"${sudo[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}" >&2
-fi
+# shellcheck source=apt.sh
+source "$ROOT/tests/env/apt.sh"
+apt_ensure rdkafka "${packages[@]}"
 # Cargo is not a Debian package here (Debian 12's is too old for the
 # registry's sparse index): it comes with the machine.
 command -v cargo >/dev/null 2>&1 || die "cargo not found (needed to fetch the rdkafka-sys crate)"

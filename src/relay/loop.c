@@ -231,8 +231,12 @@ struct turn {
 	bool held;          /* reads are held back (pg.read.coalesce.us) */
 };
 
-static void wait_turn(struct relay *r, int sigfd, struct turn *t, int64_t now)
+/* Returns the time after poll(): the steps of the turn read it. */
+static int64_t wait_turn(struct relay *r, int sigfd, struct turn *t,
+                         int64_t now)
 {
+	int64_t after;
+
 	t->nfds = 0;
 	t->ipub = t->ipg = -1;
 	t->isig = t->nfds;
@@ -260,13 +264,14 @@ static void wait_turn(struct relay *r, int sigfd, struct turn *t, int64_t now)
 	}
 	/* The drain's profile: a wait with the window full is Kafka's, one
 	 * with reading allowed is the server's. */
+	after = now_mono_us();
 	if (r->have_rs && r->st.state == ST_STREAMING) {
-		uint64_t waited = (uint64_t)(now_mono_us() - now);
 		if (!window_open(r))
-			r->ctr.wait_kafka_us += waited;
+			r->ctr.wait_kafka_us += (uint64_t)(after - now);
 		else if (!t->held)
-			r->ctr.wait_pg_us += waited;
+			r->ctr.wait_pg_us += (uint64_t)(after - now);
 	}
+	return after;
 }
 
 /* Delivery reports (on_dr(), inside kp->poll()), then the producer's
@@ -438,8 +443,7 @@ int relay_run(const struct relay_config *cfg, int sigfd)
 		if (relay_stopping(r) && drained(r, now))
 			break;
 		connect_if_due(r, now);
-		wait_turn(r, sigfd, &t, now);
-		now = now_mono_us();
+		now = wait_turn(r, sigfd, &t, now);
 		if (t.fds[t.isig].revents & POLLIN)
 			drain_signals(r, sigfd);
 		serve_kafka(r, t.ipub >= 0 && (t.fds[t.ipub].revents & POLLIN));

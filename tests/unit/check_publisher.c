@@ -274,29 +274,34 @@ START_TEST(test_in_flight_by_version)
 		"kafka.max.in.flight.requests.per.connection", "2", NULL
 	};
 	const char *const key = "max.in.flight.requests.per.connection";
+	static const struct {
+		int version;
+		enum kc_client who;
+		const char *name;
+		bool user;
+		const char *want;
+	} cases[] = {
+		{ KC_VERSION(2, 0, 2), KC_RELAY, NULL, false, "1" },
+		{ KC_VERSION(2, 12, 0), KC_RELAY, NULL, false, "1" },
+		{ KC_VERSION(2, 12, 1), KC_RELAY, NULL, false, "5" },
+		{ KC_VERSION(3, 0, 0), KC_RELAY, NULL, false, "5" },
+		{ KC_VERSION(2, 12, 1), KC_RELAY, NULL, true, "2" },
+		{ KC_VERSION(2, 0, 2), KC_RELAY, NULL, true, "2" },
+		{ KC_VERSION(2, 12, 1), KC_RUNBOOK, NULL, false, "1" },
+		{ KC_VERSION(2, 12, 1), KC_LEDGER_PRODUCER, NULL, false, "1" },
+		/* The rows without a version are for every one. */
+		{ KC_VERSION(2, 12, 1), KC_RELAY, "enable.idempotence", false,
+		  "true" },
+	};
 	char v[64];
 
-	conf_value(KC_VERSION(2, 0, 2), KC_RELAY, key, NULL, v, sizeof(v));
-	ck_assert_str_eq(v, "1");
-	conf_value(KC_VERSION(2, 12, 0), KC_RELAY, key, NULL, v, sizeof(v));
-	ck_assert_str_eq(v, "1");
-	conf_value(KC_VERSION(2, 12, 1), KC_RELAY, key, NULL, v, sizeof(v));
-	ck_assert_str_eq(v, "5");
-	conf_value(KC_VERSION(3, 0, 0), KC_RELAY, key, NULL, v, sizeof(v));
-	ck_assert_str_eq(v, "5");
-	conf_value(KC_VERSION(2, 12, 1), KC_RELAY, key, user, v, sizeof(v));
-	ck_assert_str_eq(v, "2");
-	conf_value(KC_VERSION(2, 0, 2), KC_RELAY, key, user, v, sizeof(v));
-	ck_assert_str_eq(v, "2");
-	conf_value(KC_VERSION(2, 12, 1), KC_RUNBOOK, key, NULL, v, sizeof(v));
-	ck_assert_str_eq(v, "1");
-	conf_value(KC_VERSION(2, 12, 1), KC_LEDGER_PRODUCER, key, NULL, v,
-	           sizeof(v));
-	ck_assert_str_eq(v, "1");
-	/* The rows without a version are for every one. */
-	conf_value(KC_VERSION(2, 12, 1), KC_RELAY, "enable.idempotence", NULL, v,
-	           sizeof(v));
-	ck_assert_str_eq(v, "true");
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		conf_value(cases[i].version, cases[i].who,
+		           cases[i].name != NULL ? cases[i].name : key,
+		           cases[i].user ? user : NULL, v, sizeof(v));
+		ck_assert_msg(strcmp(v, cases[i].want) == 0, "case %zu: %s, not %s",
+		              i, v, cases[i].want);
+	}
 }
 END_TEST
 

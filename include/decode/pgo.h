@@ -82,6 +82,14 @@ void pgo_free(struct pgo_state *st);
 bool pgo_event_id(const struct pgo_state *st, const void *msg, size_t len,
                   char *id, size_t idlen);
 
+/* The same Insert read for its columns, as far as they can be read:
+ * cols[REC_COL_*] get each column's text as the row has it (pointing
+ * into msg), ptr NULL for SQL NULL or what cannot be read. What the
+ * dead-letter record of a refused event carries (dlq.h). Returns false
+ * when msg is not an Insert into the outbox table. Pure. */
+bool pgo_event_cols(const struct pgo_state *st, const void *msg, size_t len,
+                    struct rec_str cols[REC_NCOLS]);
+
 int pgo_decode(struct pgo_state *st, const void *msg, size_t len,
                uint64_t wal_start, struct record *rec, char *err,
                size_t errlen) RELAY_MUSTCHECK;

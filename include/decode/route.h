@@ -28,12 +28,21 @@ enum route_header {
 	ROUTE_H_COUNT
 };
 
+/* One header beyond those (the dead-letter record's, dlq.h). */
+struct route_kv {
+	const char *name;
+	const char *value;
+	size_t len;
+};
+
 struct route_headers {
 	const char *name[ROUTE_H_COUNT];
 	const char *value[ROUTE_H_COUNT]; /* NULL: header omitted */
 	size_t len[ROUTE_H_COUNT];
 	char lsn_buf[24];
 	char xid_buf[24];
+	const struct route_kv *extra; /* after the ones above; NULL: none */
+	size_t n_extra;
 };
 
 /* Fills h from an event record and its transaction's commit end LSN.

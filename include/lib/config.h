@@ -58,6 +58,11 @@ struct relay_config {
 	int64_t shutdown_timeout_ms;
 	int64_t stats_interval_ms;
 	int64_t kafka_failure_max_replays;
+	char *poison_policy;        /* "fail", "dlq" or "skip" */
+	char *poison_dlq_topic;     /* "" unless poison_policy is dlq */
+	int64_t poison_retries;
+	int64_t poison_retry_backoff_ms;
+	int64_t poison_retry_backoff_max_ms;
 	bool producer_allow_unsafe;
 	char *log_level;
 	char *log_format;           /* "text" or "json" */

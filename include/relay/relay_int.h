@@ -15,6 +15,8 @@
  *               standby status updates that send it
  *   backstop.c  bs: the same transaction failing again and again
  *   stats.c     ctr: counters, per-topic counts, latency, figures
+ *   poison.c    pz: the dead-letter policy (poison.policy): poison
+ *               events parked in the dead-letter topic or skipped
  *   session.c   the session: connect, read, decode, end and restart
  *   loop.c      relay_run(): the poll() loop as named steps
  *
@@ -39,6 +41,10 @@
 
 #define READ_BUDGET 4096          /* frames per loop turn, keeps timers fair */
 #define LEDGER_TOKEN UINT64_MAX   /* delivery token of the ledger's records */
+/* A dead-letter record's token: the tracker's token of the event it
+ * replaces, with this bit set, so that it counts in the LSN books
+ * exactly like that event and its report is told apart (poison.c). */
+#define DLQ_TOKEN_BIT (UINT64_C(1) << 62)
 #define LEDGER_READ_TIMEOUT_MS 2000 /* blocks the loop: well within
                                      * http.livez.timeout.ms */
 #define LEDGER_RETRY_US (10 * INT64_C(1000000)) /* after a failed read */
@@ -57,6 +63,9 @@ enum relay_state {
 	ST_EXITING,
 	ST_COUNT
 };
+
+/* poison.policy (poison.c). */
+enum poison_policy { POISON_FAIL, POISON_DLQ, POISON_SKIP };
 
 /* What became of a frame: handled, to be tried again (the window or
  * the producer's queue is full), or the end of reading (a stop, a
@@ -177,6 +186,30 @@ struct relay {
 		char err[256];              /* the last one */
 	} bs;
 
+	/* The dead-letter policy (poison.c). */
+	struct {
+		enum poison_policy policy;
+		uint64_t ord;               /* events of the open transaction
+		                             * handed on so far: the next one's
+		                             * place in it */
+		/* The last event produced to its topic (delivery.c): while a
+		 * refused batch is replayed one at a time, the refused one. */
+		bool sent_valid;
+		uint64_t sent_lsn, sent_ord;
+		/* A record Kafka refused on its own, tried again in the
+		 * following sessions until it gets through, or is parked or
+		 * skipped when tries passes poison.retries. */
+		struct {
+			int64_t tries;          /* 0: none */
+			uint64_t lsn, ord;      /* its transaction (own.end_lsn)
+			                         * and place in it */
+			int err;                /* the broker's error */
+			char what[512];         /* its report */
+		} ref;
+		uint64_t n_parked;          /* dead-letter records acked */
+		uint64_t n_skipped;         /* poison events skipped */
+	} pz;
+
 	/* Counters and figures (stats.c renders them; each is bumped where
 	 * what it counts happens). */
 	struct {
@@ -253,6 +286,29 @@ void kafka_close(struct relay *r);
 void window_reset(struct relay *r);
 bool kafka_failed(struct relay *r);
 void isolation_turn(struct relay *r);
+
+/* delivery.c: one record to Kafka, the event's or its dead-letter
+ * record (dlq), counted in the tracker and the window. */
+enum handled produce(struct relay *r, const char *topic,
+                     const struct rec_str *key, const struct rec_str *value,
+                     const struct route_headers *h, size_t bytes, bool dlq,
+                     char *err, size_t errlen);
+
+/* poison.c */
+void poison_init(struct relay *r);
+void poison_txn_begin(struct relay *r);
+void poison_handed(struct relay *r, enum handled h);
+enum handled poison_decode(struct relay *r, const struct ev_record *er);
+bool poison_parks(const struct relay *r);
+enum handled poison_park(struct relay *r, const struct ev_event *ev);
+enum handled poison_rejected(struct relay *r, const struct ev_event *ev,
+                             const char *err);
+bool poison_refused(struct relay *r, const struct pub_report *rep,
+                    const struct lsn_txn *t);
+void poison_dlq_report(struct relay *r, const struct pub_report *rep);
+bool poison_retrying(const struct relay *r, uint64_t key);
+int64_t poison_backoff_us(struct relay *r);
+void poison_turn(struct relay *r);
 
 /* backstop.c */
 void backstop_note(struct relay *r, const char *err, int max);

@@ -43,20 +43,53 @@ static void poison(struct ev_record *out, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* The id of an event the decoder refused, for the lists an operator
- * reads: a line that is an insert into the outbox table (any table of
- * the schema for schema.*) is an event whatever else is wrong with it.
- * Returns true for one, with its id in out ("?" when unreadable). */
-static bool raw_event_id(const struct record_spec *spec, const char *raw,
-                         size_t len, char *out, size_t outlen)
+/* The columns of a refused event, copied into one block rec owns:
+ * the id, key, type, route and payload as the row has them (ptr NULL
+ * for SQL NULL or what could not be read), for the runbook's lists and
+ * the dead-letter record (dlq.h). */
+static void adopt_cols(struct record *rec, const struct rec_str cols[REC_NCOLS])
+{
+	struct rec_str *dst[REC_NCOLS] = { &rec->id, &rec->key, &rec->type,
+		                               &rec->route, &rec->payload };
+	size_t total = 1, at = 0;
+	char *buf;
+
+	for (int k = 0; k < REC_NCOLS; k++)
+		total += cols[k].ptr != NULL ? cols[k].len + 1 : 0;
+	buf = xmalloc(total);
+	for (int k = 0; k < REC_NCOLS; k++) {
+		if (cols[k].ptr == NULL) {
+			*dst[k] = (struct rec_str){ NULL, 0 };
+			continue;
+		}
+		memcpy(buf + at, cols[k].ptr, cols[k].len);
+		buf[at + cols[k].len] = '\0';
+		*dst[k] = (struct rec_str){ buf + at, cols[k].len };
+		at += cols[k].len + 1;
+	}
+	record_adopt(rec, buf);
+}
+
+/* A line that is an insert into the outbox table (any table of the
+ * schema for schema.*) is an event whatever else is wrong with it: read
+ * its columns as far as they can be read into rec (adopt_cols()).
+ * Returns true for one. */
+static bool raw_event_cols(const struct record_spec *spec, const char *raw,
+                           size_t len, struct record *rec)
 {
 	json_t *root = json_loadb(raw, len, JSON_DECODE_ANY, NULL);
+	const char *want[REC_NCOLS] = { spec->col_id, spec->col_key,
+		                            spec->col_type, spec->col_route,
+		                            spec->col_payload };
+	struct rec_str cols[REC_NCOLS];
+	char num[REC_NCOLS][32];
+	char *dumped[REC_NCOLS] = { NULL };
 	const char *action, *schema, *table;
 	json_t *col;
 	size_t i;
 	bool is_event = false;
 
-	snprintf(out, outlen, "?");
+	memset(cols, 0, sizeof(cols));
 	if (!json_is_object(root))
 		goto out;
 	action = json_string_value(json_object_get(root, "action"));
@@ -70,18 +103,37 @@ static bool raw_event_id(const struct record_spec *spec, const char *raw,
 	json_array_foreach(json_object_get(root, "columns"), i, col) {
 		const char *name = json_string_value(json_object_get(col, "name"));
 		json_t *v = json_object_get(col, "value");
-		if (name == NULL || strcmp(name, spec->col_id) != 0)
-			continue;
-		if (json_is_string(v))
-			snprintf(out, outlen, "%s", json_string_value(v));
-		else if (json_is_integer(v))
-			snprintf(out, outlen, "%" JSON_INTEGER_FORMAT,
-			         json_integer_value(v));
-		break;
+		for (int k = 0; name != NULL && v != NULL && k < REC_NCOLS; k++) {
+			if (cols[k].ptr != NULL || strcmp(name, want[k]) != 0)
+				continue;
+			if (json_is_string(v)) {
+				cols[k] = (struct rec_str){ json_string_value(v),
+				                            json_string_length(v) };
+			} else if (json_is_integer(v)) {
+				int n = snprintf(num[k], sizeof(num[k]),
+				                 "%" JSON_INTEGER_FORMAT,
+				                 json_integer_value(v));
+				cols[k] = (struct rec_str){ num[k], (size_t)n };
+			} else if (!json_is_null(v) &&
+			           (dumped[k] = json_dumps(v, JSON_ENCODE_ANY |
+			                                      JSON_COMPACT)) != NULL) {
+				cols[k] = (struct rec_str){ dumped[k], strlen(dumped[k]) };
+			}
+		}
 	}
+	adopt_cols(rec, cols);
 out:
+	for (int k = 0; k < REC_NCOLS; k++)
+		free(dumped[k]);
 	json_decref(root);
 	return is_event;
+}
+
+/* The refused event's id for the lists an operator reads, "?" when
+ * unreadable. */
+static void cols_event_id(const struct record *rec, char *out, size_t outlen)
+{
+	snprintf(out, outlen, "%s", rec->id.ptr != NULL ? rec->id.ptr : "?");
 }
 
 /* The "id" member of an outbox_emit() message that did not decode. */
@@ -181,16 +233,21 @@ static void judge(const struct stream_spec *ss, const struct pgo_state *pgo,
 		memset(&out->rec, 0, sizeof(out->rec));
 		out->rec.xid = -1;
 		/* A refused outbox row is still an event: the runbook lists
-		 * and counts it by its id, read from the raw record. */
+		 * and counts it by its id, and the dead-letter record carries
+		 * its columns, read from the raw record. */
 		if (ss->plugin == SS_PLUGIN_PGOUTPUT) {
-			if (pgo != NULL)
-				out->is_event = pgo_event_id(pgo, data, len,
-				                             out->event_id,
-				                             sizeof(out->event_id));
+			struct rec_str cols[REC_NCOLS];
+			if (pgo != NULL &&
+			    pgo_event_cols(pgo, data, len, cols)) {
+				out->is_event = true;
+				adopt_cols(&out->rec, cols);
+			}
 		} else
-			out->is_event = raw_event_id(&ss->spec, data, len,
-			                             out->event_id,
-			                             sizeof(out->event_id));
+			out->is_event = raw_event_cols(&ss->spec, data, len,
+			                               &out->rec);
+		if (out->is_event)
+			cols_event_id(&out->rec, out->event_id,
+			              sizeof(out->event_id));
 		poison(out, "%s", err);
 		return;
 	}

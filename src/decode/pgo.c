@@ -600,6 +600,31 @@ bool pgo_event_id(const struct pgo_state *st, const void *msg, size_t len,
 	return true;
 }
 
+bool pgo_event_cols(const struct pgo_state *st, const void *msg, size_t len,
+                    struct rec_str cols[REC_NCOLS])
+{
+	const unsigned char *m = msg;
+	struct pgo_ctx c = { .kind = "Insert", .xid = -1 }; /* no err: quiet */
+	struct pgo_rd r = { m + 1, m + len, &c };
+	struct pgo_val vals[REC_NCOLS];
+	const struct pgo_rel *rel;
+	uint8_t action;
+
+	memset(cols, 0, REC_NCOLS * sizeof(cols[0]));
+	if (len == 0 || m[0] != 'I' || pgo_find_rel(st, &r, &c, &rel) != 0 ||
+	    !rel->ours)
+		return false;
+	memset(vals, 0, sizeof(vals));
+	/* A tuple cut short leaves the columns read before it. */
+	if (rd_u8(&r, "the tuple marker", &action) == 0 && action == 'N')
+		(void)pgo_tuple(&r, rel, "new", vals);
+	for (int k = 0; k < REC_NCOLS; k++)
+		if (vals[k].kind == 't')
+			cols[k] = (struct rec_str){ (const char *)vals[k].p,
+			                            vals[k].len };
+	return true;
+}
+
 int pgo_decode(struct pgo_state *st, const void *msg, size_t len,
                uint64_t wal_start, struct record *rec, char *err,
                size_t errlen)

@@ -126,6 +126,8 @@ void route_headers(struct route_headers *h, const struct record *rec,
 		h->value[i] = NULL;
 		h->len[i] = 0;
 	}
+	h->extra = NULL;
+	h->n_extra = 0;
 
 	h->value[ROUTE_H_ID] = rec->id.ptr;
 	h->len[ROUTE_H_ID] = rec->id.len;

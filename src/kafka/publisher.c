@@ -503,11 +503,17 @@ enum pub_send_result pub_send(struct publisher *p, const char *topic,
 	rd_kafka_resp_err_t e;
 
 	warm_topic(p, topic);
-	hdrs = rd_kafka_headers_new(ROUTE_H_COUNT);
+	hdrs = rd_kafka_headers_new(ROUTE_H_COUNT +
+	                            (h != NULL ? h->n_extra : 0));
 	for (int i = 0; h != NULL && i < ROUTE_H_COUNT; i++)
 		if (h->value[i] != NULL)
 			rd_kafka_header_add(hdrs, h->name[i], -1, h->value[i],
 			                    (ssize_t)h->len[i]);
+	for (size_t i = 0; h != NULL && i < h->n_extra; i++)
+		if (h->extra[i].value != NULL)
+			rd_kafka_header_add(hdrs, h->extra[i].name, -1,
+			                    h->extra[i].value,
+			                    (ssize_t)h->extra[i].len);
 	/* F_COPY: key and value live in the decoder's buffers, which are
 	 * reused for the next record. Headers are owned by librdkafka once
 	 * producev succeeds. */

@@ -115,6 +115,21 @@ static const struct cfg_key cfg_keys[] = {
 	{ "kafka.failure.max.replays", CFG_INT, OFF(kafka_failure_max_replays),
 	  "5", 1, 1000, 0, "the same transaction failing in Kafka this many "
 	  "times in a row is a poison event (exit 65)" },
+	/* The dead-letter policy (docs/configuration.md, "Poison events"). */
+	{ "poison.policy", CFG_STR, OFF(poison_policy), "fail", 0, 0,
+	  CFG_F_REQUIRED, "a poison event: fail (stop, exit 65), dlq (write it "
+	  "to poison.dlq.topic and go on) or skip (log, count, go on)" },
+	{ "poison.dlq.topic", CFG_STR, OFF(poison_dlq_topic), "", 0, 0, 0,
+	  "dead-letter topic of poison.policy = dlq" },
+	{ "poison.retries", CFG_INT, OFF(poison_retries), "3", 0, 100, 0,
+	  "a record Kafka refuses on its own is tried again this many times "
+	  "before it is parked (dlq) or skipped" },
+	{ "poison.retry.backoff.ms", CFG_INT, OFF(poison_retry_backoff_ms),
+	  "500", 0, 600000, 0, "delay before the first retry; doubles up to "
+	  "the max, with jitter" },
+	{ "poison.retry.backoff.max.ms", CFG_INT,
+	  OFF(poison_retry_backoff_max_ms), "30000", 0, 3600000, 0,
+	  "retry delay cap" },
 	{ "kafka.contact.timeout.ms", CFG_INT, OFF(kafka_contact_timeout_ms),
 	  "15000", 1000, 3600000, 0, "no answer from a broker (ack or metadata "
 	  "probe) for this long: /readyz fails (relay key, not librdkafka's)" },
@@ -318,6 +333,12 @@ int cfg_set(struct relay_config *cfg, const char *key, const char *value,
 			}
 			free(cfg->log_format);
 			cfg->log_format = xstrdup(value);
+		} else if (strcmp(k->name, "poison.policy") == 0 &&
+		           strcmp(value, "fail") != 0 && strcmp(value, "dlq") != 0 &&
+		           strcmp(value, "skip") != 0) {
+			errbuf_set(err, errlen, "%s: poison.policy: \"%s\" is not one "
+			        "of fail, dlq, skip", origin, value);
+			return -1;
 		} else if (strcmp(k->name, "slot.plugin") == 0 &&
 		           strcmp(value, "wal2json") != 0 &&
 		           strcmp(value, "pgoutput") != 0) {
@@ -825,6 +846,26 @@ int cfg_validate(struct relay_config *cfg, char *err, size_t errlen)
 				return -1;
 			}
 		}
+	}
+	if (strcmp(cfg->poison_policy, "dlq") == 0) {
+		/* Kafka's topic name rule (route.c's, which lib/ cannot call). */
+		size_t n = strlen(cfg->poison_dlq_topic);
+		if (n == 0 || n > 249 ||
+		    strspn(cfg->poison_dlq_topic, "abcdefghijklmnopqrstuvwxyz"
+		           "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") != n) {
+			errbuf_set(err, errlen, "poison.policy = dlq needs "
+			        "poison.dlq.topic, a valid Kafka topic name (1-249 of "
+			        "A-Z, a-z, 0-9, '.', '_', '-'), got \"%s\"",
+			        cfg->poison_dlq_topic);
+			return -1;
+		}
+	}
+	if (cfg->poison_retry_backoff_max_ms < cfg->poison_retry_backoff_ms) {
+		errbuf_set(err, errlen, "poison.retry.backoff.max.ms (%lld) is below "
+		        "poison.retry.backoff.ms (%lld)",
+		        (long long)cfg->poison_retry_backoff_max_ms,
+		        (long long)cfg->poison_retry_backoff_ms);
+		return -1;
 	}
 	if (cfg->reconnect_backoff_max_ms < cfg->reconnect_backoff_ms) {
 		errbuf_set(err, errlen, "reconnect.backoff.max.ms (%lld) is below "

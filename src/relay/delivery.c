@@ -58,7 +58,7 @@ static void record_failure(struct relay *r, const struct pub_report *rep,
 	 * guarantee the fatal error comes first and this report only while
 	 * the producer is torn down.) */
 	if (isolated(r, end)) {
-		if (!relay_stopping(r))
+		if (!relay_stopping(r) && !poison_refused(r, rep, t))
 			kafka_poison(r, rep, t);
 		return;
 	}
@@ -74,23 +74,32 @@ static void record_failure(struct relay *r, const struct pub_report *rep,
 
 /* The delivery report callback (pub_dr_fn): runs inside kp->poll() or
  * kp->close() on the loop thread. */
-void on_dr(void *opaque, const struct pub_report *rep)
+void on_dr(void *opaque, const struct pub_report *orig)
 {
 	struct relay *r = opaque;
 	const struct lsn_txn *t;
+	struct pub_report own;
+	const struct pub_report *rep = &own;
+	bool dlq;
 	int64_t ts = 0;
 
-	if (rep->token == LEDGER_TOKEN) {
-		ledger_report(r, rep);
+	if (orig->token == LEDGER_TOKEN) {
+		ledger_report(r, orig);
 		return;
 	}
+	/* A dead-letter record counts as the event it replaces. */
+	own = *orig;
+	dlq = (own.token & DLQ_TOKEN_BIT) != 0;
+	own.token &= ~DLQ_TOKEN_BIT;
+	if (dlq)
+		poison_dlq_report(r, rep);
 	r->win.events--;
 	r->win.bytes -= rep->bytes;
 	r->win.queue_full = false;
 	if (!rep->ok)
 		log_debug("kafka: delivery failed (%s): %s",
 		          r->tearing_down ? "producer torn down" : "live", rep->errstr);
-	if (!rep->ok && pub_err_classify(rep->err) != PUB_ERR_PURGED &&
+	if (!rep->ok && !dlq && pub_err_classify(rep->err) != PUB_ERR_PURGED &&
 	    (t = lsn_find(&r->lt, rep->token)) != NULL)
 		record_failure(r, rep, t);
 	if (r->tearing_down)
@@ -112,17 +121,16 @@ void on_dr(void *opaque, const struct pub_report *rep)
 	session_end(r, true, "delivery failed");
 }
 
-/* An outbox event (event.h): produced, unless its transaction was acked
- * in an earlier session. */
-enum handled handle_event(struct relay *r, const struct ev_event *ev)
+/* One record to Kafka: the event's, or its dead-letter record (dlq),
+ * which takes the event's place in the tracker and the window. err gets
+ * why a record is refused (H_POISON). */
+enum handled produce(struct relay *r, const char *topic,
+                     const struct rec_str *key, const struct rec_str *value,
+                     const struct route_headers *h, size_t bytes, bool dlq,
+                     char *err, size_t errlen)
 {
-	char err[512];
 	uint64_t token;
 
-	if (lsn_skipping(&r->lt)) {
-		r->ctr.n_skipped++; /* acked in an earlier session */
-		return H_OK;
-	}
 	/* While a refused batch is replayed, one event at a time, from the
 	 * session's start until the watermark is past the batch: the
 	 * previous event must be acked (or have failed) first, so a refusal
@@ -132,32 +140,62 @@ enum handled handle_event(struct relay *r, const struct ev_event *ev)
 		return H_BLOCKED;
 	}
 	r->win.iso_wait = false;
-	token = lsn_event(&r->lt, ev->bytes);
-	switch (r->kp->send(r->pub, ev->topic, ev->key.ptr, ev->key.len,
-	                    ev->value.ptr, ev->value.len, &ev->headers, token, err,
-	                    sizeof(err))) {
+	token = lsn_event(&r->lt, bytes);
+	switch (r->kp->send(r->pub, topic, key->ptr, key->len, value->ptr,
+	                    value->len, h, dlq ? token | DLQ_TOKEN_BIT : token,
+	                    err, errlen)) {
 	case PUB_SENT:
 		r->ctr.n_received++;
 		r->win.events++;
-		r->win.bytes += ev->bytes;
+		r->win.bytes += bytes;
+		if (!dlq) {
+			r->pz.sent_valid = true;
+			/* The key the tracker names its transaction by
+			 * (own.end_lsn: the commit end, or pgoutput's commit
+			 * LSN), as its events' pg_lsn header has it. */
+			r->pz.sent_lsn = r->txn.header_lsn;
+			r->pz.sent_ord = r->pz.ord;
+		}
 		return H_OK;
 	case PUB_FULL:
-		lsn_event_undo(&r->lt, token, ev->bytes);
+		lsn_event_undo(&r->lt, token, bytes);
 		r->win.queue_full = true;
 		return H_BLOCKED;
 	case PUB_REJECTED:
-		lsn_event_undo(&r->lt, token, ev->bytes);
-		snprintf(r->err, sizeof(r->err), "event id %s (topic %s, %zu bytes): "
-		         "Kafka refuses it: %s", ev->id.ptr, ev->topic, ev->value.len,
-		         err);
+		lsn_event_undo(&r->lt, token, bytes);
 		return H_POISON;
 	case PUB_FATAL:
-		lsn_event_undo(&r->lt, token, ev->bytes);
+		lsn_event_undo(&r->lt, token, bytes);
 		log_error("kafka: produce failed: %s", err);
 		session_end(r, true, "produce failed");
 		return H_STOP;
 	}
 	return H_STOP;
+}
+
+/* An outbox event (event.h): produced, unless its transaction was acked
+ * in an earlier session, or it is the one Kafka refused poison.retries
+ * times more than once (poison.c). */
+enum handled handle_event(struct relay *r, const struct ev_event *ev)
+{
+	char err[512];
+	enum handled h;
+
+	if (lsn_skipping(&r->lt)) {
+		r->ctr.n_skipped++; /* acked in an earlier session */
+		return H_OK;
+	}
+	if (poison_parks(r))
+		return poison_park(r, ev);
+	h = produce(r, ev->topic, &ev->key, &ev->value, &ev->headers, ev->bytes,
+	            false, err, sizeof(err));
+	if (h != H_POISON)
+		return h;
+	if (r->pz.policy != POISON_FAIL)
+		return poison_rejected(r, ev, err);
+	snprintf(r->err, sizeof(r->err), "event id %s (topic %s, %zu bytes): "
+	         "Kafka refuses it: %s", ev->id.ptr, ev->topic, ev->value.len, err);
+	return H_POISON;
 }
 
 /* The window: events and bytes the producer holds (of any session), and
@@ -228,7 +266,9 @@ bool kafka_failed(struct relay *r)
 	               : head != NULL ? head->own.end_lsn
 	                              : lsn_confirmable(&r->lt);
 
-	if (!backstop_count(r, key))
+	/* A record refused on its own is tried poison.retries times before
+	 * it is parked: those replays are the policy's, not the backstop's. */
+	if (!poison_retrying(r, key) && !backstop_count(r, key))
 		return false;
 	if (r->fail.permanent) {
 		if (r->iso.to == 0 || r->fail.first_end < r->iso.from)

@@ -16,7 +16,8 @@
  *   nudge_turn      send what lingers when the input ran dry
  *   confirm_turn    standby status updates: the confirm
  *   liveness_turn   a silent server is pinged, then given up
- *   replay_turn     the backstop and the isolated replay end once past
+ *   replay_turn     the backstop, the isolated replay and a refused
+ *                   record's retries end once past
  *   stats_turn      a stats line every stats.interval.ms
  *   end_turn        a session that ended is restarted, or the loop ends
  *
@@ -49,6 +50,7 @@ struct relay *relay_new(const struct relay_config *cfg,
 	pgo_init(&r->pgo, &r->ss.spec);
 	ev_txn_reset(&r->txn);
 	lsn_init(&r->lt);
+	poison_init(r);
 	hist_reset(&r->ctr.lat);
 	r->st.state = r->st.conn_state = ST_CONNECTING; /* the start state */
 	r->ctr.hb_rtt_us = -1;
@@ -397,6 +399,7 @@ static void replay_turn(struct relay *r)
 {
 	backstop_turn(r);
 	isolation_turn(r);
+	poison_turn(r);
 }
 
 static void stats_turn(struct relay *r, int64_t now)

@@ -227,7 +227,10 @@ void restart(struct relay *r)
 	lsn_end_session(&r->lt);
 	ev_txn_reset(&r->txn);
 	r->ctr.n_reconnects++;
-	d = backoff_us(r);
+	/* A record refused on its own is tried again on the policy's
+	 * schedule (poison.retry.backoff.ms), not the reconnect's. */
+	if ((d = poison_backoff_us(r)) < 0)
+		d = backoff_us(r);
 	relay_goto(r, ST_BACKOFF, "session ended");
 	r->retry_at_us = now_mono_us() + d;
 	snprintf(r->reason, sizeof(r->reason), "session ended; replaying from "
@@ -290,6 +293,7 @@ enum handled handle_msg(struct relay *r, const struct repl_msg *m)
 			rewound_stop(r);
 			h = H_STOP;
 		}
+		poison_txn_begin(r);
 		break;
 	}
 	case EV_COMMIT:
@@ -303,6 +307,7 @@ enum handled handle_msg(struct relay *r, const struct repl_msg *m)
 		h = handle_event(r, &er.ev);
 		if (h == H_POISON)
 			h = fail_stop(r, m, r->err);
+		poison_handed(r, h);
 		break;
 	case EV_HEARTBEAT:
 		/* Everything before it was sent, so with nothing open or in
@@ -316,7 +321,12 @@ enum handled handle_msg(struct relay *r, const struct repl_msg *m)
 		}
 		break;
 	case EV_POISON:
-		h = fail_stop(r, m, er.reason);
+		/* poison.policy: parked or skipped, or the stop. */
+		h = poison_decode(r, &er);
+		if (h == H_POISON)
+			h = fail_stop(r, m, er.reason);
+		if (er.is_event)
+			poison_handed(r, h);
 		break;
 	case EV_SKIP:
 		break;

@@ -636,6 +636,272 @@ START_TEST(test_transition_table)
 }
 END_TEST
 
+/* ------------------------------------------------------ poison.policy */
+
+/* The policy under test, set before the relay is made (relay_new()
+ * reads it). */
+static void policy(const char *pol, const char *retries)
+{
+	char err[256];
+
+	kafka_close(r);
+	relay_free(r);
+	ck_assert_int_eq(cfg_set(&cfg, "poison.policy", pol, CFG_SRC_FLAG,
+	                         "test", err, sizeof(err)), 0);
+	ck_assert_int_eq(cfg_set(&cfg, "poison.dlq.topic", "outbox.dlq",
+	                         CFG_SRC_FLAG, "test", err, sizeof(err)), 0);
+	ck_assert_int_eq(cfg_set(&cfg, "poison.retries", retries, CFG_SRC_FLAG,
+	                         "test", err, sizeof(err)), 0);
+	ck_assert_int_eq(cfg_set(&cfg, "poison.retry.backoff.ms", "100",
+	                         CFG_SRC_FLAG, "test", err, sizeof(err)), 0);
+	ck_assert_int_eq(cfg_set(&cfg, "poison.retry.backoff.max.ms", "150",
+	                         CFG_SRC_FLAG, "test", err, sizeof(err)), 0);
+	r = relay_new(&cfg, &fk.port);
+	r->st.on_goto = on_goto;
+}
+
+/* A row the decoder refuses: its aggregate id (the key) is NULL. */
+static bool feed_null_key_row(int xid, uint64_t base, int i)
+{
+	char a[24];
+	uint64_t lsn = base + 0x10 * (uint64_t)(i + 1);
+
+	return feed(lsn, WAL_END, "{\"action\":\"I\",\"xid\":%d,\"timestamp\":"
+	            "\"2026-11-29 21:35:50.117+00\",\"lsn\":\"%s\",\"schema\":"
+	            "\"public\",\"table\":\"outbox\",\"columns\":[{\"name\":\"id\","
+	            "\"type\":\"uuid\",\"value\":\"poison-%d\"},{\"name\":"
+	            "\"aggregate_type\",\"type\":\"text\",\"value\":\"Order\"},"
+	            "{\"name\":\"aggregate_id\",\"type\":\"text\",\"value\":null},"
+	            "{\"name\":\"event_type\",\"type\":\"text\",\"value\":"
+	            "\"Placed\"},{\"name\":\"payload\",\"type\":\"jsonb\","
+	            "\"value\":\"{\\\"n\\\": 7}\"}]}", xid, lsn_text(lsn, a), i);
+}
+
+/* A transaction of three rows, the middle one refused by the decoder. */
+static uint64_t feed_poison_txn(int xid)
+{
+	uint64_t base = 0x1000, end = base + 0x800;
+
+	feed_begin(xid, base, end, WAL_END);
+	ck_assert(feed_row(xid, base, 0, WAL_END));
+	ck_assert(feed_null_key_row(xid, base, 1));
+	ck_assert(feed_row(xid, base, 2, WAL_END));
+	feed_commit(xid, base, end, WAL_END);
+	return end;
+}
+
+/* poison.policy = dlq: a decode poison goes to the dead-letter topic in
+ * its place, with the row's value, a NULL key and headers naming the
+ * cause; the slot is confirmed past it only once that record is acked. */
+START_TEST(test_poison_decode_parked)
+{
+	uint64_t end;
+	const struct fake_msg *d;
+
+	policy("dlq", "3");
+	open_session(WAL_END);
+	end = feed_poison_txn(1501);
+	ck_assert_int_eq(r->st.state, ST_STREAMING);
+	ck_assert_uint_eq(fk.n, 3);
+	d = &fk.msgs[1];
+	ck_assert_str_eq(d->topic, "outbox.dlq");
+	ck_assert(d->key_null);
+	ck_assert_str_eq(d->value, "{\"n\": 7}");
+	ck_assert_str_eq(fake_header(d, "id"), "poison-1");
+	ck_assert_str_eq(fake_header(d, "pg_lsn"), "0/1800");
+	ck_assert_str_eq(fake_header(d, "pg_xid"), "1501");
+	ck_assert_str_eq(fake_header(d, "__connect.errors.topic"),
+	                 "outbox.event.Order");
+	ck_assert_str_eq(fake_header(d, "__connect.errors.stage"), "TASK_POLL");
+	ck_assert_str_eq(fake_header(d, "__connect.errors.exception.class.name"),
+	                 "outbox_relay.decode");
+	ck_assert_ptr_nonnull(strstr(fake_header(d,
+	        "__connect.errors.exception.message"), "aggregate_id"));
+	ck_assert_str_eq(fake_header(d, "outbox.dlq.tries"), "1");
+	ck_assert_str_eq(fk.msgs[2].topic, "outbox.event.Order");
+	deliver(0, true, 0);
+	deliver(2, true, 0);
+	ck_assert_uint_eq(confirm_target(r), SLOT_LSN); /* the DLQ's ack first */
+	ck_assert_uint_eq(r->pz.n_parked, 0);
+	deliver(1, true, 0);
+	ck_assert_uint_eq(confirm_target(r), end);
+	ck_assert_uint_eq(r->pz.n_parked, 1);
+	ck_assert_int_eq(r->st.state, ST_STREAMING);
+	expect_path(ST_STREAMING, ST_COUNT);
+}
+END_TEST
+
+/* The dead-letter topic refuses the record for good: the relay stops
+ * with 65, as it would for the event, and nothing is confirmed past it
+ * whatever else is acked. */
+START_TEST(test_poison_dlq_refused)
+{
+	policy("dlq", "3");
+	open_session(WAL_END);
+	(void)feed_poison_txn(1601);
+	deliver(0, true, 0);
+	deliver(1, false, RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED);
+	ck_assert_int_eq(r->st.state, ST_FAIL_STOPPED);
+	ck_assert_int_eq(r->st.exit_code, RELAY_EXIT_DATAERR);
+	ck_assert_ptr_nonnull(strstr(r->reason, "dead-letter"));
+	deliver(2, true, 0);
+	ck_assert_uint_eq(confirm_target(r), SLOT_LSN);
+	ck_assert_uint_eq(r->pz.n_parked, 0);
+	ck_assert(drained(r, now_mono_us()));
+	expect_path(ST_STREAMING, ST_FAIL_STOPPED, ST_COUNT);
+}
+END_TEST
+
+/* The same when the producer refuses it at once (PUB_REJECTED). */
+START_TEST(test_poison_dlq_rejected)
+{
+	policy("dlq", "3");
+	open_session(WAL_END);
+	feed_begin(1651, 0x1000, 0x1800, WAL_END);
+	ck_assert(feed_row(1651, 0x1000, 0, WAL_END));
+	fk.next_send = PUB_REJECTED;
+	ck_assert(!feed_null_key_row(1651, 0x1000, 1));
+	ck_assert_int_eq(r->st.state, ST_FAIL_STOPPED);
+	ck_assert_int_eq(r->st.exit_code, RELAY_EXIT_DATAERR);
+	deliver(0, true, 0);
+	ck_assert_uint_eq(confirm_target(r), SLOT_LSN);
+	expect_path(ST_STREAMING, ST_FAIL_STOPPED, ST_COUNT);
+}
+END_TEST
+
+/* poison.policy = skip: nothing is written for it, it is counted, and
+ * the slot moves past it with the rest of its transaction. */
+START_TEST(test_poison_skip)
+{
+	uint64_t end;
+
+	policy("skip", "3");
+	open_session(WAL_END);
+	end = feed_poison_txn(1701);
+	ck_assert_uint_eq(fk.n, 2);
+	ck_assert_str_eq(fk.msgs[0].topic, "outbox.event.Order");
+	ck_assert_str_eq(fk.msgs[1].topic, "outbox.event.Order");
+	ck_assert_uint_eq(r->pz.n_skipped, 1);
+	deliver(0, true, 0);
+	ck_assert_uint_eq(confirm_target(r), SLOT_LSN);
+	deliver(1, true, 0);
+	ck_assert_uint_eq(confirm_target(r), end);
+	expect_path(ST_STREAMING, ST_COUNT);
+}
+END_TEST
+
+/* The default stays the fail-stop (65) on a decode poison. */
+START_TEST(test_poison_fail_default)
+{
+	open_session(WAL_END);
+	feed_begin(1751, 0x1000, 0x1800, WAL_END);
+	ck_assert(feed_row(1751, 0x1000, 0, WAL_END));
+	ck_assert(!feed_null_key_row(1751, 0x1000, 1));
+	ck_assert_int_eq(r->st.state, ST_FAIL_STOPPED);
+	ck_assert_uint_eq(fk.n, 1);
+	expect_path(ST_STREAMING, ST_FAIL_STOPPED, ST_COUNT);
+}
+END_TEST
+
+/* One session of the isolated replay of txn 1801 (two rows, the second
+ * refused by the broker): the first row is acked, the second sent alone
+ * and refused. Returns the index of the second record. */
+static size_t refused_round(void)
+{
+	size_t idx;
+
+	open_session(WAL_END);
+	feed_begin(1801, 0x1000, 0x1800, WAL_END);
+	ck_assert(feed_row(1801, 0x1000, 0, WAL_END));
+	ck_assert(!feed_row(1801, 0x1000, 1, WAL_END)); /* one at a time */
+	deliver(fk.n - 1, true, 0);
+	ck_assert(feed_pending());
+	idx = fk.n - 1;
+	ck_assert_str_eq(fk.msgs[idx].topic, "outbox.event.Order");
+	deliver(idx, false, RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE);
+	return idx;
+}
+
+/* A record the broker refuses on its own is tried again poison.retries
+ * times, each after the policy's backoff (doubling, with jitter, up to
+ * the max), the backstop not counting those replays; then the replay
+ * parks it: its dead-letter record, as produced, with the tries. */
+START_TEST(test_poison_refused_retries)
+{
+	int64_t now;
+	size_t idx;
+	uint64_t end = 0x1800;
+
+	policy("dlq", "2");
+	open_session(WAL_END);
+	feed_begin(1801, 0x1000, end, WAL_END);
+	ck_assert(feed_row(1801, 0x1000, 0, WAL_END));
+	ck_assert(feed_row(1801, 0x1000, 1, WAL_END));
+	feed_commit(1801, 0x1000, end, WAL_END);
+	/* The batch is refused: replayed one at a time. */
+	deliver(1, false, RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE);
+	ck_assert(end_turn(r));
+	ck_assert_uint_eq(r->iso.to, end);
+	ck_assert_int_eq(r->bs.count, 1);
+	for (int64_t tries = 1; tries <= 3; tries++) {
+		(void)refused_round();
+		ck_assert_int_eq(r->st.state, ST_REBUILDING);
+		ck_assert_int_eq(r->pz.ref.tries, tries);
+		now = now_mono_us();
+		ck_assert(end_turn(r));
+		ck_assert_int_eq(r->st.state, ST_BACKOFF);
+		/* The policy's replays; the last, which parks, the backstop's. */
+		ck_assert_int_eq(r->bs.count, tries <= 2 ? 1 : 2);
+		if (tries == 1) /* 100 ms, jitter: 50-100 */
+			ck_assert(r->retry_at_us - now >= 50000 &&
+			          r->retry_at_us - now <= 101000);
+		if (tries == 2) /* 200 ms, capped at 150: 75-150 */
+			ck_assert(r->retry_at_us - now >= 75000 &&
+			          r->retry_at_us - now <= 151000);
+	}
+	/* The replay that parks it. */
+	open_session(WAL_END);
+	feed_begin(1801, 0x1000, end, WAL_END);
+	ck_assert(feed_row(1801, 0x1000, 0, WAL_END));
+	ck_assert(!feed_row(1801, 0x1000, 1, WAL_END));
+	deliver(fk.n - 1, true, 0);
+	ck_assert(feed_pending());
+	idx = fk.n - 1;
+	ck_assert_str_eq(fk.msgs[idx].topic, "outbox.dlq");
+	ck_assert_str_eq(fake_header(&fk.msgs[idx], "outbox.dlq.tries"), "3");
+	ck_assert_str_eq(fake_header(&fk.msgs[idx], "__connect.errors.stage"),
+	                 "KAFKA_PRODUCE");
+	ck_assert_str_eq(fake_header(&fk.msgs[idx],
+	                 "__connect.errors.exception.class.name"),
+	                 "outbox_relay.kafka.MSG_SIZE_TOO_LARGE");
+	ck_assert_str_eq(fake_header(&fk.msgs[idx], "__connect.errors.topic"),
+	                 "outbox.event.Order");
+	ck_assert_str_eq(fake_header(&fk.msgs[idx], "event_type"), "Placed");
+	ck_assert_str_eq(fk.msgs[idx].key, fk.msgs[1].key);
+	feed_commit(1801, 0x1000, end, WAL_END);
+	ck_assert_uint_lt(confirm_target(r), end);
+	deliver(idx, true, 0);
+	ck_assert_uint_eq(confirm_target(r), end);
+	ck_assert_uint_eq(r->pz.n_parked, 1);
+	ck_assert_int_eq(r->st.state, ST_STREAMING);
+}
+END_TEST
+
+/* Without the policy the refusal alone is the fail-stop, as before. */
+START_TEST(test_poison_refused_fail)
+{
+	open_session(WAL_END);
+	feed_begin(1801, 0x1000, 0x1800, WAL_END);
+	ck_assert(feed_row(1801, 0x1000, 0, WAL_END));
+	ck_assert(feed_row(1801, 0x1000, 1, WAL_END));
+	feed_commit(1801, 0x1000, 0x1800, WAL_END);
+	deliver(1, false, RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE);
+	ck_assert(end_turn(r));
+	(void)refused_round();
+	ck_assert_int_eq(r->st.state, ST_FAIL_STOPPED);
+}
+END_TEST
+
 Suite *relay_suite(void)
 {
 	Suite *s = suite_create("relay");
@@ -653,6 +919,13 @@ Suite *relay_suite(void)
 	tcase_add_test(tc, test_transition_table);
 	tcase_add_test(tc, test_ledger_unknown_partition);
 	tcase_add_test(tc, test_ledger_refused);
+	tcase_add_test(tc, test_poison_decode_parked);
+	tcase_add_test(tc, test_poison_dlq_refused);
+	tcase_add_test(tc, test_poison_dlq_rejected);
+	tcase_add_test(tc, test_poison_skip);
+	tcase_add_test(tc, test_poison_fail_default);
+	tcase_add_test(tc, test_poison_refused_retries);
+	tcase_add_test(tc, test_poison_refused_fail);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -39,6 +39,14 @@ static struct kp_producer *fk_open(void *ctx, const struct relay_config *cfg,
 	return (struct kp_producer *)fk;
 }
 
+const char *fake_header(const struct fake_msg *m, const char *name)
+{
+	for (size_t i = 0; i < m->nh; i++)
+		if (strcmp(m->hname[i], name) == 0)
+			return m->hvalue[i];
+	return NULL;
+}
+
 size_t fake_unreported(const struct fake_kafka *fk)
 {
 	size_t n = 0;
@@ -71,7 +79,6 @@ static enum pub_send_result fk_send(struct kp_producer *p, const char *topic,
 	struct fake_msg *m;
 	uint32_t hash = 2166136261u;
 
-	(void)value;
 	fk->next_send = PUB_SENT;
 	if (res == PUB_SENT && fk->full_at > 0 &&
 	    waiting(fk) >= (size_t)fk->full_at)
@@ -89,13 +96,31 @@ static enum pub_send_result fk_send(struct kp_producer *p, const char *topic,
 	m->token = token;
 	m->producer = fk->live;
 	snprintf(m->topic, sizeof(m->topic), "%s", topic);
-	snprintf(m->key, sizeof(m->key), "%.*s", (int)key_len, key);
+	snprintf(m->key, sizeof(m->key), "%.*s", (int)key_len,
+	         key != NULL ? key : "");
 	snprintf(m->id, sizeof(m->id), "?");
 	for (size_t i = 0; h != NULL && i < ROUTE_H_COUNT; i++)
 		if (h->name[i] != NULL && h->value[i] != NULL &&
 		    strcmp(h->name[i], "id") == 0)
 			snprintf(m->id, sizeof(m->id), "%.*s", (int)h->len[i],
 			         h->value[i]);
+	m->key_null = key == NULL;
+	snprintf(m->value, sizeof(m->value), "%.*s", (int)value_len,
+	         value != NULL ? value : "");
+	for (size_t i = 0; h != NULL && i < ROUTE_H_COUNT + h->n_extra; i++) {
+		const char *hn = i < ROUTE_H_COUNT ? h->name[i]
+		                                   : h->extra[i - ROUTE_H_COUNT].name;
+		const char *hv = i < ROUTE_H_COUNT ? h->value[i]
+		                                   : h->extra[i - ROUTE_H_COUNT].value;
+		size_t hl = i < ROUTE_H_COUNT ? h->len[i]
+		                              : h->extra[i - ROUTE_H_COUNT].len;
+		if (hv == NULL || m->nh == 16)
+			continue;
+		snprintf(m->hname[m->nh], sizeof(m->hname[0]), "%s", hn);
+		snprintf(m->hvalue[m->nh], sizeof(m->hvalue[0]), "%.*s", (int)hl,
+		         hv);
+		m->nh++;
+	}
 	for (size_t i = 0; i < key_len; i++)
 		hash = (hash ^ (unsigned char)key[i]) * 16777619u;
 	m->partition = (int32_t)(hash % 3);

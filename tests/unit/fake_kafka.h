@@ -28,6 +28,11 @@ struct fake_msg {
 	char topic[64];
 	char key[64];
 	char id[64];            /* the id header, "?" when none */
+	char value[128];        /* the value, cut short */
+	bool key_null;          /* produced with a NULL key */
+	size_t nh;              /* its headers, cut short */
+	char hname[16][48];
+	char hvalue[16][160];
 	int32_t partition;      /* from the key: records spread over 3 */
 	size_t bytes;           /* key + value */
 	bool queued;            /* a report is queued (fake_report()) */
@@ -70,6 +75,9 @@ void fake_kafka_init(struct fake_kafka *fk);
 /* Queues the report of record idx (msgs[idx]): ok, or failed with err
  * (an rd_kafka_resp_err_t). Served at the next poll() or close(). */
 void fake_report(struct fake_kafka *fk, size_t idx, bool ok, int err);
+
+/* The header name of record m, NULL when it has none. */
+const char *fake_header(const struct fake_msg *m, const char *name);
 
 /* Records of the live producer without a queued or served report. */
 size_t fake_unreported(const struct fake_kafka *fk);

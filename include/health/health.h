@@ -70,6 +70,10 @@ struct relay_figures {
 	                             * earlier session produced them without an
 	                             * ack (duplicates, at most) */
 	uint64_t failovers;         /* promotions followed (new timelines) */
+	uint64_t poison_parked;     /* dead-letter records acked
+	                             * (poison.policy = dlq) */
+	uint64_t poison_skipped;    /* poison events skipped
+	                             * (poison.policy = skip) */
 	uint64_t producer_errors;
 	int64_t heartbeat_rtt_us;   /* last heartbeat round trip; -1 none */
 	uint64_t heartbeats_seen;

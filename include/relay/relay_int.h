@@ -15,6 +15,8 @@
  *               standby status updates that send it
  *   backstop.c  bs: the same transaction failing again and again
  *   stats.c     ctr: counters, per-topic counts, latency, figures
+ *   produce.c   one record to Kafka (an event or its dead-letter
+ *               record) into the books and the window
  *   poison.c    pz: the dead-letter policy (poison.policy): poison
  *               events parked in the dead-letter topic or skipped
  *   session.c   the session: connect, read, decode, end and restart
@@ -287,7 +289,7 @@ void window_reset(struct relay *r);
 bool kafka_failed(struct relay *r);
 void isolation_turn(struct relay *r);
 
-/* delivery.c: one record to Kafka, the event's or its dead-letter
+/* produce.c: one record to Kafka, the event's or its dead-letter
  * record (dlq), counted in the tracker and the window. */
 enum handled produce(struct relay *r, const char *topic,
                      const struct rec_str *key, const struct rec_str *value,

@@ -347,6 +347,11 @@ static const struct {
 	RU(events_republished, "events_republished_total", "counter",
 	   "Events produced again after a reconnect that an earlier session "
 	   "had produced without an ack (duplicates at most)."),
+	RU(poison_parked, "poison_parked_total", "counter",
+	   "Poison events parked in the dead-letter topic (poison.policy = "
+	   "dlq): their dead-letter records acked."),
+	RU(poison_skipped, "poison_skipped_total", "counter",
+	   "Poison events skipped (poison.policy = skip)."),
 	RU(failovers, "failovers_total", "counter",
 	   "Promotions of a standby followed: new timelines that hold "
 	   "everything published."),

@@ -103,6 +103,8 @@ void fill_figures(struct relay *r, struct relay_figures *f)
 	f->oldest_pending_commit_us = lsn_oldest_pending_ts(&r->lt);
 	f->reconnects = r->ctr.n_reconnects;
 	f->events_republished = lsn_replayed(&r->lt);
+	f->poison_parked = r->pz.n_parked;
+	f->poison_skipped = r->pz.n_skipped;
 	f->failovers = (uint64_t)lsn_promotions(&r->lt);
 	f->producer_errors = r->ctr.kafka_restarts + r->kp->error_count(r->pub);
 	f->heartbeat_rtt_us = r->ctr.hb_seen > 0 ? r->ctr.hb_rtt_us : -1;

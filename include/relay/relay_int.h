@@ -47,6 +47,9 @@
  * replaces, with this bit set, so that it counts in the LSN books
  * exactly like that event and its report is told apart (poison.c). */
 #define DLQ_TOKEN_BIT (UINT64_C(1) << 62)
+/* ... and the first time this process wrote it (not a replay's copy):
+ * only those count as parked. */
+#define DLQ_NEW_BIT (UINT64_C(1) << 61)
 #define LEDGER_READ_TIMEOUT_MS 2000 /* blocks the loop: well within
                                      * http.livez.timeout.ms */
 #define LEDGER_RETRY_US (10 * INT64_C(1000000)) /* after a failed read */
@@ -208,6 +211,10 @@ struct relay {
 			int err;                /* the broker's error */
 			char what[512];         /* its report */
 		} ref;
+		/* The newest poison event handled (its transaction and place):
+		 * a replay handles the ones at or before it again, and those
+		 * are not counted twice. */
+		uint64_t seen_lsn, seen_ord;
 		uint64_t n_parked;          /* dead-letter records acked */
 		uint64_t n_skipped;         /* poison events skipped */
 	} pz;
@@ -293,8 +300,8 @@ void isolation_turn(struct relay *r);
  * record (dlq), counted in the tracker and the window. */
 enum handled produce(struct relay *r, const char *topic,
                      const struct rec_str *key, const struct rec_str *value,
-                     const struct route_headers *h, size_t bytes, bool dlq,
-                     char *err, size_t errlen);
+                     const struct route_headers *h, size_t bytes,
+                     uint64_t mark, char *err, size_t errlen);
 
 /* poison.c */
 void poison_init(struct relay *r);
@@ -307,7 +314,8 @@ enum handled poison_rejected(struct relay *r, const struct ev_event *ev,
                              const char *err);
 bool poison_refused(struct relay *r, const struct pub_report *rep,
                     const struct lsn_txn *t);
-void poison_dlq_report(struct relay *r, const struct pub_report *rep);
+void poison_dlq_report(struct relay *r, const struct pub_report *rep,
+                       bool first);
 bool poison_retrying(const struct relay *r, uint64_t key);
 int64_t poison_backoff_us(struct relay *r);
 void poison_turn(struct relay *r);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cli_int.h"
+#include "decode/dlq.h"
 #include "decode/route.h"
 
 #define SHOW_EVENTS 100             /* events listed */
@@ -32,6 +33,7 @@ struct skip {
 	/* Second pass, --to-dlq only. */
 	struct cli_kafka *k;
 	const char *dlq;
+	const char *slot;           /* slot.name, for the record's headers */
 	uint64_t produced;
 	char produce_error[512];
 };
@@ -46,49 +48,65 @@ static void skip_reset(struct skip *k)
 }
 
 /* One event of the first transaction to the dead-letter topic: the
- * record the relay would have produced (or the raw wal2json record when
- * it cannot be decoded) with the operator's reason and the error. */
+ * record the relay would have produced (a refused one: its columns as
+ * read; a record that is not even an event: the raw record), in the
+ * relay's dead-letter format (dlq.h, the one builder both use) with the
+ * operator's reason and the error. */
 static int skip_produce(struct skip *k, const struct cli_row *row,
                         const char *id, const char *topic, const char *error)
 {
 	const struct ev_record *er = row->er;
 	const struct ev_event *ev = er->decoded || er->kind == EV_EVENT ? &er->ev
 	                                                                : NULL;
-	rd_kafka_headers_t *hdrs = rd_kafka_headers_new(10);
-	char lsn[32], xid[32];
+	struct dlq_cause cause = {
+		.stage = DLQ_STAGE_SKIP_TXN,
+		.topic = topic,
+		.slot = k->slot,
+		/* The commit end from the first pass: a pgoutput Begin does
+		 * not carry it (txn->commit_lsn is 0 until the Commit),
+		 * wal2json's B carries this same LSN. */
+		.commit_lsn = k->commit_end,
+		.xid = row->raw->xid,
+		.tries = 0,
+	};
+	struct dlq_record d;
+	struct rec_str key = { NULL, 0 }, value = { row->raw->data,
+		                                        row->raw->len };
+	char reason[1200];
+	rd_kafka_headers_t *hdrs;
 	rd_kafka_resp_err_t e;
 
-	/* The commit end from the first pass: a pgoutput Begin does not
-	 * carry it (txn->commit_lsn is 0 until the Commit), wal2json's B
-	 * carries this same LSN. */
-	snprintf(lsn, sizeof(lsn), LSN_FMT, LSN_ARGS(k->commit_end));
+	snprintf(reason, sizeof(reason), "%s%s%s", DLQ_REASON,
+	         error[0] != '\0' ? ": " : "", error);
+	cause.reason = reason;
 	if (ev != NULL) {
-		for (int i = 0; i < ROUTE_H_COUNT; i++)
-			if (i == ROUTE_H_PG_LSN)
-				rd_kafka_header_add(hdrs, ev->headers.name[i], -1, lsn, -1);
-			else if (ev->headers.value[i] != NULL)
-				rd_kafka_header_add(hdrs, ev->headers.name[i], -1,
-				                    ev->headers.value[i],
-				                    (ssize_t)ev->headers.len[i]);
+		dlq_build(&d, &ev->headers, &cause);
+		key = ev->key;
+		value = ev->value;
 	} else {
-		snprintf(xid, sizeof(xid), "%lld", (long long)row->raw->xid);
-		rd_kafka_header_add(hdrs, "id", -1, id, -1);
-		rd_kafka_header_add(hdrs, "pg_lsn", -1, lsn, -1);
-		rd_kafka_header_add(hdrs, "pg_xid", -1, xid, -1);
+		dlq_build_rec(&d, &er->rec, &cause);
+		if (er->is_event) {
+			key = er->rec.key;
+			value = er->rec.payload;
+		}
 	}
-	rd_kafka_header_add(hdrs, "dlq_reason", -1, DLQ_REASON, -1);
-	if (error[0] != '\0')
-		rd_kafka_header_add(hdrs, "error", -1, error, -1);
-	if (topic[0] != '\0')
-		rd_kafka_header_add(hdrs, "original_topic", -1, topic, -1);
+	hdrs = rd_kafka_headers_new(ROUTE_H_COUNT + DLQ_EXTRA);
+	for (int i = 0; i < ROUTE_H_COUNT; i++)
+		if (d.h.value[i] != NULL)
+			rd_kafka_header_add(hdrs, d.h.name[i], -1, d.h.value[i],
+			                    (ssize_t)d.h.len[i]);
+	for (size_t i = 0; i < d.h.n_extra; i++)
+		if (d.h.extra[i].value != NULL)
+			rd_kafka_header_add(hdrs, d.h.extra[i].name, -1,
+			                    d.h.extra[i].value,
+			                    (ssize_t)d.h.extra[i].len);
 	for (;;) {
 		/* F_COPY: the record's buffers are reused for the next row.
 		 * Headers are librdkafka's once producev succeeds. */
 		e = rd_kafka_producev(
 			k->k->rk, RD_KAFKA_V_TOPIC(k->dlq),
-			RD_KAFKA_V_KEY(ev ? ev->key.ptr : NULL, ev ? ev->key.len : 0),
-			RD_KAFKA_V_VALUE(ev ? (void *)ev->value.ptr : (void *)row->raw->data,
-			                 ev ? ev->value.len : row->raw->len),
+			RD_KAFKA_V_KEY(key.ptr, key.len),
+			RD_KAFKA_V_VALUE((void *)value.ptr, value.len),
 			RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_HEADERS(hdrs),
 			RD_KAFKA_V_END);
 		if (e != RD_KAFKA_RESP_ERR__QUEUE_FULL)
@@ -337,6 +355,7 @@ int act_skip_txn(const struct relay_config *cfg, const struct cli_args *a)
 		return rc;
 	k.shown = xcalloc(SHOW_EVENTS, sizeof(*k.shown));
 	k.dlq = a->dlq_topic;
+	k.slot = name;
 	pk.slot = name;
 	pk.upto_lsn = s.current_lsn;
 	pk.on_row = skip_row;

@@ -80,7 +80,7 @@ void on_dr(void *opaque, const struct pub_report *orig)
 	const struct lsn_txn *t;
 	struct pub_report own;
 	const struct pub_report *rep = &own;
-	bool dlq;
+	bool dlq, first;
 	int64_t ts = 0;
 
 	if (orig->token == LEDGER_TOKEN) {
@@ -90,9 +90,10 @@ void on_dr(void *opaque, const struct pub_report *orig)
 	/* A dead-letter record counts as the event it replaces. */
 	own = *orig;
 	dlq = (own.token & DLQ_TOKEN_BIT) != 0;
-	own.token &= ~DLQ_TOKEN_BIT;
+	first = (own.token & DLQ_NEW_BIT) != 0;
+	own.token &= ~(DLQ_TOKEN_BIT | DLQ_NEW_BIT);
 	if (dlq)
-		poison_dlq_report(r, rep);
+		poison_dlq_report(r, rep, first);
 	r->win.events--;
 	r->win.bytes -= rep->bytes;
 	r->win.queue_full = false;
@@ -136,7 +137,7 @@ enum handled handle_event(struct relay *r, const struct ev_event *ev)
 	if (poison_parks(r))
 		return poison_park(r, ev);
 	h = produce(r, ev->topic, &ev->key, &ev->value, &ev->headers, ev->bytes,
-	            false, err, sizeof(err));
+	            0, err, sizeof(err));
 	if (h != H_POISON)
 		return h;
 	if (r->pz.policy != POISON_FAIL)

@@ -69,16 +69,38 @@ static void dlq_refused(struct relay *r, const char *what)
 	begin_stop(r, RELAY_EXIT_DATAERR);
 }
 
+/* The poison event at hand was not handled before by this process (a
+ * replay's sessions meet the same ones again): marks it seen. */
+static bool first_time(struct relay *r)
+{
+	bool first = r->txn.header_lsn > r->pz.seen_lsn ||
+	             (r->txn.header_lsn == r->pz.seen_lsn &&
+	              r->pz.ord >= r->pz.seen_ord);
+
+	if (first) {
+		r->pz.seen_lsn = r->txn.header_lsn;
+		r->pz.seen_ord = r->pz.ord + 1;
+	}
+	return first;
+}
+
 /* Produces d in the event's place. */
 static enum handled park(struct relay *r, const struct rec_str *key,
                          const struct rec_str *value,
                          const struct dlq_record *d, const char *id)
 {
 	char err[512], what[768];
+	uint64_t seen_lsn = r->pz.seen_lsn, seen_ord = r->pz.seen_ord;
+	uint64_t mark = DLQ_TOKEN_BIT | (first_time(r) ? DLQ_NEW_BIT : 0);
 	enum handled h;
 
 	h = produce(r, r->cfg->poison_dlq_topic, key, value, &d->h,
-	            key->len + value->len, true, err, sizeof(err));
+	            key->len + value->len, mark, err, sizeof(err));
+	if (h == H_BLOCKED) {
+		/* Offered again: not seen yet. */
+		r->pz.seen_lsn = seen_lsn;
+		r->pz.seen_ord = seen_ord;
+	}
 	if (h != H_POISON)
 		return h;
 	snprintf(what, sizeof(what), "event id %s: %s", id, err);
@@ -115,7 +137,8 @@ enum handled poison_decode(struct relay *r, const struct ev_record *er)
 	}
 	if (r->pz.policy == POISON_SKIP) {
 		log_parked(r, id, er->reason);
-		r->pz.n_skipped++;
+		if (first_time(r))
+			r->pz.n_skipped++;
 		return H_OK;
 	}
 	/* The topic it was meant for: routed, or routed now from the route
@@ -160,7 +183,8 @@ enum handled poison_park(struct relay *r, const struct ev_event *ev)
 
 	if (r->pz.policy == POISON_SKIP) {
 		log_parked(r, id, r->pz.ref.what);
-		r->pz.n_skipped++;
+		if (first_time(r))
+			r->pz.n_skipped++;
 		return H_OK;
 	}
 	dlq_build(&d, &ev->headers, &(struct dlq_cause){
@@ -236,15 +260,25 @@ bool poison_refused(struct relay *r, const struct pub_report *rep,
 }
 
 /* The report of a dead-letter record (on_dr(), token already stripped):
- * counted when acked; refused for good, the relay stops. Anything else
- * fails the session like any record's failure (on_dr() goes on). */
-void poison_dlq_report(struct relay *r, const struct pub_report *rep)
+ * counted when acked, the first copy only; refused for good, the relay
+ * stops. Anything else fails the session like any record's failure
+ * (on_dr() goes on). */
+void poison_dlq_report(struct relay *r, const struct pub_report *rep,
+                       bool first)
 {
 	char what[768];
 
 	if (rep->ok) {
-		r->pz.n_parked++;
+		if (first)
+			r->pz.n_parked++;
 		return;
+	}
+	/* Its replay writes it again and counts it then; so do the others
+	 * past the confirmed position counted already: an overcount after
+	 * a failed dead-letter write, never a miss. */
+	if (first) {
+		r->pz.seen_lsn = lsn_confirmed(&r->lt);
+		r->pz.seen_ord = 0;
 	}
 	if (relay_stopping(r) ||
 	    pub_err_classify(rep->err) != PUB_ERR_PERMANENT)

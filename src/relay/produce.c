@@ -9,13 +9,14 @@
 #include "lib/log.h"
 #include "relay/relay_int.h"
 
-/* One record to Kafka: the event's, or its dead-letter record (dlq),
- * which takes the event's place in the tracker and the window. err gets
- * why a record is refused (H_POISON). */
+/* One record to Kafka: the event's (mark 0), or its dead-letter record
+ * (mark: DLQ_TOKEN_BIT, and DLQ_NEW_BIT), which takes the event's place
+ * in the tracker and the window. err gets why a record is refused
+ * (H_POISON). */
 enum handled produce(struct relay *r, const char *topic,
                      const struct rec_str *key, const struct rec_str *value,
-                     const struct route_headers *h, size_t bytes, bool dlq,
-                     char *err, size_t errlen)
+                     const struct route_headers *h, size_t bytes,
+                     uint64_t mark, char *err, size_t errlen)
 {
 	uint64_t token;
 
@@ -30,13 +31,13 @@ enum handled produce(struct relay *r, const char *topic,
 	r->win.iso_wait = false;
 	token = lsn_event(&r->lt, bytes);
 	switch (r->kp->send(r->pub, topic, key->ptr, key->len, value->ptr,
-	                    value->len, h, dlq ? token | DLQ_TOKEN_BIT : token,
+	                    value->len, h, token | mark,
 	                    err, errlen)) {
 	case PUB_SENT:
 		r->ctr.n_received++;
 		r->win.events++;
 		r->win.bytes += bytes;
-		if (!dlq) {
+		if (mark == 0) {
 			r->pz.sent_valid = true;
 			/* The key the tracker names its transaction by
 			 * (own.end_lsn: the commit end, or pgoutput's commit

@@ -22,7 +22,8 @@
 #       refuses without --yes (64) and any xid but the first pending one
 #       (65, naming it), and when the dead-letter copy cannot be
 #       delivered (69, slot unchanged); with --to-dlq it publishes the transaction's
-#       events (dlq_reason and error headers) and skips exactly that one
+#       events (the relay's dead-letter record: __connect.errors.* headers
+#       with the reason and the error) and skips exactly that one
 #       transaction: the next one is then published by --drain; with
 #       nothing pending it refuses (65);
 #   (h) while a relay streams from the slot: --drop-slot, --advance-slot,
@@ -318,10 +319,14 @@ for r in recs:
     hs[h["id"]] = (h, r)
 good, bad = sys.argv[2], sys.argv[3]
 assert len(recs) == 2 and set(hs) == {good, bad}, recs
+msg = "__connect.errors.exception.message"
 for h, r in hs.values():
-    assert h["dlq_reason"] == "skipped by operator" and h["pg_xid"] == sys.argv[4], h
-assert "error" not in hs[good][0] and hs[good][0]["original_topic"].startswith("outbox.event."), hs
-assert "t400 bad!" in hs[bad][0]["error"], hs
+    assert h[msg].startswith("skipped by operator") and h["pg_xid"] == sys.argv[4], h
+    assert h["__connect.errors.exception.class.name"] == "outbox_relay.skip_transaction", h
+    assert h["outbox.dlq.tries"] == "0", h
+assert hs[good][0][msg] == "skipped by operator", hs
+assert hs[good][0]["__connect.errors.topic"].startswith("outbox.event."), hs
+assert "t400 bad!" in hs[bad][0][msg], hs
 ' "$IT_TEST_DIR/g_dlq.json" "$pg" "$pb" "$px"
 it_run_relay g_dry --config "$cfg" --dry-run
 it_py_check "(g) exactly one transaction was skipped: only G2 is pending" '
@@ -518,7 +523,7 @@ ids = []
 for r in recs:
     h = r["headers"]
     h = dict(zip(h[0::2], h[1::2]))
-    assert h["dlq_reason"] == "skipped by operator", h
+    assert h["__connect.errors.exception.message"] == "skipped by operator", h
     ids.append(h["id"])
 assert sorted(ids) == sorted(sys.argv[2:]), recs
 ' "$IT_TEST_DIR/l_dlq.json" "$l3r" "$l3e"

@@ -441,7 +441,7 @@ else
 	not_ok "runbook:skip-transaction: both events of the transaction are in the DLQ topic" \
 		"$(it_count "$RUNDIR/dlq.json") records"
 fi
-it_check "runbook:skip-transaction: DLQ records carry dlq_reason" \
+it_check "runbook:skip-transaction: DLQ records carry the reason" \
 	grep -q 'skipped by operator' "$RUNDIR/dlq.json"
 XID='' TOPIC=''
 block drain

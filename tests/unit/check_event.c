@@ -305,6 +305,14 @@ START_TEST(test_poison)
 		ck_assert_msg(er.decoded == cases[i].decoded, "case %zu", i);
 		if (cases[i].is_event)
 			ck_assert_str_eq(er.event_id, cases[i].id);
+		if (i == 2) {
+			/* The refused row's columns as read: what its
+			 * dead-letter record carries (dlq.h). */
+			ck_assert_str_eq(er.rec.key.ptr, "k");
+			ck_assert_str_eq(er.rec.route.ptr, "A");
+			ck_assert_str_eq(er.rec.type.ptr, "T");
+			ck_assert_ptr_null(er.rec.payload.ptr);
+		}
 		ck_assert_msg(strstr(er.reason, cases[i].reason) != NULL,
 		              "case %zu: %s", i, er.reason);
 		ck_assert(er.reason[0] != '\0');

@@ -8,6 +8,7 @@
 #include <check.h>
 
 #include "lib/common.h"
+#include "decode/dlq.h"
 #include "decode/route.h"
 #include "decode/w2j.h"
 #include "fixtures.h"
@@ -274,6 +275,49 @@ START_TEST(test_formatters_match_snprintf)
 }
 END_TEST
 
+/* The dead-letter record (dlq.h): the event's headers, pg_lsn and pg_xid
+ * from the cause (the copy owns its buffers), then Connect's and ours;
+ * an unknown topic is left out. */
+START_TEST(test_dlq_headers)
+{
+	struct record rec = { .xid = -1 };
+	struct dlq_record d;
+	const struct route_kv *kv;
+
+	rec.id = (struct rec_str){ "e-1", 3 };
+	rec.route = (struct rec_str){ "Order", 5 };
+	dlq_build_rec(&d, &rec, &(struct dlq_cause){
+		.stage = DLQ_STAGE_PRODUCE, .reason = "too big",
+		.error_name = "MSG_SIZE_TOO_LARGE", .topic = "outbox.event.Order",
+		.slot = "s1", .commit_lsn = 0x1965310, .xid = 42, .tries = 4 });
+	ck_assert_str_eq(d.h.value[ROUTE_H_ID], "e-1");
+	ck_assert_ptr_null(d.h.value[ROUTE_H_EVENT_TYPE]);
+	ck_assert_str_eq(d.h.value[ROUTE_H_PG_LSN], "0/1965310");
+	ck_assert_str_eq(d.h.value[ROUTE_H_PG_XID], "42");
+	ck_assert_ptr_eq(d.h.value[ROUTE_H_PG_LSN], d.h.lsn_buf);
+	ck_assert_uint_eq(d.h.n_extra, DLQ_EXTRA);
+	ck_assert_str_eq(dlq_header(&d, "__connect.errors.topic")->value,
+	                 "outbox.event.Order");
+	ck_assert_str_eq(dlq_header(&d, "__connect.errors.connector.name")->value,
+	                 "outbox-relay/s1");
+	ck_assert_str_eq(dlq_header(&d, "__connect.errors.stage")->value,
+	                 "KAFKA_PRODUCE");
+	ck_assert_str_eq(dlq_header(&d,
+	                 "__connect.errors.exception.class.name")->value,
+	                 "outbox_relay.kafka.MSG_SIZE_TOO_LARGE");
+	kv = dlq_header(&d, "__connect.errors.exception.message");
+	ck_assert_uint_eq(kv->len, 7);
+	ck_assert_str_eq(dlq_header(&d, "outbox.dlq.tries")->value, "4");
+	dlq_build_rec(&d, &rec, &(struct dlq_cause){
+		.stage = DLQ_STAGE_DECODE, .reason = "x", .xid = -1, .tries = 1 });
+	ck_assert_ptr_null(dlq_header(&d, "__connect.errors.topic"));
+	ck_assert_ptr_null(d.h.value[ROUTE_H_PG_XID]);
+	ck_assert_str_eq(dlq_header(&d,
+	                 "__connect.errors.exception.class.name")->value,
+	                 "outbox_relay.decode");
+}
+END_TEST
+
 Suite *route_suite(void)
 {
 	Suite *s = suite_create("route");
@@ -292,6 +336,7 @@ Suite *route_suite(void)
 	tcase_add_test(tc_headers, test_formatters_match_snprintf);
 	tcase_add_test(tc_headers, test_headers_omitted);
 	tcase_add_test(tc_headers, test_headers_from_decoded);
+	tcase_add_test(tc_headers, test_dlq_headers);
 	suite_add_tcase(s, tc_headers);
 	return s;
 }

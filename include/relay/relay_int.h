@@ -206,6 +206,9 @@ struct relay {
 		 * skipped when tries passes poison.retries. */
 		struct {
 			int64_t tries;          /* 0: none */
+			bool park;              /* parked at the next replay
+			                         * whatever tries says (refused
+			                         * before it was sent) */
 			uint64_t lsn, ord;      /* its transaction (own.end_lsn)
 			                         * and place in it */
 			int err;                /* the broker's error */

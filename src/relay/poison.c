@@ -169,7 +169,7 @@ enum handled poison_decode(struct relay *r, const struct ev_record *er)
 bool poison_parks(const struct relay *r)
 {
 	return r->pz.policy != POISON_FAIL && r->pz.ref.tries > 0 &&
-	       r->pz.ref.tries > r->cfg->poison_retries &&
+	       (r->pz.ref.park || r->pz.ref.tries > r->cfg->poison_retries) &&
 	       r->pz.ref.lsn == r->txn.header_lsn && r->pz.ref.ord == r->pz.ord;
 }
 
@@ -210,7 +210,8 @@ enum handled poison_park(struct relay *r, const struct ev_event *ev)
 enum handled poison_rejected(struct relay *r, const struct ev_event *ev,
                              const char *err)
 {
-	r->pz.ref.tries = r->cfg->poison_retries + 1;
+	r->pz.ref.tries = 1;
+	r->pz.ref.park = true;
 	r->pz.ref.lsn = r->txn.header_lsn;
 	r->pz.ref.ord = r->pz.ord;
 	r->pz.ref.err = 0;
@@ -235,6 +236,7 @@ bool poison_refused(struct relay *r, const struct pub_report *rep,
 		r->pz.ref.tries++;
 	} else {
 		r->pz.ref.tries = 1;
+		r->pz.ref.park = false;
 		r->pz.ref.lsn = r->pz.sent_lsn;
 		r->pz.ref.ord = r->pz.sent_ord;
 	}
@@ -280,8 +282,11 @@ void poison_dlq_report(struct relay *r, const struct pub_report *rep,
 		r->pz.seen_lsn = lsn_confirmed(&r->lt);
 		r->pz.seen_ord = 0;
 	}
+	/* A refusal that settles (a new topic's partitions not yet known
+	 * everywhere) is replayed like a transient one, as the ledger's. */
 	if (relay_stopping(r) ||
-	    pub_err_classify(rep->err) != PUB_ERR_PERMANENT)
+	    pub_err_classify(rep->err) != PUB_ERR_PERMANENT ||
+	    pub_err_settles(rep->err))
 		return;
 	snprintf(what, sizeof(what), "%s (%s)",
 	         rep->errstr != NULL ? rep->errstr : pub_err_str(rep->err),
@@ -294,7 +299,8 @@ void poison_dlq_report(struct relay *r, const struct pub_report *rep,
 bool poison_retrying(const struct relay *r, uint64_t key)
 {
 	return r->pz.policy != POISON_FAIL && r->pz.ref.tries > 0 &&
-	       r->pz.ref.tries <= r->cfg->poison_retries && r->pz.ref.lsn == key;
+	       !r->pz.ref.park && r->pz.ref.tries <= r->cfg->poison_retries &&
+	       r->pz.ref.lsn == key;
 }
 
 /* The delay before the next session while a refused record is tried
@@ -307,7 +313,7 @@ int64_t poison_backoff_us(struct relay *r)
 	int64_t tries = r->pz.ref.tries;
 	int64_t d;
 
-	if (r->pz.policy == POISON_FAIL || tries <= 0 ||
+	if (r->pz.policy == POISON_FAIL || tries <= 0 || r->pz.ref.park ||
 	    tries > r->cfg->poison_retries)
 		return -1;
 	d = base << (tries - 1 < 20 ? tries - 1 : 20);

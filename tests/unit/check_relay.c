@@ -902,6 +902,31 @@ START_TEST(test_poison_refused_fail)
 }
 END_TEST
 
+/* The producer refuses an event before sending it (over its own
+ * message.max.bytes): no retry changes that, it is parked at once. */
+START_TEST(test_poison_rejected_parked)
+{
+	const struct fake_msg *d;
+
+	policy("dlq", "3");
+	open_session(WAL_END);
+	feed_begin(1901, 0x1000, 0x1800, WAL_END);
+	fk.next_send = PUB_REJECTED;
+	ck_assert(feed_row(1901, 0x1000, 0, WAL_END));
+	feed_commit(1901, 0x1000, 0x1800, WAL_END);
+	ck_assert_int_eq(r->st.state, ST_STREAMING);
+	ck_assert_uint_eq(fk.n, 1);
+	d = &fk.msgs[0];
+	ck_assert_str_eq(d->topic, "outbox.dlq");
+	ck_assert_str_eq(fake_header(d, "outbox.dlq.tries"), "1");
+	ck_assert_str_eq(fake_header(d, "__connect.errors.exception.class.name"),
+	                 "outbox_relay.kafka.PRODUCE_REJECTED");
+	deliver(0, true, 0);
+	ck_assert_uint_eq(confirm_target(r), 0x1800);
+	ck_assert_uint_eq(r->pz.n_parked, 1);
+}
+END_TEST
+
 Suite *relay_suite(void)
 {
 	Suite *s = suite_create("relay");
@@ -926,6 +951,7 @@ Suite *relay_suite(void)
 	tcase_add_test(tc, test_poison_fail_default);
 	tcase_add_test(tc, test_poison_refused_retries);
 	tcase_add_test(tc, test_poison_refused_fail);
+	tcase_add_test(tc, test_poison_rejected_parked);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -72,6 +72,18 @@ enum relay_state {
 /* poison.policy (poison.c). */
 enum poison_policy { POISON_FAIL, POISON_DLQ, POISON_SKIP };
 
+/* A record Kafka refused on its own (poison.c). */
+struct poison_ref {
+	int64_t tries;          /* 0: none */
+	bool park;              /* parked at the next replay whatever
+	                         * tries says (refused before it was sent) */
+	uint64_t lsn, ord;      /* its transaction (own.end_lsn) and place
+	                         * in it */
+	int err;                /* the broker's error; 0 none */
+	char what[512];         /* its report */
+};
+#define POISON_HELD_MAX 8
+
 /* What became of a frame: handled, to be tried again (the window or
  * the producer's queue is full), or the end of reading (a stop, a
  * restart), H_POISON only inside handle_msg(). */
@@ -204,16 +216,12 @@ struct relay {
 		/* A record Kafka refused on its own, tried again in the
 		 * following sessions until it gets through, or is parked or
 		 * skipped when tries passes poison.retries. */
-		struct {
-			int64_t tries;          /* 0: none */
-			bool park;              /* parked at the next replay
-			                         * whatever tries says (refused
-			                         * before it was sent) */
-			uint64_t lsn, ord;      /* its transaction (own.end_lsn)
-			                         * and place in it */
-			int err;                /* the broker's error */
-			char what[512];         /* its report */
-		} ref;
+		struct poison_ref ref;
+		/* Refused records of the replayed range already due to be
+		 * parked when another one was refused: still parked by each
+		 * replay until the slot is past them. */
+		struct poison_ref held[POISON_HELD_MAX];
+		size_t nheld;
 		/* The newest poison event handled (its transaction and place):
 		 * a replay handles the ones at or before it again, and those
 		 * are not counted twice. */

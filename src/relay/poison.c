@@ -165,43 +165,79 @@ enum handled poison_decode(struct relay *r, const struct ev_record *er)
 	return h;
 }
 
-/* The event about to be produced is the one Kafka refused too often. */
+static bool due(const struct relay *r, const struct poison_ref *f)
+{
+	return f->tries > 0 && (f->park || f->tries > r->cfg->poison_retries);
+}
+
+/* The refused record the event about to be produced is, when it is due
+ * to be parked; NULL otherwise. */
+static const struct poison_ref *parked_ref(const struct relay *r)
+{
+	if (r->pz.policy == POISON_FAIL)
+		return NULL;
+	for (size_t i = 0; i <= r->pz.nheld; i++) {
+		const struct poison_ref *f = i == 0 ? &r->pz.ref
+		                                    : &r->pz.held[i - 1];
+		if (due(r, f) && f->lsn == r->txn.header_lsn &&
+		    f->ord == r->pz.ord)
+			return f;
+	}
+	return NULL;
+}
+
+/* The event about to be produced is one Kafka refused too often. */
 bool poison_parks(const struct relay *r)
 {
-	return r->pz.policy != POISON_FAIL && r->pz.ref.tries > 0 &&
-	       (r->pz.ref.park || r->pz.ref.tries > r->cfg->poison_retries) &&
-	       r->pz.ref.lsn == r->txn.header_lsn && r->pz.ref.ord == r->pz.ord;
+	return parked_ref(r) != NULL;
 }
 
 /* That event: its dead-letter record (the record as it was produced),
  * or nothing (skip). */
 enum handled poison_park(struct relay *r, const struct ev_event *ev)
 {
+	const struct poison_ref *f = parked_ref(r);
 	struct dlq_record d;
 	const char *id = ev->id.ptr != NULL ? ev->id.ptr : "?";
 	enum handled h;
 
+	if (f == NULL)
+		return H_POISON; /* not one: a bug in the caller */
 	if (r->pz.policy == POISON_SKIP) {
-		log_parked(r, id, r->pz.ref.what);
+		log_parked(r, id, f->what);
 		if (first_time(r))
 			r->pz.n_skipped++;
 		return H_OK;
 	}
 	dlq_build(&d, &ev->headers, &(struct dlq_cause){
 		.stage = DLQ_STAGE_PRODUCE,
-		.reason = r->pz.ref.what,
-		.error_name = r->pz.ref.err != 0 ? pub_err_name(r->pz.ref.err)
-		                                 : "PRODUCE_REJECTED",
+		.reason = f->what,
+		.error_name = f->err != 0 ? pub_err_name(f->err)
+		                          : "PRODUCE_REJECTED",
 		.topic = ev->topic,
 		.slot = r->cfg->slot_name,
 		.commit_lsn = r->txn.header_lsn,
 		.xid = r->txn.xid,
-		.tries = r->pz.ref.tries,
+		.tries = f->tries,
 	});
 	h = park(r, &ev->key, &ev->value, &d, id);
 	if (h == H_OK)
-		log_parked(r, id, r->pz.ref.what);
+		log_parked(r, id, f->what);
 	return h;
+}
+
+/* A new refused record: the one being tried is kept when it is due to be
+ * parked (the replay must park it again). False when there is no room
+ * left for it. */
+static bool new_ref(struct relay *r)
+{
+	if (due(r, &r->pz.ref)) {
+		if (r->pz.nheld == POISON_HELD_MAX)
+			return false;
+		r->pz.held[r->pz.nheld++] = r->pz.ref;
+	}
+	memset(&r->pz.ref, 0, sizeof(r->pz.ref));
+	return true;
 }
 
 /* The producer refused the event at once (it can never be produced:
@@ -210,6 +246,8 @@ enum handled poison_park(struct relay *r, const struct ev_event *ev)
 enum handled poison_rejected(struct relay *r, const struct ev_event *ev,
                              const char *err)
 {
+	if (!new_ref(r))
+		return H_POISON;
 	r->pz.ref.tries = 1;
 	r->pz.ref.park = true;
 	r->pz.ref.lsn = r->txn.header_lsn;
@@ -235,8 +273,9 @@ bool poison_refused(struct relay *r, const struct pub_report *rep,
 	    r->pz.ref.ord == r->pz.sent_ord) {
 		r->pz.ref.tries++;
 	} else {
+		if (!new_ref(r))
+			return false; /* more than POISON_HELD_MAX: stop */
 		r->pz.ref.tries = 1;
-		r->pz.ref.park = false;
 		r->pz.ref.lsn = r->pz.sent_lsn;
 		r->pz.ref.ord = r->pz.sent_ord;
 	}
@@ -322,10 +361,18 @@ int64_t poison_backoff_us(struct relay *r)
 	return d / 2 + (int64_t)(random() % (d / 2 + 1));
 }
 
-/* The refused record's transaction is confirmed: it is done with. */
+/* The refused records' transactions are confirmed: done with. */
 void poison_turn(struct relay *r)
 {
-	if (r->pz.ref.tries > 0 && lsn_confirmed(&r->lt) > r->pz.ref.lsn &&
-	    !session_ending(r))
+	uint64_t c = lsn_confirmed(&r->lt);
+	size_t n = 0;
+
+	if (session_ending(r))
+		return;
+	if (r->pz.ref.tries > 0 && c > r->pz.ref.lsn)
 		memset(&r->pz.ref, 0, sizeof(r->pz.ref));
+	for (size_t i = 0; i < r->pz.nheld; i++)
+		if (c <= r->pz.held[i].lsn)
+			r->pz.held[n++] = r->pz.held[i];
+	r->pz.nheld = n;
 }

@@ -927,6 +927,67 @@ START_TEST(test_poison_rejected_parked)
 }
 END_TEST
 
+/* One row of txn 2001 in the one-at-a-time replay: fed (after the
+ * previous one's report when it is held back), then reported: ok, or
+ * refused for its size when the record went to its own topic and
+ * refuse is set. Returns its record's index. */
+static size_t iso_row(int i, bool refuse)
+{
+	size_t idx;
+
+	if (!feed_row(2001, 0x1000, i, WAL_END))
+		ck_assert(feed_pending());
+	idx = fk.n - 1;
+	if (refuse && strcmp(fk.msgs[idx].topic, "outbox.dlq") != 0)
+		deliver(idx, false, RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE);
+	else
+		deliver(idx, true, 0);
+	return idx;
+}
+
+/* Two records of one transaction refused: the first, due to be parked,
+ * stays parked by every replay while the second is tried (before, the
+ * second replaced it, and each replay sent the first to its topic
+ * again: refused, tried, parked, and so on without end). */
+START_TEST(test_poison_two_refused)
+{
+	uint64_t end = 0x1800;
+
+	policy("dlq", "0");
+	open_session(WAL_END);
+	feed_begin(2001, 0x1000, end, WAL_END);
+	for (int i = 0; i < 3; i++)
+		ck_assert(feed_row(2001, 0x1000, i, WAL_END));
+	feed_commit(2001, 0x1000, end, WAL_END);
+	deliver(0, false, RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE);
+	ck_assert(end_turn(r));
+	/* Row 0 refused alone: due to be parked (no retries). */
+	open_session(WAL_END);
+	feed_begin(2001, 0x1000, end, WAL_END);
+	(void)iso_row(0, true);
+	ck_assert_int_eq(r->st.state, ST_REBUILDING);
+	ck_assert(end_turn(r));
+	/* Row 0 parked, row 1 through, row 2 refused. */
+	open_session(WAL_END);
+	feed_begin(2001, 0x1000, end, WAL_END);
+	ck_assert_str_eq(fk.msgs[iso_row(0, true)].topic, "outbox.dlq");
+	ck_assert_str_eq(fk.msgs[iso_row(1, false)].topic, "outbox.event.Order");
+	ck_assert_str_eq(fk.msgs[iso_row(2, true)].topic, "outbox.event.Order");
+	ck_assert_int_eq(r->st.state, ST_REBUILDING);
+	ck_assert(end_turn(r));
+	/* Both parked: confirmed. */
+	open_session(WAL_END);
+	feed_begin(2001, 0x1000, end, WAL_END);
+	ck_assert_str_eq(fk.msgs[iso_row(0, true)].topic, "outbox.dlq");
+	ck_assert_str_eq(fk.msgs[iso_row(1, false)].topic, "outbox.event.Order");
+	ck_assert_str_eq(fk.msgs[iso_row(2, true)].topic, "outbox.dlq");
+	feed_commit(2001, 0x1000, end, WAL_END);
+	ck_assert_int_eq(r->st.state, ST_STREAMING);
+	ck_assert_uint_eq(confirm_target(r), end);
+	ck_assert_uint_eq(r->pz.n_parked, 2);
+}
+END_TEST
+
 Suite *relay_suite(void)
 {
 	Suite *s = suite_create("relay");
@@ -952,6 +1013,7 @@ Suite *relay_suite(void)
 	tcase_add_test(tc, test_poison_refused_retries);
 	tcase_add_test(tc, test_poison_refused_fail);
 	tcase_add_test(tc, test_poison_rejected_parked);
+	tcase_add_test(tc, test_poison_two_refused);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -47,9 +47,6 @@
  * replaces, with this bit set, so that it counts in the LSN books
  * exactly like that event and its report is told apart (poison.c). */
 #define DLQ_TOKEN_BIT (UINT64_C(1) << 62)
-/* ... and the first time this process wrote it (not a replay's copy):
- * only those count as parked. */
-#define DLQ_NEW_BIT (UINT64_C(1) << 61)
 #define LEDGER_READ_TIMEOUT_MS 2000 /* blocks the loop: well within
                                      * http.livez.timeout.ms */
 #define LEDGER_RETRY_US (10 * INT64_C(1000000)) /* after a failed read */
@@ -80,6 +77,7 @@ struct poison_ref {
 	uint64_t lsn, ord;      /* its transaction (own.end_lsn) and place
 	                         * in it */
 	int err;                /* the broker's error; 0 none */
+	bool counted;           /* parked (or skipped) and counted */
 	char what[512];         /* its report */
 };
 #define POISON_HELD_MAX 8
@@ -222,11 +220,12 @@ struct relay {
 		 * replay until the slot is past them. */
 		struct poison_ref held[POISON_HELD_MAX];
 		size_t nheld;
-		/* The newest poison event handled (its transaction and place):
-		 * a replay handles the ones at or before it again, and those
+		/* The newest decode poison counted (its transaction and
+		 * place): a replay meets the ones before it again, and those
 		 * are not counted twice. */
 		uint64_t seen_lsn, seen_ord;
-		uint64_t n_parked;          /* dead-letter records acked */
+		uint64_t n_parked;          /* poison events whose dead-letter
+		                             * record was produced, each once */
 		uint64_t n_skipped;         /* poison events skipped */
 	} pz;
 
@@ -319,14 +318,13 @@ void poison_init(struct relay *r);
 void poison_txn_begin(struct relay *r);
 void poison_handed(struct relay *r, enum handled h);
 enum handled poison_decode(struct relay *r, const struct ev_record *er);
-bool poison_parks(const struct relay *r);
+bool poison_parks(struct relay *r);
 enum handled poison_park(struct relay *r, const struct ev_event *ev);
 enum handled poison_rejected(struct relay *r, const struct ev_event *ev,
                              const char *err);
 bool poison_refused(struct relay *r, const struct pub_report *rep,
                     const struct lsn_txn *t);
-void poison_dlq_report(struct relay *r, const struct pub_report *rep,
-                       bool first);
+void poison_dlq_report(struct relay *r, const struct pub_report *rep);
 bool poison_retrying(const struct relay *r, uint64_t key);
 int64_t poison_backoff_us(struct relay *r);
 void poison_turn(struct relay *r);

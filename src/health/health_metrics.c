@@ -349,7 +349,7 @@ static const struct {
 	   "had produced without an ack (duplicates at most)."),
 	RU(poison_parked, "poison_parked_total", "counter",
 	   "Poison events parked in the dead-letter topic (poison.policy = "
-	   "dlq): their dead-letter records acked."),
+	   "dlq), each once: its dead-letter record produced."),
 	RU(poison_skipped, "poison_skipped_total", "counter",
 	   "Poison events skipped (poison.policy = skip)."),
 	RU(failovers, "failovers_total", "counter",

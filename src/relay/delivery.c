@@ -80,7 +80,7 @@ void on_dr(void *opaque, const struct pub_report *orig)
 	const struct lsn_txn *t;
 	struct pub_report own;
 	const struct pub_report *rep = &own;
-	bool dlq, first;
+	bool dlq;
 	int64_t ts = 0;
 
 	if (orig->token == LEDGER_TOKEN) {
@@ -90,10 +90,9 @@ void on_dr(void *opaque, const struct pub_report *orig)
 	/* A dead-letter record counts as the event it replaces. */
 	own = *orig;
 	dlq = (own.token & DLQ_TOKEN_BIT) != 0;
-	first = (own.token & DLQ_NEW_BIT) != 0;
-	own.token &= ~(DLQ_TOKEN_BIT | DLQ_NEW_BIT);
+	own.token &= ~DLQ_TOKEN_BIT;
 	if (dlq)
-		poison_dlq_report(r, rep, first);
+		poison_dlq_report(r, rep);
 	r->win.events--;
 	r->win.bytes -= rep->bytes;
 	r->win.queue_full = false;

@@ -69,38 +69,40 @@ static void dlq_refused(struct relay *r, const char *what)
 	begin_stop(r, RELAY_EXIT_DATAERR);
 }
 
-/* The poison event at hand was not handled before by this process (a
- * replay's sessions meet the same ones again): marks it seen. */
-static bool first_time(struct relay *r)
+/* Counts the poison event at hand once, however many replays meet it:
+ * a refused record by its entry f (kept until the slot is past it), a
+ * decode poison (f NULL) by the newest one counted, since every session
+ * reads from the slot in WAL order and so met every earlier one first. */
+static void count_once(struct relay *r, struct poison_ref *f, uint64_t *n)
 {
-	bool first = r->txn.header_lsn > r->pz.seen_lsn ||
-	             (r->txn.header_lsn == r->pz.seen_lsn &&
-	              r->pz.ord >= r->pz.seen_ord);
-
-	if (first) {
+	if (f != NULL) {
+		if (!f->counted)
+			(*n)++;
+		f->counted = true;
+		return;
+	}
+	if (r->txn.header_lsn > r->pz.seen_lsn ||
+	    (r->txn.header_lsn == r->pz.seen_lsn && r->pz.ord >= r->pz.seen_ord)) {
+		(*n)++;
 		r->pz.seen_lsn = r->txn.header_lsn;
 		r->pz.seen_ord = r->pz.ord + 1;
 	}
-	return first;
 }
 
-/* Produces d in the event's place. */
+/* Produces d in the event's place (f: the refused record it is, NULL for
+ * a decode poison). */
 static enum handled park(struct relay *r, const struct rec_str *key,
                          const struct rec_str *value,
-                         const struct dlq_record *d, const char *id)
+                         const struct dlq_record *d, const char *id,
+                         struct poison_ref *f)
 {
 	char err[512], what[768];
-	uint64_t seen_lsn = r->pz.seen_lsn, seen_ord = r->pz.seen_ord;
-	uint64_t mark = DLQ_TOKEN_BIT | (first_time(r) ? DLQ_NEW_BIT : 0);
 	enum handled h;
 
 	h = produce(r, r->cfg->poison_dlq_topic, key, value, &d->h,
-	            key->len + value->len, mark, err, sizeof(err));
-	if (h == H_BLOCKED) {
-		/* Offered again: not seen yet. */
-		r->pz.seen_lsn = seen_lsn;
-		r->pz.seen_ord = seen_ord;
-	}
+	            key->len + value->len, DLQ_TOKEN_BIT, err, sizeof(err));
+	if (h == H_OK)
+		count_once(r, f, &r->pz.n_parked);
 	if (h != H_POISON)
 		return h;
 	snprintf(what, sizeof(what), "event id %s: %s", id, err);
@@ -137,8 +139,7 @@ enum handled poison_decode(struct relay *r, const struct ev_record *er)
 	}
 	if (r->pz.policy == POISON_SKIP) {
 		log_parked(r, id, er->reason);
-		if (first_time(r))
-			r->pz.n_skipped++;
+		count_once(r, NULL, &r->pz.n_skipped);
 		return H_OK;
 	}
 	/* The topic it was meant for: routed, or routed now from the route
@@ -159,7 +160,7 @@ enum handled poison_decode(struct relay *r, const struct ev_record *er)
 		.xid = r->txn.xid,
 		.tries = 1,
 	});
-	h = park(r, &er->rec.key, &er->rec.payload, &d, id);
+	h = park(r, &er->rec.key, &er->rec.payload, &d, id, NULL);
 	if (h == H_OK)
 		log_parked(r, id, er->reason);
 	return h;
@@ -172,13 +173,12 @@ static bool due(const struct relay *r, const struct poison_ref *f)
 
 /* The refused record the event about to be produced is, when it is due
  * to be parked; NULL otherwise. */
-static const struct poison_ref *parked_ref(const struct relay *r)
+static struct poison_ref *parked_ref(struct relay *r)
 {
 	if (r->pz.policy == POISON_FAIL)
 		return NULL;
 	for (size_t i = 0; i <= r->pz.nheld; i++) {
-		const struct poison_ref *f = i == 0 ? &r->pz.ref
-		                                    : &r->pz.held[i - 1];
+		struct poison_ref *f = i == 0 ? &r->pz.ref : &r->pz.held[i - 1];
 		if (due(r, f) && f->lsn == r->txn.header_lsn &&
 		    f->ord == r->pz.ord)
 			return f;
@@ -187,7 +187,7 @@ static const struct poison_ref *parked_ref(const struct relay *r)
 }
 
 /* The event about to be produced is one Kafka refused too often. */
-bool poison_parks(const struct relay *r)
+bool poison_parks(struct relay *r)
 {
 	return parked_ref(r) != NULL;
 }
@@ -196,7 +196,7 @@ bool poison_parks(const struct relay *r)
  * or nothing (skip). */
 enum handled poison_park(struct relay *r, const struct ev_event *ev)
 {
-	const struct poison_ref *f = parked_ref(r);
+	struct poison_ref *f = parked_ref(r);
 	struct dlq_record d;
 	const char *id = ev->id.ptr != NULL ? ev->id.ptr : "?";
 	enum handled h;
@@ -205,8 +205,7 @@ enum handled poison_park(struct relay *r, const struct ev_event *ev)
 		return H_POISON; /* not one: a bug in the caller */
 	if (r->pz.policy == POISON_SKIP) {
 		log_parked(r, id, f->what);
-		if (first_time(r))
-			r->pz.n_skipped++;
+		count_once(r, f, &r->pz.n_skipped);
 		return H_OK;
 	}
 	dlq_build(&d, &ev->headers, &(struct dlq_cause){
@@ -220,7 +219,7 @@ enum handled poison_park(struct relay *r, const struct ev_event *ev)
 		.xid = r->txn.xid,
 		.tries = f->tries,
 	});
-	h = park(r, &ev->key, &ev->value, &d, id);
+	h = park(r, &ev->key, &ev->value, &d, id, f);
 	if (h == H_OK)
 		log_parked(r, id, f->what);
 	return h;
@@ -301,26 +300,14 @@ bool poison_refused(struct relay *r, const struct pub_report *rep,
 }
 
 /* The report of a dead-letter record (on_dr(), token already stripped):
- * counted when acked, the first copy only; refused for good, the relay
- * stops. Anything else fails the session like any record's failure
- * (on_dr() goes on). */
-void poison_dlq_report(struct relay *r, const struct pub_report *rep,
-                       bool first)
+ * refused for good, the relay stops. Anything else fails the session
+ * like any record's failure (on_dr() goes on). */
+void poison_dlq_report(struct relay *r, const struct pub_report *rep)
 {
 	char what[768];
 
-	if (rep->ok) {
-		if (first)
-			r->pz.n_parked++;
+	if (rep->ok)
 		return;
-	}
-	/* Its replay writes it again and counts it then; so do the others
-	 * past the confirmed position counted already: an overcount after
-	 * a failed dead-letter write, never a miss. */
-	if (first) {
-		r->pz.seen_lsn = lsn_confirmed(&r->lt);
-		r->pz.seen_ord = 0;
-	}
 	/* A refusal that settles (a new topic's partitions not yet known
 	 * everywhere) is replayed like a transient one, as the ledger's. */
 	if (relay_stopping(r) ||

@@ -10,7 +10,7 @@
 #include "relay/relay_int.h"
 
 /* One record to Kafka: the event's (mark 0), or its dead-letter record
- * (mark: DLQ_TOKEN_BIT, and DLQ_NEW_BIT), which takes the event's place
+ * (mark DLQ_TOKEN_BIT), which takes the event's place
  * in the tracker and the window. err gets why a record is refused
  * (H_POISON). */
 enum handled produce(struct relay *r, const char *topic,

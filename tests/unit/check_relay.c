@@ -722,7 +722,7 @@ START_TEST(test_poison_decode_parked)
 	deliver(0, true, 0);
 	deliver(2, true, 0);
 	ck_assert_uint_eq(confirm_target(r), SLOT_LSN); /* the DLQ's ack first */
-	ck_assert_uint_eq(r->pz.n_parked, 0);
+	ck_assert_uint_eq(r->pz.n_parked, 1); /* counted when produced */
 	deliver(1, true, 0);
 	ck_assert_uint_eq(confirm_target(r), end);
 	ck_assert_uint_eq(r->pz.n_parked, 1);
@@ -746,7 +746,6 @@ START_TEST(test_poison_dlq_refused)
 	ck_assert_ptr_nonnull(strstr(r->reason, "dead-letter"));
 	deliver(2, true, 0);
 	ck_assert_uint_eq(confirm_target(r), SLOT_LSN);
-	ck_assert_uint_eq(r->pz.n_parked, 0);
 	ck_assert(drained(r, now_mono_us()));
 	expect_path(ST_STREAMING, ST_FAIL_STOPPED, ST_COUNT);
 }

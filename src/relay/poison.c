@@ -166,6 +166,8 @@ enum handled poison_decode(struct relay *r, const struct ev_record *er)
 	return h;
 }
 
+/* A refused record whose tries are spent (or that no retry can change):
+ * the replay parks it when it reaches it. */
 static bool due(const struct relay *r, const struct poison_ref *f)
 {
 	return f->tries > 0 && (f->park || f->tries > r->cfg->poison_retries);

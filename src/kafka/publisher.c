@@ -315,14 +315,12 @@ static void on_error(rd_kafka_t *rk, int err, const char *reason, void *opaque)
 	         safe);
 }
 
-/* librdkafka's own log lines, through the relay's logger. */
+/* librdkafka's own log lines, through the relay's logger, at the level
+ * kc_log_level() gives (a known-harmless warning at info). */
 static void on_log(const rd_kafka_t *rk, int level, const char *fac,
                    const char *buf)
 {
-	enum log_level lvl = level <= 3 ? LOG_LVL_ERROR
-	                     : level == 4 ? LOG_LVL_WARN
-	                     : level <= 6 ? LOG_LVL_INFO
-	                                  : LOG_LVL_DEBUG;
+	enum log_level lvl = kc_log_level(level, fac, buf);
 	const struct publisher *p = rd_kafka_opaque(rk);
 	char safe[1024];
 

@@ -14,6 +14,7 @@
 #include "lib/log.h"
 #include "kafka/kafka_conf.h"
 #include "kafka/publisher.h"
+#include "capture.h"
 
 struct seen {
 	int reports;
@@ -341,6 +342,79 @@ START_TEST(test_print_defaults)
 }
 END_TEST
 
+/* The level of the log line holding needle in out ("WARN", "INFO", ...):
+ * the word after the time stamp. NULL when no line holds it. */
+static const char *level_of(const char *out, const char *needle,
+                            char *lvl, size_t lvllen)
+{
+	const char *hit = strstr(out, needle), *line, *sp;
+
+	if (hit == NULL)
+		return NULL;
+	for (line = hit; line > out && line[-1] != '\n'; line--)
+		;
+	sp = strchr(line, ' ');
+	if (sp == NULL || sp > hit)
+		return NULL;
+	snprintf(lvl, lvllen, "%.*s", (int)strcspn(sp + 1, " "), sp + 1);
+	return lvl;
+}
+
+/* librdkafka's CONFWARN on enable.gapless.guarantee (a row of the
+ * relay's own defaults, "experimental") is not a warning a user can act
+ * on: it comes at INFO. Any other CONFWARN, here a deprecated property
+ * the user set, stays a WARN. */
+START_TEST(test_known_confwarn_downgraded)
+{
+	struct relay_config cfg;
+	struct seen s = { 0 };
+	char err[512], lvl[16];
+	struct publisher *p;
+	char *out;
+
+	saved_level = log_current_level;
+	log_set_level(LOG_LVL_DEBUG);
+	cfg_init(&cfg);
+	ck_assert_int_eq(cfg_set(&cfg, "kafka.test.mock.num.brokers", "1",
+	                         CFG_SRC_FLAG, "test", err, sizeof(err)), 0);
+	ck_assert_int_eq(cfg_set(&cfg, "kafka.topic.metadata.refresh.fast.cnt",
+	                         "5", CFG_SRC_FLAG, "test", err, sizeof(err)), 0);
+	capture_begin();
+	p = pub_new(&cfg, on_report, &s, err, sizeof(err));
+	out = capture_end();
+	ck_assert_msg(p != NULL, "pub_new: %s", err);
+	ck_assert_msg(level_of(out, "enable.gapless.guarantee is experimental",
+	                       lvl, sizeof(lvl)) != NULL, "no gapless line: %s",
+	              out);
+	ck_assert_str_eq(lvl, "INFO");
+	ck_assert_msg(level_of(out, "topic.metadata.refresh.fast.cnt is "
+	                       "deprecated", lvl, sizeof(lvl)) != NULL,
+	              "no deprecation line: %s", out);
+	ck_assert_str_eq(lvl, "WARN");
+	free(out);
+	done(p, &cfg);
+}
+END_TEST
+
+/* The table itself: the facility and the property must both match. */
+START_TEST(test_confwarn_table_is_narrow)
+{
+	static const char gapless[] = "[thrd:app]: Configuration property "
+	                              "enable.gapless.guarantee is experimental: "
+	                              "When set to `true`, ...";
+	static const char other[] = "[thrd:app]: Configuration property "
+	                            "enable.auto.commit is a consumer property "
+	                            "and will be ignored by this producer instance";
+
+	ck_assert_int_eq(kc_log_level(4, "CONFWARN", gapless), LOG_LVL_INFO);
+	ck_assert_int_eq(kc_log_level(4, "CONFWARN", other), LOG_LVL_WARN);
+	ck_assert_int_eq(kc_log_level(4, "OTHERFAC", gapless), LOG_LVL_WARN);
+	ck_assert_int_eq(kc_log_level(3, "FAIL", "x"), LOG_LVL_ERROR);
+	ck_assert_int_eq(kc_log_level(6, "FAIL", "x"), LOG_LVL_INFO);
+	ck_assert_int_eq(kc_log_level(7, "FAIL", "x"), LOG_LVL_DEBUG);
+}
+END_TEST
+
 Suite *publisher_suite(void)
 {
 	Suite *s = suite_create("publisher");
@@ -358,6 +432,11 @@ Suite *publisher_suite(void)
 	tc = tcase_create("versions");
 	tcase_add_test(tc, test_in_flight_by_version);
 	tcase_add_test(tc, test_print_defaults);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("log");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_known_confwarn_downgraded);
+	tcase_add_test(tc, test_confwarn_table_is_narrow);
 	suite_add_tcase(s, tc);
 	return s;
 }

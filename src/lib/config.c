@@ -175,6 +175,198 @@ static char **str_field(struct relay_config *cfg, const struct cfg_key *k)
 	return (char **)((char *)cfg + k->offset);
 }
 
+/* ---- characters that look like nothing, and near misses ---- */
+
+/* Characters that look like a blank, or like nothing at all, without
+ * being ASCII white space: pasted from a web page, a chat or a word
+ * processor, they make a key unknown or a value wrong while the line
+ * looks right, and a message that printed them raw would look right too.
+ * Named instead. */
+static const struct odd_char {
+	unsigned cp;
+	const char *name;
+} odd_chars[] = {
+	{ 0x0085, "a next-line character" },
+	{ 0x00A0, "a non-breaking space" },
+	{ 0x1680, "an Ogham space mark" },
+	{ 0x2000, "an en quad" },
+	{ 0x2001, "an em quad" },
+	{ 0x2002, "an en space" },
+	{ 0x2003, "an em space" },
+	{ 0x2004, "a three-per-em space" },
+	{ 0x2005, "a four-per-em space" },
+	{ 0x2006, "a six-per-em space" },
+	{ 0x2007, "a figure space" },
+	{ 0x2008, "a punctuation space" },
+	{ 0x2009, "a thin space" },
+	{ 0x200A, "a hair space" },
+	{ 0x200B, "a zero-width space" },
+	{ 0x200C, "a zero-width non-joiner" },
+	{ 0x200D, "a zero-width joiner" },
+	{ 0x2028, "a line separator" },
+	{ 0x2029, "a paragraph separator" },
+	{ 0x202F, "a narrow no-break space" },
+	{ 0x205F, "a medium mathematical space" },
+	{ 0x2060, "a word joiner" },
+	{ 0x3000, "an ideographic space" },
+	{ 0xFEFF, "a byte order mark" },
+};
+
+/* Names the character at s (n > 0 bytes left) into out, e.g. "a
+ * non-breaking space (U+00A0)"; returns its length in bytes (1 for a
+ * byte that is not UTF-8). *odd is false for a plain non-ASCII character
+ * (a letter), which a value may hold anywhere. */
+static size_t char_describe(const unsigned char *s, size_t n, char *out,
+                            size_t outlen, bool *odd)
+{
+	unsigned cp = 0;
+	size_t len = utf8_decode(s, n, &cp);
+
+	*odd = true;
+	if (len == 0) {
+		snprintf(out, outlen, "a byte 0x%02X that is not UTF-8", s[0]);
+		return 1;
+	}
+	for (size_t i = 0; i < sizeof(odd_chars) / sizeof(odd_chars[0]); i++) {
+		if (odd_chars[i].cp == cp) {
+			snprintf(out, outlen, "%s (U+%04X)", odd_chars[i].name, cp);
+			return len;
+		}
+	}
+	if (cp < 0x20 || (cp >= 0x7F && cp < 0xA0)) {
+		snprintf(out, outlen, "a control character (U+%04X)", cp);
+		return len;
+	}
+	*odd = false;
+	snprintf(out, outlen, "a non-ASCII character (U+%04X)", cp);
+	return len;
+}
+
+static bool key_char_ok(unsigned char c)
+{
+	return c >= 0x20 && c < 0x7F;
+}
+
+/* Every key is printable ASCII. Names the first character that is not,
+ * with the key's text before it (or after it, at the start): "a
+ * non-breaking space (U+00A0) after \"slot.name\"". */
+static int check_key_chars(const char *key, const char *origin, char *err,
+                           size_t errlen)
+{
+	const unsigned char *k = (const unsigned char *)key;
+	size_t n = strlen(key), i = 0, j, m = 0;
+	char what[80];
+	bool odd;
+
+	while (i < n && key_char_ok(k[i]))
+		i++;
+	if (i == n)
+		return 0;
+	j = i + char_describe(k + i, n - i, what, sizeof(what), &odd);
+	if (i > 0) {
+		errbuf_set(err, errlen, "%s: %s after \"%.*s\"", origin, what,
+		           (int)i, key);
+		return -1;
+	}
+	while (j + m < n && key_char_ok(k[j + m]))
+		m++;
+	if (m > 0)
+		errbuf_set(err, errlen, "%s: %s before \"%.*s\"", origin, what,
+		           (int)m, key + j);
+	else
+		errbuf_set(err, errlen, "%s: %s in a key", origin, what);
+	return -1;
+}
+
+/* A value holds no control character but tab and line breaks, and
+ * neither starts nor ends with one of odd_chars (or a byte that is not
+ * UTF-8). The message names the character and where, never the value,
+ * which may be a secret. */
+static int check_value_chars(const char *key, const char *value,
+                             const char *origin, char *err, size_t errlen)
+{
+	const unsigned char *v = (const unsigned char *)value;
+	size_t n = strlen(value), i = 0, len;
+	char what[80];
+	bool odd;
+
+	while (i < n) {
+		if (v[i] >= 0x20 && v[i] < 0x7F) {
+			i++;
+			continue;
+		}
+		if (v[i] == '\t' || v[i] == '\n' || v[i] == '\r') {
+			i++;
+			continue;
+		}
+		len = char_describe(v + i, n - i, what, sizeof(what), &odd);
+		if (v[i] < 0x80) { /* a C0 control or DEL */
+			errbuf_set(err, errlen, "%s: %s: %s in the value", origin, key,
+			           what);
+			return -1;
+		}
+		if (odd && (i == 0 || i + len == n)) {
+			errbuf_set(err, errlen, "%s: %s: %s at the %s of the value",
+			           origin, key, what, i == 0 ? "start" : "end");
+			return -1;
+		}
+		i += len;
+	}
+	return 0;
+}
+
+/* Optimal string alignment distance (insertions, deletions,
+ * substitutions, swaps of neighbours), ignoring case; names longer than
+ * 64 are never near. */
+static size_t edit_distance(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	size_t d[65][65];
+
+	if (la > 64 || lb > 64)
+		return SIZE_MAX;
+	for (size_t i = 0; i <= la; i++)
+		d[i][0] = i;
+	for (size_t j = 0; j <= lb; j++)
+		d[0][j] = j;
+	for (size_t i = 1; i <= la; i++) {
+		for (size_t j = 1; j <= lb; j++) {
+			int ca = tolower((unsigned char)a[i - 1]);
+			int cb = tolower((unsigned char)b[j - 1]);
+			size_t best = d[i - 1][j - 1] + (ca != cb);
+			if (d[i - 1][j] + 1 < best)
+				best = d[i - 1][j] + 1;
+			if (d[i][j - 1] + 1 < best)
+				best = d[i][j - 1] + 1;
+			if (i > 1 && j > 1 && ca == tolower((unsigned char)b[j - 2]) &&
+			    tolower((unsigned char)a[i - 2]) == cb &&
+			    d[i - 2][j - 2] + 1 < best)
+				best = d[i - 2][j - 2] + 1;
+			d[i][j] = best;
+		}
+	}
+	return d[la][lb];
+}
+
+/* The known name closest to an unknown one, for "did you mean": NULL
+ * when none is within one edit (short names), two or three (long
+ * ones): a wild guess is worse than none. */
+static const char *closest_key(const char *name)
+{
+	size_t len = strlen(name), best = SIZE_MAX;
+	size_t limit = len < 6 ? 1 : len < 12 ? 2 : 3;
+	const char *hit = NULL;
+
+	for (size_t i = 0; i < CFG_NKEYS; i++) {
+		size_t dist = edit_distance(name, cfg_keys[i].name);
+		if (dist < best) {
+			best = dist;
+			hit = cfg_keys[i].name;
+		}
+	}
+	return best <= limit ? hit : NULL;
+}
+
 static const struct cfg_key *find_key(const char *name)
 {
 	for (size_t i = 0; i < CFG_NKEYS; i++)
@@ -271,6 +463,10 @@ int cfg_set(struct relay_config *cfg, const char *key, const char *value,
 {
 	const struct cfg_key *k = find_key(key);
 
+	if (k == NULL && check_key_chars(key, origin, err, errlen) < 0)
+		return -1;
+	if (check_value_chars(key, value, origin, err, errlen) < 0)
+		return -1;
 	/* The table first: a relay key may live under "kafka." too
 	 * (kafka.failure.max.replays); librdkafka gets the rest. */
 	if (k == NULL && strncmp(key, "kafka.", 6) == 0) {
@@ -282,7 +478,12 @@ int cfg_set(struct relay_config *cfg, const char *key, const char *value,
 		return 0;
 	}
 	if (k == NULL) {
-		errbuf_set(err, errlen, "%s: unknown key \"%s\"", origin, key);
+		const char *near = closest_key(key);
+		if (near != NULL)
+			errbuf_set(err, errlen, "%s: unknown key \"%s\"; did you mean "
+			           "\"%s\"?", origin, key, near);
+		else
+			errbuf_set(err, errlen, "%s: unknown key \"%s\"", origin, key);
 		return -1;
 	}
 	switch (k->type) {
@@ -396,13 +597,44 @@ static char *trim(char *s)
 	return s;
 }
 
+/* The value part of a line, after its '=' (raw: the rest of the line).
+ * A value in double quotes ends at the closing quote that only blanks or
+ * a comment follow, and keeps any '#' inside; otherwise a '#' after a
+ * blank starts a comment ("key = value  # why"), while a '#' with no
+ * blank before it is part of the value (a password "abc#def"). Blanks
+ * around the value are dropped. */
+static char *file_value(char *raw)
+{
+	char *v = raw, *p;
+
+	while (*v == ' ' || *v == '\t')
+		v++;
+	if (*v == '"') {
+		for (p = strchr(v + 1, '"'); p != NULL; p = strchr(p + 1, '"')) {
+			const char *rest = p + 1;
+			while (isspace((unsigned char)*rest))
+				rest++;
+			if (*rest == '\0' || *rest == '#') {
+				*p = '\0';
+				return v + 1;
+			}
+		}
+	}
+	for (p = v; *p != '\0'; p++) {
+		if (*p == '#' && p > raw && (p[-1] == ' ' || p[-1] == '\t')) {
+			*p = '\0';
+			break;
+		}
+	}
+	return trim(v);
+}
+
 /* One line of a file, n bytes with its newline if any, NUL-terminated
  * by the caller. Returns 0 (also for blanks and comments) or -1. */
 static int load_line(struct relay_config *cfg, char *line, size_t n,
                      const char *origin, char *err, size_t errlen)
 {
 	char *s, *eq, *key, *val;
-	size_t vlen;
 
 	if (memchr(line, '\0', n) != NULL) {
 		errbuf_set(err, errlen, "%s: NUL byte in line", origin);
@@ -418,12 +650,7 @@ static int load_line(struct relay_config *cfg, char *line, size_t n,
 	}
 	*eq = '\0';
 	key = trim(s);
-	val = trim(eq + 1);
-	vlen = strlen(val);
-	if (vlen >= 2 && val[0] == '"' && val[vlen - 1] == '"') {
-		val[vlen - 1] = '\0';
-		val++;
-	}
+	val = file_value(eq + 1);
 	if (*key == '\0') {
 		errbuf_set(err, errlen, "%s: empty key", origin);
 		return -1;
@@ -444,6 +671,10 @@ int cfg_load_text(struct relay_config *cfg, const char *text, size_t len,
 		return 0; /* and text may be NULL */
 	p = text;
 	end = text + len;
+	/* A UTF-8 byte order mark, as some Windows editors write: not part
+	 * of the first key. */
+	if (len >= 3 && memcmp(p, "\xEF\xBB\xBF", 3) == 0)
+		p += 3;
 	while (p < end && rc == 0) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
 		size_t n = nl != NULL ? (size_t)(nl - p) + 1 : (size_t)(end - p);
@@ -544,6 +775,25 @@ int cfg_load_env(struct relay_config *cfg, char *const *envp, char *err,
 			if (cfg_set(cfg, key, eq + 1, CFG_SRC_ENV, name, err, errlen) < 0)
 				return -1;
 			continue;
+		}
+		{
+			/* OUTBOX_RELAY_SLOT_NAEM -> slot.naem, near slot.name. */
+			char guess[256], envname[256];
+			size_t g = 0;
+			const char *near;
+			for (size_t i = sizeof(prefix) - 1; i < nlen &&
+			     g + 1 < sizeof(guess); i++)
+				guess[g++] = e[i] == '_' ? '.'
+				                          : (char)tolower((unsigned char)e[i]);
+			guess[g] = '\0';
+			near = closest_key(guess);
+			if (near != NULL) {
+				env_name(near, envname, sizeof(envname));
+				errbuf_set(err, errlen, "%s: unknown configuration "
+				           "variable; did you mean %s (%s)?", name, envname,
+				           near);
+				return -1;
+			}
 		}
 		errbuf_set(err, errlen, "%s: unknown configuration variable", name);
 		return -1;

@@ -210,7 +210,9 @@ START_TEST(test_env_errors)
 	char *env2[] = { "OUTBOX_RELAY_STATUS_INTERVAL_MS=abc", NULL };
 	cfg_init(&cfg);
 	ck_assert_int_eq(cfg_load_env(&cfg, env1, err, sizeof(err)), -1);
-	ck_assert_str_eq(err, "OUTBOX_RELAY_SLOT_NAM: unknown configuration variable");
+	ck_assert_str_eq(err, "OUTBOX_RELAY_SLOT_NAM: unknown configuration "
+	                      "variable; did you mean OUTBOX_RELAY_SLOT_NAME "
+	                      "(slot.name)?");
 	ck_assert_int_eq(cfg_load_env(&cfg, env2, err, sizeof(err)), -1);
 	ck_assert_ptr_nonnull(strstr(err, "OUTBOX_RELAY_STATUS_INTERVAL_MS: status.interval.ms"));
 	ck_assert_int_eq(cfg_set_flag(&cfg, "novalue", err, sizeof(err)), -1);
@@ -417,6 +419,117 @@ START_TEST(test_load_text)
 }
 END_TEST
 
+/* The file's edges: a " #" after a value starts a comment unless inside
+ * double quotes, a '#' with no blank before it is part of the value, and
+ * a UTF-8 byte order mark at the start of the file is skipped. */
+START_TEST(test_file_comments_and_bom)
+{
+	static const char text[] =
+		"\xEF\xBB\xBF" "slot.name = my_slot  # the slot of app A\n"
+		"heartbeat.action.query = \"SELECT 1 # kept\"  # a comment\n"
+		"kafka.sasl.password = abc#def\n"
+		"heartbeat.prefix = hb\t# after a tab\n"
+		"outbox.emit.prefix = # nothing but a comment\n"
+		"route.topic.replacement = \"t.${routedByValue}\" # say \"hi\"\n"
+		"table.field.event.id=#id\n";
+	struct relay_config cfg;
+	char err[256];
+
+	cfg_init(&cfg);
+	ck_assert_msg(cfg_load_text(&cfg, text, sizeof(text) - 1, "relay.conf",
+	                            err, sizeof(err)) == 0, "%s", err);
+	ck_assert_str_eq(cfg.slot_name, "my_slot");
+	ck_assert_str_eq(cfg.heartbeat_action_query, "SELECT 1 # kept");
+	ck_assert_str_eq(cfg_kafka_get(&cfg, "sasl.password"), "abc#def");
+	ck_assert_str_eq(cfg.heartbeat_prefix, "hb");
+	ck_assert_str_eq(cfg.outbox_emit_prefix, "");
+	ck_assert_str_eq(cfg.route_topic_replacement, "t.${routedByValue}");
+	ck_assert_str_eq(cfg.field_id, "#id");
+	cfg_free(&cfg);
+}
+END_TEST
+
+/* A non-breaking space and its kin in a key or around a value are named,
+ * never shown raw; a value's own text is never quoted (it may be a
+ * secret). */
+START_TEST(test_file_odd_characters_named)
+{
+	static const struct {
+		const char *text;
+		const char *want;
+	} cases[] = {
+		{ "# c\n\nslot.name\xC2\xA0= x\n",
+		  "relay.conf:3: a non-breaking space (U+00A0) after \"slot.name\"" },
+		{ "\xC2\xA0slot.name = x\n",
+		  "relay.conf:1: a non-breaking space (U+00A0) before \"slot.name\"" },
+		{ "slot.name = x\xC2\xA0\n",
+		  "relay.conf:1: slot.name: a non-breaking space (U+00A0) at the end "
+		  "of the value" },
+		{ "kafka.sasl.password = \xE2\x80\x8Bs3cret\n",
+		  "relay.conf:1: kafka.sasl.password: a zero-width space (U+200B) at "
+		  "the start of the value" },
+		{ "slot\xE2\x80\xAFname = x\n",
+		  "relay.conf:1: a narrow no-break space (U+202F) after \"slot\"" },
+		{ "slot.name = a\x1b[0mb\n",
+		  "relay.conf:1: slot.name: a control character (U+001B) in the "
+		  "value" },
+		{ "slot.name = x\xA0\n",
+		  "relay.conf:1: slot.name: a byte 0xA0 that is not UTF-8 at the end "
+		  "of the value" },
+		{ "sl\xC3\xB8t.name = x\n",
+		  "relay.conf:1: a non-ASCII character (U+00F8) after \"sl\"" },
+		{ "\xEF\xBB\xBFslot.name = a\n\xEF\xBB\xBFlog.level = info\n",
+		  "relay.conf:2: a byte order mark (U+FEFF) before \"log.level\"" },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct relay_config cfg;
+		char err[512];
+
+		cfg_init(&cfg);
+		ck_assert_int_eq(cfg_load_text(&cfg, cases[i].text,
+		                               strlen(cases[i].text), "relay.conf",
+		                               err, sizeof(err)), -1);
+		ck_assert_msg(strcmp(err, cases[i].want) == 0,
+		              "case %zu: got \"%s\", want \"%s\"", i, err,
+		              cases[i].want);
+		ck_assert_ptr_null(strstr(err, "s3cret"));
+		cfg_free(&cfg);
+	}
+}
+END_TEST
+
+/* An unknown key close to a known one gets a suggestion, from every
+ * source; one far from all gets none. */
+START_TEST(test_unknown_key_suggests)
+{
+	struct relay_config cfg;
+	char err[512];
+	char *env[] = { "OUTBOX_RELAY_SLOT_NAEM=x", NULL };
+
+	cfg_init(&cfg);
+	ck_assert_int_eq(cfg_load_text(&cfg, "slot.nmae = x\n", 14, "relay.conf",
+	                               err, sizeof(err)), -1);
+	ck_assert_str_eq(err, "relay.conf:1: unknown key \"slot.nmae\"; did you "
+	                      "mean \"slot.name\"?");
+	ck_assert_int_eq(cfg_set_flag(&cfg, "Status.Interval.ms=5", err,
+	                              sizeof(err)), -1);
+	ck_assert_str_eq(err, "--set: unknown key \"Status.Interval.ms\"; did "
+	                      "you mean \"status.interval.ms\"?");
+	ck_assert_int_eq(cfg_set_flag(&cfg, "heartbeat.intervall.ms=5", err,
+	                              sizeof(err)), -1);
+	ck_assert_str_eq(err, "--set: unknown key \"heartbeat.intervall.ms\"; "
+	                      "did you mean \"heartbeat.interval.ms\"?");
+	ck_assert_int_eq(cfg_load_env(&cfg, env, err, sizeof(err)), -1);
+	ck_assert_str_eq(err, "OUTBOX_RELAY_SLOT_NAEM: unknown configuration "
+	                      "variable; did you mean OUTBOX_RELAY_SLOT_NAME "
+	                      "(slot.name)?");
+	ck_assert_int_eq(cfg_set_flag(&cfg, "bogus=1", err, sizeof(err)), -1);
+	ck_assert_str_eq(err, "--set: unknown key \"bogus\"");
+	cfg_free(&cfg);
+}
+END_TEST
+
 START_TEST(test_listen_parse)
 {
 	char host[64];
@@ -583,6 +696,9 @@ Suite *config_suite(void)
 	tcase_add_test(tc, test_password_file_errors);
 	tcase_add_test(tc, test_log_format);
 	tcase_add_test(tc, test_keys_documented);
+	tcase_add_test(tc, test_file_comments_and_bom);
+	tcase_add_test(tc, test_file_odd_characters_named);
+	tcase_add_test(tc, test_unknown_key_suggests);
 	suite_add_tcase(s, tc);
 	return s;
 }

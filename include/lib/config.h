@@ -43,6 +43,8 @@ struct relay_config {
 	char *route_topic_replacement;
 	char *outbox_emit_prefix;   /* outbox_emit() messages; "" off */
 	char *slot_ledger_topic;    /* ledger.h; "" off */
+	char *poison_policy;        /* "fail", "dlq" or "skip" */
+	char *poison_dlq_topic;     /* "" none */
 
 	int64_t status_interval_ms;
 	int64_t status_min_interval_ms;
@@ -84,8 +86,10 @@ struct relay_config {
 	struct cfg_kv *kafka;       /* librdkafka properties, in order set */
 	size_t kafka_len;
 
-	/* Where each table key got its value; indexed like the key table. */
+	/* Where each table key got its value, and the alias it was set
+	 * under (NULL: its own name); indexed like the key table. */
 	enum cfg_source *sources;
+	const char **via;
 };
 
 /* Fills cfg with the built-in defaults. Release with cfg_free(). */
@@ -115,6 +119,11 @@ int cfg_set_flag(struct relay_config *cfg, const char *kv, char *err,
 int cfg_set(struct relay_config *cfg, const char *key, const char *value,
             enum cfg_source src, const char *origin, char *err,
             size_t errlen) RELAY_MUSTCHECK;
+
+/* The rules that join keys, once every source is applied: errors.tolerance
+ * = all is poison.policy = dlq when poison.dlq.topic is set, else skip.
+ * Idempotent; cfg_validate() runs it, --print-config too. */
+void cfg_finish(struct relay_config *cfg);
 
 /* Cross-key checks once every source is applied: required keys and the
  * producer safety rules. The kafka.* properties are librdkafka's to judge:

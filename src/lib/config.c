@@ -76,6 +76,12 @@ static const struct cfg_key cfg_keys[] = {
 	  0, 0, 0, "compacted Kafka topic recording every position the slot is "
 	  "moved to (by the relay and the runbook CLI), so that a slot dropped "
 	  "and created again is refused; empty: off" },
+	{ "poison.policy", CFG_STR, OFF(poison_policy), "fail", 0, 0,
+	  CFG_F_REQUIRED, "a poison event (one Kafka refuses for good, or "
+	  "that cannot be published): fail (stop, exit 65), dlq (to "
+	  "poison.dlq.topic, then go on) or skip (log, count, go on)" },
+	{ "poison.dlq.topic", CFG_STR, OFF(poison_dlq_topic), "", 0, 0, 0,
+	  "dead-letter topic of poison.policy = dlq; empty: none" },
 	{ "outbox.emit.prefix", CFG_STR, OFF(outbox_emit_prefix), "", 0, 0,
 	  0, "logical message prefix of outbox_emit() events (sql/emit.sql), e.g. "
 	  "outbox; empty (default) off: any role that can connect can emit messages" },
@@ -167,6 +173,134 @@ static const struct cfg_key cfg_keys[] = {
 };
 
 #define CFG_NKEYS (sizeof(cfg_keys) / sizeof(cfg_keys[0]))
+
+/* ---- aliases: other projects' names for our keys ---- */
+
+/* One value of an alias and ours for it; to NULL: refused, with why. */
+struct cfg_alias_value {
+	const char *from;
+	const char *to;
+	const char *why;
+};
+
+/* Turns an alias's value into the key's, or refuses it: 0, or -1 with
+ * why (for "ORIGIN: ALIAS: why"). */
+typedef int (*cfg_alias_fn)(const char *in, char *out, size_t outlen,
+                            char *why, size_t whylen);
+
+/* Another project's name for one of our keys, with the same meaning:
+ * Debezium's PostgreSQL connector and Kafka Connect, so that their
+ * settings can be carried over as they are. The file, the environment
+ * (OUTBOX_RELAY_ + the alias) and --set all take them; the value lands in
+ * key, through values or convert when the spellings differ. */
+struct cfg_alias {
+	const char *name;
+	const char *key;
+	const struct cfg_alias_value *values;   /* NULL: the value as given */
+	cfg_alias_fn convert;                   /* NULL: none */
+};
+
+static const struct cfg_alias_value tolerance_values[] = {
+	{ "none", "fail", NULL },
+	/* Connect's "all" logs and goes on, to its dead-letter topic if it
+	 * has one: cfg_validate() makes it dlq when poison.dlq.topic is set
+	 * (by either name, from any source). */
+	{ "all", "skip", NULL },
+	{ NULL, NULL, NULL },
+};
+
+static const struct cfg_alias_value plugin_values[] = {
+	{ "pgoutput", "pgoutput", NULL },
+	{ "decoderbufs", NULL, "decoderbufs is not supported (a plugin built "
+	  "and installed in the server for Debezium): use pgoutput, built into "
+	  "PostgreSQL, with a slot of its own (--create-slot)" },
+	{ NULL, NULL, NULL },
+};
+
+/* table.include.list: a comma-separated list of regular expressions on
+ * "schema.table". One table, written plainly ("public.outbox", or
+ * "public\.outbox" with the dot escaped), is outbox.table; a list or a
+ * pattern is refused: the relay reads one outbox. */
+static int include_list_table(const char *in, char *out, size_t outlen,
+                              char *why, size_t whylen)
+{
+	size_t n = 0;
+
+	for (const char *p = in; *p != '\0'; p++) {
+		if (p[0] == '\\' && p[1] == '.')
+			p++;
+		else if (!isalnum((unsigned char)*p) && *p != '_' && *p != '.' &&
+		         *p != '$') {
+			errbuf_set(why, whylen, "only one table, written as "
+			        "schema.table, maps to outbox.table (the relay reads "
+			        "one outbox table; a list or a pattern does not map)");
+			return -1;
+		}
+		if (n + 1 >= outlen) {
+			errbuf_set(why, whylen, "too long");
+			return -1;
+		}
+		out[n++] = *p;
+	}
+	out[n] = '\0';
+	return 0;
+}
+
+static const struct cfg_alias cfg_aliases[] = {
+	/* Kafka Connect's error handling (helper keys of poison.policy). */
+	{ "errors.tolerance", "poison.policy", tolerance_values, NULL },
+	{ "errors.deadletterqueue.topic.name", "poison.dlq.topic", NULL, NULL },
+	/* Debezium's PostgreSQL connector. */
+	{ "publication.name", "slot.publication", NULL, NULL },
+	{ "plugin.name", "slot.plugin", plugin_values, NULL },
+	{ "status.update.interval.ms", "status.interval.ms", NULL, NULL },
+	{ "table.include.list", "outbox.table", NULL, include_list_table },
+};
+
+#define CFG_NALIASES (sizeof(cfg_aliases) / sizeof(cfg_aliases[0]))
+
+static const struct cfg_alias *find_alias(const char *name)
+{
+	for (size_t i = 0; i < CFG_NALIASES; i++)
+		if (strcmp(cfg_aliases[i].name, name) == 0)
+			return &cfg_aliases[i];
+	return NULL;
+}
+
+/* The key's value for an alias's value: a copy (caller frees), or NULL
+ * with "ORIGIN: ALIAS: why" in err. */
+static char *alias_value(const struct cfg_alias *a, const char *value,
+                         const char *origin, char *err, size_t errlen)
+{
+	char why[256], list[256] = "";
+	size_t n = 0;
+
+	if (a->convert != NULL) {
+		char *out = xmalloc(strlen(value) + 1);
+		if (a->convert(value, out, strlen(value) + 1, why, sizeof(why)) < 0) {
+			errbuf_set(err, errlen, "%s: %s: %s", origin, a->name, why);
+			free(out);
+			return NULL;
+		}
+		return out;
+	}
+	if (a->values == NULL)
+		return xstrdup(value);
+	for (const struct cfg_alias_value *v = a->values; v->from != NULL; v++) {
+		if (strcmp(v->from, value) == 0) {
+			if (v->to != NULL)
+				return xstrdup(v->to);
+			errbuf_set(err, errlen, "%s: %s: %s", origin, a->name, v->why);
+			return NULL;
+		}
+		if (v->to != NULL && n < sizeof(list))
+			n += (size_t)snprintf(list + n, sizeof(list) - n, "%s%s",
+			                      n > 0 ? ", " : "", v->from);
+	}
+	errbuf_set(err, errlen, "%s: %s: \"%s\" is not one of %s", origin,
+	           a->name, value, list);
+	return NULL;
+}
 
 static const char *const source_names[] = { "default", "file", "env", "flag" };
 
@@ -357,11 +491,13 @@ static const char *closest_key(const char *name)
 	size_t limit = len < 6 ? 1 : len < 12 ? 2 : 3;
 	const char *hit = NULL;
 
-	for (size_t i = 0; i < CFG_NKEYS; i++) {
-		size_t dist = edit_distance(name, cfg_keys[i].name);
+	for (size_t i = 0; i < CFG_NKEYS + CFG_NALIASES; i++) {
+		const char *cand = i < CFG_NKEYS ? cfg_keys[i].name
+		                                 : cfg_aliases[i - CFG_NKEYS].name;
+		size_t dist = edit_distance(name, cand);
 		if (dist < best) {
 			best = dist;
-			hit = cfg_keys[i].name;
+			hit = cand;
 		}
 	}
 	return best <= limit ? hit : NULL;
@@ -433,6 +569,7 @@ void cfg_init(struct relay_config *cfg)
 
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->sources = xcalloc(CFG_NKEYS, sizeof(*cfg->sources));
+	cfg->via = xcalloc(CFG_NKEYS, sizeof(*cfg->via));
 	for (size_t i = 0; i < CFG_NKEYS; i++) {
 		int rc = cfg_set(cfg, cfg_keys[i].name, cfg_keys[i].def,
 		                 CFG_SRC_DEFAULT, "default", err, sizeof(err));
@@ -458,18 +595,54 @@ static void kafka_set(struct relay_config *cfg, const char *name,
 	cfg->kafka_len++;
 }
 
+static int set_value(struct relay_config *cfg, const struct cfg_key *k,
+                     const char *key, const char *value, enum cfg_source src,
+                     const char *origin, char *err, size_t errlen);
+
 int cfg_set(struct relay_config *cfg, const char *key, const char *value,
             enum cfg_source src, const char *origin, char *err, size_t errlen)
 {
 	const struct cfg_key *k = find_key(key);
+	const struct cfg_alias *a = NULL;
+	const char *near;
+	char *mapped = NULL;
+	int rc;
 
 	if (k == NULL && check_key_chars(key, origin, err, errlen) < 0)
 		return -1;
 	if (check_value_chars(key, value, origin, err, errlen) < 0)
 		return -1;
+	if (k == NULL && (a = find_alias(key)) != NULL) {
+		mapped = alias_value(a, value, origin, err, errlen);
+		if (mapped == NULL)
+			return -1;
+		k = find_key(a->key);
+	}
+	if (k != NULL) {
+		/* One source setting a key under two names is a mistake (which
+		 * one did they mean?); a later source still overrides. */
+		size_t i = (size_t)(k - cfg_keys);
+		const char *now = a != NULL ? a->name : k->name;
+		const char *before = cfg->via[i] != NULL ? cfg->via[i] : k->name;
+		if (src != CFG_SRC_DEFAULT && cfg->sources[i] == src &&
+		    strcmp(now, before) != 0) {
+			errbuf_set(err, errlen, "%s: %s and %s both set %s in the %s: "
+			           "keep one", origin, now, before, k->name,
+			           src == CFG_SRC_FILE ? "file"
+			           : src == CFG_SRC_ENV ? "environment" : "--set flags");
+			free(mapped);
+			return -1;
+		}
+		rc = set_value(cfg, k, key, mapped != NULL ? mapped : value, src,
+		               origin, err, errlen);
+		if (rc == 0)
+			cfg->via[i] = a != NULL ? a->name : NULL;
+		free(mapped);
+		return rc;
+	}
 	/* The table first: a relay key may live under "kafka." too
 	 * (kafka.failure.max.replays); librdkafka gets the rest. */
-	if (k == NULL && strncmp(key, "kafka.", 6) == 0) {
+	if (strncmp(key, "kafka.", 6) == 0) {
 		if (key[6] == '\0') {
 			errbuf_set(err, errlen, "%s: empty kafka property name", origin);
 			return -1;
@@ -477,15 +650,20 @@ int cfg_set(struct relay_config *cfg, const char *key, const char *value,
 		kafka_set(cfg, key + 6, value, src);
 		return 0;
 	}
-	if (k == NULL) {
-		const char *near = closest_key(key);
-		if (near != NULL)
-			errbuf_set(err, errlen, "%s: unknown key \"%s\"; did you mean "
-			           "\"%s\"?", origin, key, near);
-		else
-			errbuf_set(err, errlen, "%s: unknown key \"%s\"", origin, key);
-		return -1;
-	}
+	near = closest_key(key);
+	if (near != NULL)
+		errbuf_set(err, errlen, "%s: unknown key \"%s\"; did you mean "
+		           "\"%s\"?", origin, key, near);
+	else
+		errbuf_set(err, errlen, "%s: unknown key \"%s\"", origin, key);
+	return -1;
+}
+
+/* Sets table key k (spelled key by the source) to value, checked. */
+static int set_value(struct relay_config *cfg, const struct cfg_key *k,
+                     const char *key, const char *value, enum cfg_source src,
+                     const char *origin, char *err, size_t errlen)
+{
 	switch (k->type) {
 	case CFG_STR:
 		if (strcmp(k->name, "outbox.table") == 0) {
@@ -524,6 +702,12 @@ int cfg_set(struct relay_config *cfg, const char *key, const char *value,
 		           strcmp(value, "pgoutput") != 0) {
 			errbuf_set(err, errlen, "%s: slot.plugin: \"%s\" is not one of "
 			        "wal2json, pgoutput", origin, value);
+			return -1;
+		} else if (strcmp(k->name, "poison.policy") == 0 &&
+		           strcmp(value, "fail") != 0 && strcmp(value, "dlq") != 0 &&
+		           strcmp(value, "skip") != 0) {
+			errbuf_set(err, errlen, "%s: poison.policy: \"%s\" is not one of "
+			        "fail, dlq, skip", origin, value);
 			return -1;
 		} else if (strcmp(k->name, "slot.failover") == 0 &&
 		           strcmp(value, "auto") != 0 && strcmp(value, "on") != 0 &&
@@ -757,6 +941,15 @@ int cfg_load_env(struct relay_config *cfg, char *const *envp, char *err,
 				name[nlen] = '\0';
 				if (cfg_set(cfg, cfg_keys[i].name, eq + 1, CFG_SRC_ENV, name,
 				            err, errlen) < 0)
+					return -1;
+				matched = true;
+			}
+		}
+		for (size_t i = 0; i < CFG_NALIASES && !matched; i++) {
+			env_name(cfg_aliases[i].name, name, sizeof(name));
+			if (strlen(name) == (size_t)(eq - e) && !strncmp(e, name, nlen)) {
+				if (cfg_set(cfg, cfg_aliases[i].name, eq + 1, CFG_SRC_ENV,
+				            name, err, errlen) < 0)
 					return -1;
 				matched = true;
 			}
@@ -1020,6 +1213,20 @@ int cfg_apply_password_file(struct relay_config *cfg, char *err,
 	return 0;
 }
 
+void cfg_finish(struct relay_config *cfg)
+{
+	size_t i = (size_t)(find_key("poison.policy") - cfg_keys);
+
+	/* errors.tolerance = all: Connect's dead-letter queue when one is
+	 * named, else log and go on (tolerance_values). */
+	if (cfg->via[i] != NULL && strcmp(cfg->via[i], "errors.tolerance") == 0 &&
+	    strcmp(cfg->poison_policy, "skip") == 0 &&
+	    cfg->poison_dlq_topic[0] != '\0') {
+		free(cfg->poison_policy);
+		cfg->poison_policy = xstrdup("dlq");
+	}
+}
+
 int cfg_validate(struct relay_config *cfg, char *err, size_t errlen)
 {
 	const char *v;
@@ -1076,6 +1283,13 @@ int cfg_validate(struct relay_config *cfg, char *err, size_t errlen)
 			}
 		}
 	}
+	cfg_finish(cfg);
+	if (strcmp(cfg->poison_policy, "dlq") == 0 &&
+	    cfg->poison_dlq_topic[0] == '\0') {
+		errbuf_set(err, errlen, "poison.policy = dlq needs poison.dlq.topic "
+		        "(errors.deadletterqueue.topic.name)");
+		return -1;
+	}
 	if (cfg->reconnect_backoff_max_ms < cfg->reconnect_backoff_ms) {
 		errbuf_set(err, errlen, "reconnect.backoff.max.ms (%lld) is below "
 		        "reconnect.backoff.ms (%lld)",
@@ -1121,7 +1335,13 @@ void cfg_print(const struct relay_config *cfg, FILE *out)
 {
 	for (size_t i = 0; i < CFG_NKEYS; i++) {
 		const struct cfg_key *k = &cfg_keys[i];
-		const char *src = source_names[cfg->sources[i]];
+		char src[128];
+
+		if (cfg->via[i] != NULL)
+			snprintf(src, sizeof(src), "%s (as %s)",
+			         source_names[cfg->sources[i]], cfg->via[i]);
+		else
+			snprintf(src, sizeof(src), "%s", source_names[cfg->sources[i]]);
 		if (k->flags & CFG_F_SECRET) {
 			fprintf(out, "%s = <redacted> # %s\n", k->name, src);
 			continue;
@@ -1169,6 +1389,9 @@ void cfg_help(FILE *out)
 	}
 	fprintf(out, "  %-32s %s\n", "kafka.<property>",
 	        "passed to librdkafka, e.g. kafka.bootstrap.servers=host:9092");
+	for (size_t i = 0; i < CFG_NALIASES; i++)
+		fprintf(out, "  %-32s alias of %s\n", cfg_aliases[i].name,
+		        cfg_aliases[i].key);
 }
 
 size_t cfg_key_count(void)
@@ -1193,5 +1416,6 @@ void cfg_free(struct relay_config *cfg)
 	}
 	free(cfg->kafka);
 	free(cfg->sources);
+	free(cfg->via);
 	memset(cfg, 0, sizeof(*cfg));
 }

@@ -530,6 +530,127 @@ START_TEST(test_unknown_key_suggests)
 }
 END_TEST
 
+/* Debezium's and Kafka Connect's names for our keys, from the file, the
+ * environment and --set: the value lands in our key (mapped where the
+ * values differ), --print-config names the key and the alias, and both
+ * names in one source is refused. */
+START_TEST(test_aliases)
+{
+	static const char text[] =
+		"publication.name = orders_pub\n"
+		"plugin.name = pgoutput\n"
+		"errors.tolerance = none\n"
+		"status.update.interval.ms = 500\n"
+		"table.include.list = public\\.outbox_v2\n";
+	struct relay_config cfg;
+	char err[512], *out = NULL;
+	size_t outlen = 0;
+	char *env[] = { "OUTBOX_RELAY_ERRORS_DEADLETTERQUEUE_TOPIC_NAME=dlq1",
+		            NULL };
+	FILE *f;
+
+	base_cfg(&cfg);
+	ck_assert_msg(cfg_load_text(&cfg, text, sizeof(text) - 1, "relay.conf",
+	                            err, sizeof(err)) == 0, "%s", err);
+	ck_assert_str_eq(cfg.slot_publication, "orders_pub");
+	ck_assert_str_eq(cfg.slot_plugin, "pgoutput");
+	ck_assert_str_eq(cfg.poison_policy, "fail");
+	ck_assert_int_eq(cfg.status_interval_ms, 500);
+	ck_assert_str_eq(cfg.outbox_schema, "public");
+	ck_assert_str_eq(cfg.outbox_table, "outbox_v2");
+	ck_assert_int_eq(cfg_load_env(&cfg, env, err, sizeof(err)), 0);
+	ck_assert_str_eq(cfg.poison_dlq_topic, "dlq1");
+	ck_assert_int_eq(cfg_set_flag(&cfg, "errors.tolerance=all", err,
+	                              sizeof(err)), 0);
+	ck_assert_msg(cfg_validate(&cfg, err, sizeof(err)) == 0, "%s", err);
+	/* all: to the dead-letter topic when there is one. */
+	ck_assert_str_eq(cfg.poison_policy, "dlq");
+	f = open_memstream(&out, &outlen);
+	cfg_print(&cfg, f);
+	fclose(f);
+	ck_assert_ptr_nonnull(strstr(out, "\nslot.publication = orders_pub # "
+	                                  "file (as publication.name)\n"));
+	ck_assert_ptr_nonnull(strstr(out, "\npoison.dlq.topic = dlq1 # env (as "
+	                                  "errors.deadletterqueue.topic.name)\n"));
+	free(out);
+	/* A later source still wins, under either name. */
+	ck_assert_int_eq(cfg_set_flag(&cfg, "slot.publication=other", err,
+	                              sizeof(err)), 0);
+	ck_assert_str_eq(cfg.slot_publication, "other");
+	cfg_free(&cfg);
+
+	/* all without a dead-letter topic: log and go on. */
+	base_cfg(&cfg);
+	ck_assert_int_eq(cfg_set_flag(&cfg, "errors.tolerance=all", err,
+	                              sizeof(err)), 0);
+	ck_assert_msg(cfg_validate(&cfg, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_str_eq(cfg.poison_policy, "skip");
+	cfg_free(&cfg);
+}
+END_TEST
+
+START_TEST(test_alias_errors)
+{
+	static const struct {
+		const char *text;
+		const char *want;
+	} cases[] = {
+		{ "slot.publication = a\npublication.name = b\n",
+		  "relay.conf:2: publication.name and slot.publication both set "
+		  "slot.publication in the file: keep one" },
+		{ "errors.deadletterqueue.topic.name = d\npoison.dlq.topic = e\n",
+		  "relay.conf:2: poison.dlq.topic and "
+		  "errors.deadletterqueue.topic.name both set poison.dlq.topic in "
+		  "the file: keep one" },
+		{ "plugin.name = decoderbufs\n",
+		  "relay.conf:1: plugin.name: decoderbufs" },
+		{ "errors.tolerance = some\n",
+		  "relay.conf:1: errors.tolerance: \"some\" is not one of none, all" },
+		{ "table.include.list = public.a,public.b\n",
+		  "relay.conf:1: table.include.list: " },
+		{ "table.include.list = public.outbox.*\n",
+		  "relay.conf:1: table.include.list: " },
+		{ "poison.policy = park\n", "relay.conf:1: poison.policy: " },
+		{ "publication.nam = x\n",
+		  "relay.conf:1: unknown key \"publication.nam\"; did you mean "
+		  "\"publication.name\"?" },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct relay_config cfg;
+		char err[512];
+
+		cfg_init(&cfg);
+		ck_assert_int_eq(cfg_load_text(&cfg, cases[i].text,
+		                               strlen(cases[i].text), "relay.conf",
+		                               err, sizeof(err)), -1);
+		ck_assert_msg(strncmp(err, cases[i].want, strlen(cases[i].want)) == 0,
+		              "case %zu: got \"%s\", want \"%s\"", i, err,
+		              cases[i].want);
+		cfg_free(&cfg);
+	}
+}
+END_TEST
+
+/* poison.policy = dlq needs a dead-letter topic. */
+START_TEST(test_poison_policy_needs_topic)
+{
+	struct relay_config cfg;
+	char err[512];
+
+	base_cfg(&cfg);
+	ck_assert_int_eq(cfg_set_flag(&cfg, "poison.policy=dlq", err,
+	                              sizeof(err)), 0);
+	ck_assert_int_eq(cfg_validate(&cfg, err, sizeof(err)), -1);
+	ck_assert_str_eq(err, "poison.policy = dlq needs poison.dlq.topic "
+	                      "(errors.deadletterqueue.topic.name)");
+	ck_assert_int_eq(cfg_set_flag(&cfg, "poison.dlq.topic=outbox.dlq", err,
+	                              sizeof(err)), 0);
+	ck_assert_msg(cfg_validate(&cfg, err, sizeof(err)) == 0, "%s", err);
+	cfg_free(&cfg);
+}
+END_TEST
+
 START_TEST(test_listen_parse)
 {
 	char host[64];
@@ -699,6 +820,9 @@ Suite *config_suite(void)
 	tcase_add_test(tc, test_file_comments_and_bom);
 	tcase_add_test(tc, test_file_odd_characters_named);
 	tcase_add_test(tc, test_unknown_key_suggests);
+	tcase_add_test(tc, test_aliases);
+	tcase_add_test(tc, test_alias_errors);
+	tcase_add_test(tc, test_poison_policy_needs_topic);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -166,6 +166,9 @@ void cfg_print(const struct relay_config *cfg, FILE *out);
  * --help (the table's help column). */
 void cfg_help(FILE *out);
 
+/* True when name is a key of the table or an alias of one. */
+bool cfg_key_known(const char *name);
+
 /* The key table's names, for the check that each is documented. */
 size_t cfg_key_count(void);
 const char *cfg_key_name(size_t i);

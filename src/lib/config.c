@@ -1394,6 +1394,11 @@ void cfg_help(FILE *out)
 		        cfg_aliases[i].key);
 }
 
+bool cfg_key_known(const char *name)
+{
+	return find_key(name) != NULL || find_alias(name) != NULL;
+}
+
 size_t cfg_key_count(void)
 {
 	return CFG_NKEYS;

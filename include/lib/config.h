@@ -86,6 +86,13 @@ struct relay_config {
 	struct cfg_kv *kafka;       /* librdkafka properties, in order set */
 	size_t kafka_len;
 
+	/* Topic creation (kafka/topic_admin.h), Kafka Connect's names. */
+	int64_t topic_creation_partitions;  /* 0 off; -1 the broker's default */
+	int64_t topic_creation_replication_factor; /* -1 the broker's */
+	struct cfg_kv *topic_configs; /* topic.creation.default.<config>,
+	                               * name without the prefix */
+	size_t topic_configs_len;
+
 	/* Where each table key got its value, and the alias it was set
 	 * under (NULL: its own name); indexed like the key table. */
 	enum cfg_source *sources;

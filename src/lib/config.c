@@ -32,6 +32,7 @@ struct cfg_key {
 };
 
 #define OFF(f) offsetof(struct relay_config, f)
+#define TOPIC_CFG_PREFIX "topic.creation.default."
 
 /* Keep in the order the documentation lists them. */
 static const struct cfg_key cfg_keys[] = {
@@ -82,6 +83,14 @@ static const struct cfg_key cfg_keys[] = {
 	  "poison.dlq.topic, then go on) or skip (log, count, go on)" },
 	{ "poison.dlq.topic", CFG_STR, OFF(poison_dlq_topic), "", 0, 0, 0,
 	  "dead-letter topic of poison.policy = dlq; empty: none" },
+	{ "topic.creation.default.partitions", CFG_INT,
+	  OFF(topic_creation_partitions), "0", -1, 1000000, 0, "partitions of a "
+	  "topic the relay creates before its first record (admin API); -1: "
+	  "the broker's num.partitions; 0: off, topics are not created" },
+	{ "topic.creation.default.replication.factor", CFG_INT,
+	  OFF(topic_creation_replication_factor), "-1", -1, 32767, 0,
+	  "replication factor of a topic the relay creates; -1: the broker's "
+	  "default" },
 	{ "outbox.emit.prefix", CFG_STR, OFF(outbox_emit_prefix), "", 0, 0,
 	  0, "logical message prefix of outbox_emit() events (sql/emit.sql), e.g. "
 	  "outbox; empty (default) off: any role that can connect can emit messages" },
@@ -577,22 +586,30 @@ void cfg_init(struct relay_config *cfg)
 	}
 }
 
-static void kafka_set(struct relay_config *cfg, const char *name,
-                      const char *value, enum cfg_source src)
+/* Sets name in a list of name = value pairs (kafka.*, the topic
+ * configs), keeping the order of first setting. */
+static void kv_set(struct cfg_kv **kv, size_t *len, const char *name,
+                   const char *value, enum cfg_source src)
 {
-	for (size_t i = 0; i < cfg->kafka_len; i++) {
-		if (strcmp(cfg->kafka[i].name, name) == 0) {
-			free(cfg->kafka[i].value);
-			cfg->kafka[i].value = xstrdup(value);
-			cfg->kafka[i].source = src;
+	for (size_t i = 0; i < *len; i++) {
+		if (strcmp((*kv)[i].name, name) == 0) {
+			free((*kv)[i].value);
+			(*kv)[i].value = xstrdup(value);
+			(*kv)[i].source = src;
 			return;
 		}
 	}
-	cfg->kafka = xrealloc(cfg->kafka, (cfg->kafka_len + 1) * sizeof(*cfg->kafka));
-	cfg->kafka[cfg->kafka_len].name = xstrdup(name);
-	cfg->kafka[cfg->kafka_len].value = xstrdup(value);
-	cfg->kafka[cfg->kafka_len].source = src;
-	cfg->kafka_len++;
+	*kv = xrealloc(*kv, (*len + 1) * sizeof(**kv));
+	(*kv)[*len].name = xstrdup(name);
+	(*kv)[*len].value = xstrdup(value);
+	(*kv)[*len].source = src;
+	(*len)++;
+}
+
+static void kafka_set(struct relay_config *cfg, const char *name,
+                      const char *value, enum cfg_source src)
+{
+	kv_set(&cfg->kafka, &cfg->kafka_len, name, value, src);
 }
 
 static int set_value(struct relay_config *cfg, const struct cfg_key *k,
@@ -648,6 +665,22 @@ int cfg_set(struct relay_config *cfg, const char *key, const char *value,
 			return -1;
 		}
 		kafka_set(cfg, key + 6, value, src);
+		return 0;
+	}
+	/* Connect's topic.creation.default.<topic config>: passed to the
+	 * broker as the new topic's configs (the partitions and replication
+	 * factor are rows of the table, found above). */
+	if (strncmp(key, TOPIC_CFG_PREFIX, strlen(TOPIC_CFG_PREFIX)) == 0) {
+		const char *name = key + strlen(TOPIC_CFG_PREFIX);
+		if (name[0] == '\0' || strcmp(name, "include") == 0 ||
+		    strcmp(name, "exclude") == 0) {
+			errbuf_set(err, errlen, "%s: %s: not a topic config (topic "
+			           "creation groups are not supported: every topic "
+			           "the relay produces to is created alike)", origin, key);
+			return -1;
+		}
+		kv_set(&cfg->topic_configs, &cfg->topic_configs_len, name, value,
+		       src);
 		return 0;
 	}
 	near = closest_key(key);
@@ -1284,6 +1317,21 @@ int cfg_validate(struct relay_config *cfg, char *err, size_t errlen)
 		}
 	}
 	cfg_finish(cfg);
+	if (cfg->topic_creation_partitions == 0 &&
+	    (cfg->topic_configs_len > 0 ||
+	     cfg->topic_creation_replication_factor != -1)) {
+		errbuf_set(err, errlen, "%s%s is set but "
+		           "topic.creation.default.partitions is 0 (off): set it "
+		           "(-1: the broker's num.partitions) to have topics created",
+		           TOPIC_CFG_PREFIX, cfg->topic_configs_len > 0
+		           ? cfg->topic_configs[0].name : "replication.factor");
+		return -1;
+	}
+	if (cfg->topic_creation_replication_factor == 0) {
+		errbuf_set(err, errlen, "topic.creation.default.replication.factor "
+		           "is 0: at least 1, or -1 for the broker's default");
+		return -1;
+	}
 	if (strcmp(cfg->poison_policy, "dlq") == 0 &&
 	    cfg->poison_dlq_topic[0] == '\0') {
 		errbuf_set(err, errlen, "poison.policy = dlq needs poison.dlq.topic "
@@ -1368,6 +1416,10 @@ void cfg_print(const struct relay_config *cfg, FILE *out)
 			break;
 		}
 	}
+	for (size_t i = 0; i < cfg->topic_configs_len; i++)
+		fprintf(out, "%s%s = %s # %s\n", TOPIC_CFG_PREFIX,
+		        cfg->topic_configs[i].name, cfg->topic_configs[i].value,
+		        source_names[cfg->topic_configs[i].source]);
 	for (size_t i = 0; i < cfg->kafka_len; i++)
 		fprintf(out, "kafka.%s = %s # %s\n", cfg->kafka[i].name,
 		        cfg_kafka_is_secret(cfg->kafka[i].name) ? "<redacted>"
@@ -1389,6 +1441,9 @@ void cfg_help(FILE *out)
 	}
 	fprintf(out, "  %-32s %s\n", "kafka.<property>",
 	        "passed to librdkafka, e.g. kafka.bootstrap.servers=host:9092");
+	fprintf(out, "  %-32s %s\n", "topic.creation.default.<config>",
+	        "a config of each topic the relay creates, e.g. "
+	        "topic.creation.default.retention.ms=604800000");
 	for (size_t i = 0; i < CFG_NALIASES; i++)
 		fprintf(out, "  %-32s alias of %s\n", cfg_aliases[i].name,
 		        cfg_aliases[i].key);
@@ -1420,6 +1475,11 @@ void cfg_free(struct relay_config *cfg)
 		free(cfg->kafka[i].value);
 	}
 	free(cfg->kafka);
+	for (size_t i = 0; i < cfg->topic_configs_len; i++) {
+		free(cfg->topic_configs[i].name);
+		free(cfg->topic_configs[i].value);
+	}
+	free(cfg->topic_configs);
 	free(cfg->sources);
 	free(cfg->via);
 	memset(cfg, 0, sizeof(*cfg));

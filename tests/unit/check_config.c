@@ -651,6 +651,53 @@ START_TEST(test_poison_policy_needs_topic)
 }
 END_TEST
 
+/* topic.creation.default.*: the partitions and replication factor are
+ * keys, any other name a topic config; configs without partitions, a
+ * replication factor of 0 and Connect's group settings are refused. */
+START_TEST(test_topic_creation_keys)
+{
+	static const char text[] =
+		"topic.creation.default.partitions = 6\n"
+		"topic.creation.default.replication.factor = 3\n"
+		"topic.creation.default.cleanup.policy = compact\n"
+		"topic.creation.default.retention.ms = 604800000\n";
+	struct relay_config cfg;
+	char err[512], *out = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	base_cfg(&cfg);
+	ck_assert_int_eq(cfg.topic_creation_partitions, 0);
+	ck_assert_int_eq(cfg.topic_creation_replication_factor, -1);
+	ck_assert_msg(cfg_load_text(&cfg, text, sizeof(text) - 1, "relay.conf",
+	                            err, sizeof(err)) == 0, "%s", err);
+	ck_assert_msg(cfg_validate(&cfg, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_int_eq(cfg.topic_creation_partitions, 6);
+	ck_assert_int_eq(cfg.topic_creation_replication_factor, 3);
+	ck_assert_uint_eq(cfg.topic_configs_len, 2);
+	ck_assert_str_eq(cfg.topic_configs[0].name, "cleanup.policy");
+	ck_assert_str_eq(cfg.topic_configs[1].value, "604800000");
+	f = open_memstream(&out, &len);
+	cfg_print(&cfg, f);
+	fclose(f);
+	ck_assert_ptr_nonnull(strstr(out, "\ntopic.creation.default.retention.ms "
+	                                  "= 604800000 # file\n"));
+	free(out);
+	ck_assert_int_eq(cfg_set_flag(&cfg, "topic.creation.default.include=a.*",
+	                              err, sizeof(err)), -1);
+	ck_assert_ptr_nonnull(strstr(err, "topic creation groups are not "
+	                                  "supported"));
+	ck_assert_int_eq(cfg_set_flag(&cfg, "topic.creation.default.partitions=0",
+	                              err, sizeof(err)), 0);
+	ck_assert_int_eq(cfg_validate(&cfg, err, sizeof(err)), -1);
+	ck_assert_str_eq(err, "topic.creation.default.cleanup.policy is set but "
+	                      "topic.creation.default.partitions is 0 (off): set "
+	                      "it (-1: the broker's num.partitions) to have topics "
+	                      "created");
+	cfg_free(&cfg);
+}
+END_TEST
+
 START_TEST(test_listen_parse)
 {
 	char host[64];
@@ -823,6 +870,7 @@ Suite *config_suite(void)
 	tcase_add_test(tc, test_aliases);
 	tcase_add_test(tc, test_alias_errors);
 	tcase_add_test(tc, test_poison_policy_needs_topic);
+	tcase_add_test(tc, test_topic_creation_keys);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -14,6 +14,7 @@
 #include "lib/log.h"
 #include "kafka/kafka_conf.h"
 #include "kafka/publisher.h"
+#include "kafka/topic_admin.h"
 #include "capture.h"
 
 struct seen {
@@ -415,6 +416,51 @@ START_TEST(test_confwarn_table_is_narrow)
 }
 END_TEST
 
+/* A client on its own one-broker mock cluster, for the admin API
+ * (librdkafka's mock cluster before 2.x-something does not answer
+ * CreateTopics: a broker that does not answer in time). */
+static rd_kafka_t *mock_client(void)
+{
+	char kerr[256];
+	rd_kafka_conf_t *kc = rd_kafka_conf_new();
+	rd_kafka_t *rk;
+
+	ck_assert_int_eq(rd_kafka_conf_set(kc, "test.mock.num.brokers", "1", kerr,
+	                                   sizeof(kerr)), RD_KAFKA_CONF_OK);
+	rk = rd_kafka_new(RD_KAFKA_PRODUCER, kc, kerr, sizeof(kerr));
+	ck_assert_msg(rk != NULL, "%s", kerr);
+	return rk;
+}
+
+/* topic.creation.default.partitions off: nothing is asked. On, with no
+ * answer in time: TA_FAILED (the relay rebuilds and replays) naming the
+ * topic, and not remembered as created: the next event asks again.
+ * Creation itself, against a real broker: t267_topic_creation. */
+START_TEST(test_topic_creation)
+{
+	struct relay_config cfg;
+	char err[512];
+	rd_kafka_t *rk = mock_client();
+	enum log_level lvl = log_current_level;
+
+	log_set_level(LOG_LVL_ERROR);
+	cfg_init(&cfg);
+	ck_assert_int_eq(ta_ensure(rk, &cfg, "ta_off", 5000, err, sizeof(err)),
+	                 TA_EXISTED);
+	ck_assert_int_eq(cfg_set(&cfg, "topic.creation.default.partitions", "7",
+	                         CFG_SRC_FLAG, "t", err, sizeof(err)), 0);
+	for (int i = 0; i < 2; i++) {
+		ck_assert_int_eq(ta_ensure(rk, &cfg, "ta_on", 300, err, sizeof(err)),
+		                 TA_FAILED);
+		ck_assert_msg(strncmp(err, "creating topic ta_on: ", 22) == 0,
+		              "%s", err);
+	}
+	cfg_free(&cfg);
+	rd_kafka_destroy(rk);
+	log_set_level(lvl);
+}
+END_TEST
+
 Suite *publisher_suite(void)
 {
 	Suite *s = suite_create("publisher");
@@ -437,6 +483,10 @@ Suite *publisher_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_known_confwarn_downgraded);
 	tcase_add_test(tc, test_confwarn_table_is_narrow);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("topics");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_topic_creation);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -684,11 +684,27 @@ int cfg_set(struct relay_config *cfg, const char *key, const char *value,
 		return 0;
 	}
 	near = closest_key(key);
-	if (near != NULL)
+	if (near != NULL) {
 		errbuf_set(err, errlen, "%s: unknown key \"%s\"; did you mean "
 		           "\"%s\"?", origin, key, near);
-	else
-		errbuf_set(err, errlen, "%s: unknown key \"%s\"", origin, key);
+		return -1;
+	}
+	{
+		/* "kakfa.linger.ms": librdkafka's properties are not ours to
+		 * list, but the prefix is. */
+		const char *dot = strchr(key, '.');
+		char first[8];
+		if (dot != NULL && dot > key && (size_t)(dot - key) < sizeof(first)) {
+			memcpy(first, key, (size_t)(dot - key));
+			first[dot - key] = '\0';
+			if (edit_distance(first, "kafka") <= 1 && dot[1] != '\0') {
+				errbuf_set(err, errlen, "%s: unknown key \"%s\"; did you "
+				           "mean \"kafka.%s\"?", origin, key, dot + 1);
+				return -1;
+			}
+		}
+	}
+	errbuf_set(err, errlen, "%s: unknown key \"%s\"", origin, key);
 	return -1;
 }
 

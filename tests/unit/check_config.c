@@ -524,6 +524,10 @@ START_TEST(test_unknown_key_suggests)
 	ck_assert_str_eq(err, "OUTBOX_RELAY_SLOT_NAEM: unknown configuration "
 	                      "variable; did you mean OUTBOX_RELAY_SLOT_NAME "
 	                      "(slot.name)?");
+	ck_assert_int_eq(cfg_set_flag(&cfg, "kakfa.bootstrap.servers=h:1", err,
+	                              sizeof(err)), -1);
+	ck_assert_str_eq(err, "--set: unknown key \"kakfa.bootstrap.servers\"; "
+	                      "did you mean \"kafka.bootstrap.servers\"?");
 	ck_assert_int_eq(cfg_set_flag(&cfg, "bogus=1", err, sizeof(err)), -1);
 	ck_assert_str_eq(err, "--set: unknown key \"bogus\"");
 	cfg_free(&cfg);

@@ -500,7 +500,8 @@ static const struct dbz_row router_rows[] = {
 #define NROWS(t) (sizeof(t) / sizeof((t)[0]))
 
 /* One setting (from: its full name) through row r; value NULL: unset,
- * r->def (if any) stands for it. */
+ * r->def (if any) stands for it. The converters' function is called
+ * unset too: a converter left to the Connect worker is worth a note. */
 static void apply(struct dbz *z, const struct dbz_row *r, const char *from,
                   const char *value)
 {

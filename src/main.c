@@ -95,6 +95,7 @@ int main(int argc, char **argv)
 		}
 	}
 	if (args.print_config) {
+		cfg_finish(&cfg);
 		cfg_print(&cfg, stdout);
 		kc_print_defaults(&cfg, stdout);
 		code = RELAY_EXIT_OK;

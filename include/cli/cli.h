@@ -5,7 +5,8 @@
  * prints the usage text: the relay's own options (--config, --set, ...)
  * and the runbook actions --check, --create-slot, --drop-slot,
  * --slot-status, --advance-slot, --skip-transaction, --dry-run, --drain
- * and --accept-slot with their modifiers. The slot-changing actions act
+ * and --accept-slot with their modifiers, and --from-debezium, which
+ * converts a Debezium connector's configuration (cli/from_debezium.h). The slot-changing actions act
  * only on an explicit flag (and --yes where data can be lost), never as a
  * side effect; see docs/runbook-cli.md for outputs and exit codes. Only
  * main.c calls these. */
@@ -29,6 +30,7 @@ enum cli_action {
 	CLI_DRY_RUN,
 	CLI_DRAIN,
 	CLI_ACCEPT_SLOT,
+	CLI_FROM_DEBEZIUM,
 	CLI_NACTIONS
 };
 

@@ -18,6 +18,7 @@
 #include <librdkafka/rdkafka.h>
 
 #include "lib/config.h"
+#include "lib/log.h"
 
 enum kc_client {
 	KC_RELAY = 0,           /* the relay's producer (publisher.c) */
@@ -71,6 +72,13 @@ int kc_check_properties(const struct relay_config *cfg, char *err,
  * (the relay's own keys and safety rules), then kc_check_properties().
  * Here rather than in config.c so that lib/ never includes kafka/. */
 int kc_validate_config(struct relay_config *cfg, char *err, size_t errlen);
+
+/* The relay's level for one of librdkafka's log lines (its syslog level,
+ * facility and text): syslog 0-3 error, 4 warn, 5-6 info, 7 debug, except
+ * the known-harmless warnings of a table here (each matched by facility
+ * and property name), which come at info: a warning that nobody can act
+ * on teaches people to skip the real ones. */
+enum log_level kc_log_level(int level, const char *fac, const char *buf);
 
 /* The secret properties of cfg (names and values), copied: a text is
  * cut after a secret property's name and each secret value is masked. */

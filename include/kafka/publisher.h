@@ -65,7 +65,10 @@ const char *pub_err_name(int err);
 const char *pub_err_str(int err);
 
 /* Creates a producer from cfg's kafka.* properties plus the safety
- * defaults. Returns NULL with err filled. */
+ * defaults; cfg is borrowed for the producer's lifetime. With
+ * topic.creation.default.partitions set, pub_send() creates a topic
+ * before its first record (kafka/topic_admin.h). Returns NULL with err
+ * filled. */
 struct publisher *pub_new(const struct relay_config *cfg, pub_dr_fn dr,
                           void *opaque, char *err, size_t errlen);
 

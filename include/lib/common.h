@@ -63,6 +63,11 @@ size_t i64_format(char *buf, int64_t v);
 void errbuf_set(char *err, size_t errlen, const char *fmt, ...)
 	RELAY_PRINTF(3, 4);
 
+/* Length of the well-formed UTF-8 sequence at s (n > 0 bytes left), or 0
+ * (a stray byte, an overlong form, a surrogate, beyond U+10FFFF). Sets
+ * *cp to its code point when cp is not NULL. */
+size_t utf8_decode(const unsigned char *s, size_t n, unsigned *cp);
+
 /* "512 B", "1.5 KiB", "1.2 GiB": one decimal, binary units. */
 void fmt_bytes(char *buf, size_t len, double v);
 

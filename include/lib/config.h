@@ -89,8 +89,17 @@ struct relay_config {
 	struct cfg_kv *kafka;       /* librdkafka properties, in order set */
 	size_t kafka_len;
 
-	/* Where each table key got its value; indexed like the key table. */
+	/* Topic creation (kafka/topic_admin.h), Kafka Connect's names. */
+	int64_t topic_creation_partitions;  /* 0 off; -1 the broker's default */
+	int64_t topic_creation_replication_factor; /* -1 the broker's */
+	struct cfg_kv *topic_configs; /* topic.creation.default.<config>,
+	                               * name without the prefix */
+	size_t topic_configs_len;
+
+	/* Where each table key got its value, and the alias it was set
+	 * under (NULL: its own name); indexed like the key table. */
 	enum cfg_source *sources;
+	const char **via;
 };
 
 /* Fills cfg with the built-in defaults. Release with cfg_free(). */
@@ -120,6 +129,11 @@ int cfg_set_flag(struct relay_config *cfg, const char *kv, char *err,
 int cfg_set(struct relay_config *cfg, const char *key, const char *value,
             enum cfg_source src, const char *origin, char *err,
             size_t errlen) RELAY_MUSTCHECK;
+
+/* The rules that join keys, once every source is applied: errors.tolerance
+ * = all is poison.policy = dlq when poison.dlq.topic is set, else skip.
+ * Idempotent; cfg_validate() runs it, --print-config too. */
+void cfg_finish(struct relay_config *cfg);
 
 /* Cross-key checks once every source is applied: required keys and the
  * producer safety rules. The kafka.* properties are librdkafka's to judge:
@@ -161,6 +175,9 @@ void cfg_print(const struct relay_config *cfg, FILE *out);
 /* Every key with its help text and default, one a line: the key part of
  * --help (the table's help column). */
 void cfg_help(FILE *out);
+
+/* True when name is a key of the table or an alias of one. */
+bool cfg_key_known(const char *name);
 
 /* The key table's names, for the check that each is documented. */
 size_t cfg_key_count(void);

@@ -57,13 +57,18 @@ static const struct cli_option {
 	{ "accept-slot", no_argument, 0, OPT_ACTION, CLI_ACCEPT_SLOT, 0,
 	  "--accept-slot --yes", "record the slot's position in the slot ledger "
 	  "after a deliberate recreate" },
+	{ "from-debezium", required_argument, 0, OPT_ACTION, CLI_FROM_DEBEZIUM,
+	  0, "--from-debezium=FILE", "print the relay configuration of a "
+	  "Debezium connector's (JSON or .properties); what does not map, with "
+	  "why, on stderr" },
 	{ "if-not-exists", no_argument, 0, OPT_MODIFIER, CLI_NONE,
 	  A(CLI_CREATE_SLOT), "--if-not-exists",
 	  "--create-slot: accept an existing slot of slot.plugin" },
 	{ "yes", no_argument, 0, OPT_MODIFIER, CLI_NONE,
 	  A(CLI_DROP_SLOT) | A(CLI_ADVANCE_SLOT) | A(CLI_SKIP_TXN) |
 	      A(CLI_ACCEPT_SLOT), "--yes", "confirm an action that loses events" },
-	{ "json", no_argument, 0, OPT_MODIFIER, CLI_NONE, A_ALL, "--json",
+	{ "json", no_argument, 0, OPT_MODIFIER, CLI_NONE,
+	  A_ALL & ~A(CLI_FROM_DEBEZIUM), "--json",
 	  "print the result as one JSON document" },
 	{ "to-dlq", required_argument, 0, OPT_MODIFIER, CLI_NONE, A(CLI_SKIP_TXN),
 	  "--to-dlq=TOPIC", "--skip-transaction: publish its events there first" },
@@ -109,6 +114,7 @@ static const struct {
 	{ CLI_DRY_RUN, act_dry_run, true, -1 },
 	{ CLI_DRAIN, act_drain, true, -1 },
 	{ CLI_ACCEPT_SLOT, act_accept_slot, true, -1 },
+	{ CLI_FROM_DEBEZIUM, act_from_debezium, false, -1 },
 };
 
 static int usage_error(const char *fmt, const char *a, const char *b)

@@ -39,6 +39,8 @@ int act_slot_status(const struct relay_config *cfg, const struct cli_args *a);
 int act_skip_txn(const struct relay_config *cfg, const struct cli_args *a);
 int act_dry_run(const struct relay_config *cfg, const struct cli_args *a);
 int act_drain(const struct relay_config *cfg, const struct cli_args *a);
+int act_from_debezium(const struct relay_config *cfg,
+                      const struct cli_args *a);
 
 /* ---- output (cli_out.c) ---- */
 

@@ -30,6 +30,45 @@ struct kc_row {
 	int since, before;
 };
 
+/* librdkafka's warnings that say nothing a user can act on, logged at
+ * info. Matched narrowly: the facility, and the text librdkafka writes
+ * for that one property ("Configuration property NAME is experimental"),
+ * so that the same warning about any other property stays a warning. */
+struct kc_quiet {
+	const char *fac;
+	const char *property;
+	const char *says;       /* the text after the property's name */
+};
+
+static const struct kc_quiet kc_quiet_rows[] = {
+	/* A default of the table below, set by the relay on purpose:
+	 * librdkafka 2.0.2 words it "Configuration property
+	 * enable.gapless.guarantee is experimental: When set to ..." */
+	{ "CONFWARN", "enable.gapless.guarantee", " is experimental" },
+};
+
+enum log_level kc_log_level(int level, const char *fac, const char *buf)
+{
+	const size_t n = sizeof(kc_quiet_rows) / sizeof(kc_quiet_rows[0]);
+	char want[160];
+
+	if (level == 4) {
+		for (size_t i = 0; i < n; i++) {
+			const struct kc_quiet *q = &kc_quiet_rows[i];
+			if (strcmp(fac, q->fac) != 0)
+				continue;
+			snprintf(want, sizeof(want), "Configuration property %s%s",
+			         q->property, q->says);
+			if (strstr(buf, want) != NULL)
+				return LOG_LVL_INFO;
+		}
+	}
+	return level <= 3 ? LOG_LVL_ERROR
+	       : level == 4 ? LOG_LVL_WARN
+	       : level <= 6 ? LOG_LVL_INFO
+	                    : LOG_LVL_DEBUG;
+}
+
 static const struct kc_row table[] = {
 	{ "enable.idempotence", "true", C(KC_RELAY) | C(KC_RUNBOOK), false, 0, 0 },
 	{ "acks", "all", C(KC_RELAY) | C(KC_RUNBOOK), false, 0, 0 },

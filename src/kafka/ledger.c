@@ -16,6 +16,7 @@
 
 #include "kafka/kafka_conf.h"
 #include "kafka/ledger.h"
+#include "kafka/topic_admin.h"
 #include "lib/log.h"
 
 int ledger_key(const char *system_id, const char *database, const char *slot,
@@ -174,62 +175,32 @@ static int64_t left_ms(int64_t deadline_us)
 }
 
 /* Creates the ledger topic: compacted (only the newest record per slot
- * matters), one partition, the broker's default replication factor. */
+ * matters), one partition, the broker's default replication factor.
+ * Found there already (another relay, a race) is as good. */
 static int create_topic(struct ledger_client *c, rd_kafka_t *rk,
                         const char *topic, int64_t deadline_us, char *err,
                         size_t errlen)
 {
-	char kerr[512];
-	rd_kafka_NewTopic_t *nt = rd_kafka_NewTopic_new(topic, 1, -1, kerr,
-	                                                sizeof(kerr));
-	rd_kafka_queue_t *q = NULL;
-	rd_kafka_event_t *ev = NULL;
-	const rd_kafka_topic_result_t **res;
-	size_t nres = 0;
-	int rc = -1;
+	static const struct ta_config compact[] = {
+		{ "cleanup.policy", "compact" },
+	};
+	const struct ta_topic t = { topic, 1, -1, compact, 1 };
+	char why[512];
 
-	if (nt == NULL) {
-		errbuf_set(err, errlen, "slot ledger topic %s: %s", topic, kerr);
-		return -1;
+	switch (ta_create(rk, &t, (int)left_ms(deadline_us), why, sizeof(why))) {
+	case TA_CREATED:
+		log_info("slot ledger: created topic %s (cleanup.policy=compact)",
+		         topic);
+		return 0;
+	case TA_EXISTED:
+		return 0;
+	case TA_REFUSED:
+	case TA_FAILED:
+		break;
 	}
-	if (rd_kafka_NewTopic_set_config(nt, "cleanup.policy", "compact") !=
-	    RD_KAFKA_RESP_ERR_NO_ERROR) {
-		errbuf_set(err, errlen, "slot ledger topic %s: cannot set its config",
-		        topic);
-		goto out;
-	}
-	q = rd_kafka_queue_new(rk);
-	rd_kafka_CreateTopics(rk, &nt, 1, NULL, q);
-	ev = rd_kafka_queue_poll(q, (int)left_ms(deadline_us));
-	if (ev == NULL) {
-		errbuf_set(err, errlen, "creating the slot ledger topic %s: timed out%s%s",
-		        topic, c->last_error[0] ? "; " : "", c->last_error);
-		goto out;
-	}
-	if (rd_kafka_event_error(ev) != RD_KAFKA_RESP_ERR_NO_ERROR) {
-		errbuf_set(err, errlen, "creating the slot ledger topic %s: %s", topic,
-		        rd_kafka_event_error_string(ev));
-		goto out;
-	}
-	res = rd_kafka_CreateTopics_result_topics(
-		rd_kafka_event_CreateTopics_result(ev), &nres);
-	if (nres == 1 && rd_kafka_topic_result_error(res[0]) !=
-	                     RD_KAFKA_RESP_ERR_NO_ERROR &&
-	    rd_kafka_topic_result_error(res[0]) !=
-	        RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS) {
-		errbuf_set(err, errlen, "creating the slot ledger topic %s: %s", topic,
-		        rd_kafka_topic_result_error_string(res[0]));
-		goto out;
-	}
-	log_info("slot ledger: created topic %s (cleanup.policy=compact)", topic);
-	rc = 0;
-out:
-	if (ev != NULL)
-		rd_kafka_event_destroy(ev);
-	if (q != NULL)
-		rd_kafka_queue_destroy(q);
-	rd_kafka_NewTopic_destroy(nt);
-	return rc;
+	errbuf_set(err, errlen, "slot ledger: %s%s%s", why,
+	           c->last_error[0] ? "; " : "", c->last_error);
+	return -1;
 }
 
 /* The newest record of a key over all partitions. Within a partition

@@ -23,6 +23,7 @@
 #include "kafka/kafka_conf.h"
 #include "lib/log.h"
 #include "kafka/publisher.h"
+#include "kafka/topic_admin.h"
 
 #ifdef OUTBOX_RELAY_TEST_HOOKS
 /* How pub_new() starts its probe thread: a test makes it fail. */
@@ -37,6 +38,7 @@ void pub_set_thread_create_for_tests(pub_thread_create_fn fn)
 #endif
 
 struct publisher {
+	const struct relay_config *cfg; /* borrowed for p's lifetime */
 	struct kc_secrets *secrets; /* for redaction; owned */
 	rd_kafka_t *rk;
 	rd_kafka_queue_t *mainq;
@@ -315,14 +317,12 @@ static void on_error(rd_kafka_t *rk, int err, const char *reason, void *opaque)
 	         safe);
 }
 
-/* librdkafka's own log lines, through the relay's logger. */
+/* librdkafka's own log lines, through the relay's logger, at the level
+ * kc_log_level() gives (a known-harmless warning at info). */
 static void on_log(const rd_kafka_t *rk, int level, const char *fac,
                    const char *buf)
 {
-	enum log_level lvl = level <= 3 ? LOG_LVL_ERROR
-	                     : level == 4 ? LOG_LVL_WARN
-	                     : level <= 6 ? LOG_LVL_INFO
-	                                  : LOG_LVL_DEBUG;
+	enum log_level lvl = kc_log_level(level, fac, buf);
 	const struct publisher *p = rd_kafka_opaque(rk);
 	char safe[1024];
 
@@ -408,6 +408,7 @@ struct publisher *pub_new(const struct relay_config *cfg, pub_dr_fn dr,
 
 	p->evfd[0] = p->evfd[1] = -1;
 	p->stat = (struct pub_stats){ -1, -1, -1, -1, -1, -1 };
+	p->cfg = cfg;
 	p->secrets = kc_secrets_new(cfg);
 	p->dr = dr;
 	p->opaque = opaque;
@@ -502,6 +503,25 @@ enum pub_send_result pub_send(struct publisher *p, const char *topic,
 	rd_kafka_headers_t *hdrs;
 	rd_kafka_resp_err_t e;
 
+	/* topic.creation.default.*: the topic is created before anything
+	 * asks for its metadata, which a broker with auto.create.topics.
+	 * enable would answer by creating it with its own defaults. The
+	 * ledger's topic is ledger.c's to create (compacted). A refusal is
+	 * for good (this event's topic cannot be had: a poison event, as for
+	 * a record the broker refuses); no answer rebuilds and replays. */
+	if (strcmp(topic, p->cfg->slot_ledger_topic) != 0) {
+		switch (ta_ensure(p->rk, p->cfg, topic,
+		                  (int)p->cfg->kafka_contact_timeout_ms, err,
+		                  errlen)) {
+		case TA_CREATED:
+		case TA_EXISTED:
+			break;
+		case TA_REFUSED:
+			return PUB_REJECTED;
+		case TA_FAILED:
+			return PUB_FATAL;
+		}
+	}
 	warm_topic(p, topic);
 	hdrs = rd_kafka_headers_new(ROUTE_H_COUNT +
 	                            (h != NULL ? h->n_extra : 0));

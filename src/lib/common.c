@@ -164,6 +164,40 @@ void errbuf_set(char *err, size_t errlen, const char *fmt, ...)
 	va_end(ap);
 }
 
+size_t utf8_decode(const unsigned char *s, size_t n, unsigned *cp)
+{
+	size_t len;
+	unsigned c;
+
+	if (s[0] < 0x80) {
+		if (cp != NULL)
+			*cp = s[0];
+		return 1;
+	}
+	if (s[0] >= 0xC2 && s[0] <= 0xDF)
+		len = 2, c = s[0] & 0x1F;
+	else if (s[0] >= 0xE0 && s[0] <= 0xEF)
+		len = 3, c = s[0] & 0x0F;
+	else if (s[0] >= 0xF0 && s[0] <= 0xF4)
+		len = 4, c = s[0] & 0x07;
+	else
+		return 0;
+	if (len > n)
+		return 0;
+	for (size_t i = 1; i < len; i++) {
+		if ((s[i] & 0xC0) != 0x80)
+			return 0;
+		c = (c << 6) | (s[i] & 0x3F);
+	}
+	/* Overlong forms, surrogates, beyond U+10FFFF. */
+	if ((len == 3 && c < 0x800) || (len == 4 && c < 0x10000) ||
+	    (c >= 0xD800 && c <= 0xDFFF) || c > 0x10FFFF)
+		return 0;
+	if (cp != NULL)
+		*cp = c;
+	return len;
+}
+
 void fmt_bytes(char *buf, size_t len, double v)
 {
 	static const char *const unit[] = { "B", "KiB", "MiB", "GiB", "TiB",

@@ -32,6 +32,7 @@ struct cfg_key {
 };
 
 #define OFF(f) offsetof(struct relay_config, f)
+#define TOPIC_CFG_PREFIX "topic.creation.default."
 
 /* Keep in the order the documentation lists them. */
 static const struct cfg_key cfg_keys[] = {
@@ -76,6 +77,14 @@ static const struct cfg_key cfg_keys[] = {
 	  0, 0, 0, "compacted Kafka topic recording every position the slot is "
 	  "moved to (by the relay and the runbook CLI), so that a slot dropped "
 	  "and created again is refused; empty: off" },
+	{ "topic.creation.default.partitions", CFG_INT,
+	  OFF(topic_creation_partitions), "0", -1, 1000000, 0, "partitions of a "
+	  "topic the relay creates before its first record (admin API); -1: "
+	  "the broker's num.partitions; 0: off, topics are not created" },
+	{ "topic.creation.default.replication.factor", CFG_INT,
+	  OFF(topic_creation_replication_factor), "-1", -1, 32767, 0,
+	  "replication factor of a topic the relay creates; -1: the broker's "
+	  "default" },
 	{ "outbox.emit.prefix", CFG_STR, OFF(outbox_emit_prefix), "", 0, 0,
 	  0, "logical message prefix of outbox_emit() events (sql/emit.sql), e.g. "
 	  "outbox; empty (default) off: any role that can connect can emit messages" },
@@ -183,11 +192,333 @@ static const struct cfg_key cfg_keys[] = {
 
 #define CFG_NKEYS (sizeof(cfg_keys) / sizeof(cfg_keys[0]))
 
+/* ---- aliases: other projects' names for our keys ---- */
+
+/* One value of an alias and ours for it; to NULL: refused, with why. */
+struct cfg_alias_value {
+	const char *from;
+	const char *to;
+	const char *why;
+};
+
+/* Turns an alias's value into the key's, or refuses it: 0, or -1 with
+ * why (for "ORIGIN: ALIAS: why"). */
+typedef int (*cfg_alias_fn)(const char *in, char *out, size_t outlen,
+                            char *why, size_t whylen);
+
+/* Another project's name for one of our keys, with the same meaning:
+ * Debezium's PostgreSQL connector and Kafka Connect, so that their
+ * settings can be carried over as they are. The file, the environment
+ * (OUTBOX_RELAY_ + the alias) and --set all take them; the value lands in
+ * key, through values or convert when the spellings differ. */
+struct cfg_alias {
+	const char *name;
+	const char *key;
+	const struct cfg_alias_value *values;   /* NULL: the value as given */
+	cfg_alias_fn convert;                   /* NULL: none */
+};
+
+static const struct cfg_alias_value tolerance_values[] = {
+	{ "none", "fail", NULL },
+	/* Connect's "all" logs and goes on, to its dead-letter topic if it
+	 * has one: cfg_validate() makes it dlq when poison.dlq.topic is set
+	 * (by either name, from any source). */
+	{ "all", "skip", NULL },
+	{ NULL, NULL, NULL },
+};
+
+static const struct cfg_alias_value plugin_values[] = {
+	{ "pgoutput", "pgoutput", NULL },
+	{ "decoderbufs", NULL, "decoderbufs is not supported (a plugin built "
+	  "and installed in the server for Debezium): use pgoutput, built into "
+	  "PostgreSQL, with a slot of its own (--create-slot)" },
+	{ NULL, NULL, NULL },
+};
+
+/* table.include.list: a comma-separated list of regular expressions on
+ * "schema.table". One table, written plainly ("public.outbox", or
+ * "public\.outbox" with the dot escaped), is outbox.table; a list or a
+ * pattern is refused: the relay reads one outbox. */
+static int include_list_table(const char *in, char *out, size_t outlen,
+                              char *why, size_t whylen)
+{
+	size_t n = 0;
+
+	for (const char *p = in; *p != '\0'; p++) {
+		if (p[0] == '\\' && p[1] == '.')
+			p++;
+		else if (!isalnum((unsigned char)*p) && *p != '_' && *p != '.' &&
+		         *p != '$') {
+			errbuf_set(why, whylen, "only one table, written as "
+			        "schema.table, maps to outbox.table (the relay reads "
+			        "one outbox table; a list or a pattern does not map)");
+			return -1;
+		}
+		if (n + 1 >= outlen) {
+			errbuf_set(why, whylen, "too long");
+			return -1;
+		}
+		out[n++] = *p;
+	}
+	out[n] = '\0';
+	return 0;
+}
+
+static const struct cfg_alias cfg_aliases[] = {
+	/* Kafka Connect's error handling (helper keys of poison.policy). */
+	{ "errors.tolerance", "poison.policy", tolerance_values, NULL },
+	{ "errors.deadletterqueue.topic.name", "poison.dlq.topic", NULL, NULL },
+	/* Debezium's PostgreSQL connector. */
+	{ "publication.name", "slot.publication", NULL, NULL },
+	{ "plugin.name", "slot.plugin", plugin_values, NULL },
+	{ "status.update.interval.ms", "status.interval.ms", NULL, NULL },
+	{ "table.include.list", "outbox.table", NULL, include_list_table },
+};
+
+#define CFG_NALIASES (sizeof(cfg_aliases) / sizeof(cfg_aliases[0]))
+
+static const struct cfg_alias *find_alias(const char *name)
+{
+	for (size_t i = 0; i < CFG_NALIASES; i++)
+		if (strcmp(cfg_aliases[i].name, name) == 0)
+			return &cfg_aliases[i];
+	return NULL;
+}
+
+/* The key's value for an alias's value: a copy (caller frees), or NULL
+ * with "ORIGIN: ALIAS: why" in err. */
+static char *alias_value(const struct cfg_alias *a, const char *value,
+                         const char *origin, char *err, size_t errlen)
+{
+	char why[256], list[256] = "";
+	size_t n = 0;
+
+	if (a->convert != NULL) {
+		char *out = xmalloc(strlen(value) + 1);
+		if (a->convert(value, out, strlen(value) + 1, why, sizeof(why)) < 0) {
+			errbuf_set(err, errlen, "%s: %s: %s", origin, a->name, why);
+			free(out);
+			return NULL;
+		}
+		return out;
+	}
+	if (a->values == NULL)
+		return xstrdup(value);
+	for (const struct cfg_alias_value *v = a->values; v->from != NULL; v++) {
+		if (strcmp(v->from, value) == 0) {
+			if (v->to != NULL)
+				return xstrdup(v->to);
+			errbuf_set(err, errlen, "%s: %s: %s", origin, a->name, v->why);
+			return NULL;
+		}
+		if (v->to != NULL && n < sizeof(list))
+			n += (size_t)snprintf(list + n, sizeof(list) - n, "%s%s",
+			                      n > 0 ? ", " : "", v->from);
+	}
+	errbuf_set(err, errlen, "%s: %s: \"%s\" is not one of %s", origin,
+	           a->name, value, list);
+	return NULL;
+}
+
 static const char *const source_names[] = { "default", "file", "env", "flag" };
 
 static char **str_field(struct relay_config *cfg, const struct cfg_key *k)
 {
 	return (char **)((char *)cfg + k->offset);
+}
+
+/* ---- characters that look like nothing, and near misses ---- */
+
+/* Characters that look like a blank, or like nothing at all, without
+ * being ASCII white space: pasted from a web page, a chat or a word
+ * processor, they make a key unknown or a value wrong while the line
+ * looks right, and a message that printed them raw would look right too.
+ * Named instead. */
+static const struct odd_char {
+	unsigned cp;
+	const char *name;
+} odd_chars[] = {
+	{ 0x0085, "a next-line character" },
+	{ 0x00A0, "a non-breaking space" },
+	{ 0x1680, "an Ogham space mark" },
+	{ 0x2000, "an en quad" },
+	{ 0x2001, "an em quad" },
+	{ 0x2002, "an en space" },
+	{ 0x2003, "an em space" },
+	{ 0x2004, "a three-per-em space" },
+	{ 0x2005, "a four-per-em space" },
+	{ 0x2006, "a six-per-em space" },
+	{ 0x2007, "a figure space" },
+	{ 0x2008, "a punctuation space" },
+	{ 0x2009, "a thin space" },
+	{ 0x200A, "a hair space" },
+	{ 0x200B, "a zero-width space" },
+	{ 0x200C, "a zero-width non-joiner" },
+	{ 0x200D, "a zero-width joiner" },
+	{ 0x2028, "a line separator" },
+	{ 0x2029, "a paragraph separator" },
+	{ 0x202F, "a narrow no-break space" },
+	{ 0x205F, "a medium mathematical space" },
+	{ 0x2060, "a word joiner" },
+	{ 0x3000, "an ideographic space" },
+	{ 0xFEFF, "a byte order mark" },
+};
+
+/* Names the character at s (n > 0 bytes left) into out, e.g. "a
+ * non-breaking space (U+00A0)"; returns its length in bytes (1 for a
+ * byte that is not UTF-8). *odd is false for a plain non-ASCII character
+ * (a letter), which a value may hold anywhere. */
+static size_t char_describe(const unsigned char *s, size_t n, char *out,
+                            size_t outlen, bool *odd)
+{
+	unsigned cp = 0;
+	size_t len = utf8_decode(s, n, &cp);
+
+	*odd = true;
+	if (len == 0) {
+		snprintf(out, outlen, "a byte 0x%02X that is not UTF-8", s[0]);
+		return 1;
+	}
+	for (size_t i = 0; i < sizeof(odd_chars) / sizeof(odd_chars[0]); i++) {
+		if (odd_chars[i].cp == cp) {
+			snprintf(out, outlen, "%s (U+%04X)", odd_chars[i].name, cp);
+			return len;
+		}
+	}
+	if (cp < 0x20 || (cp >= 0x7F && cp < 0xA0)) {
+		snprintf(out, outlen, "a control character (U+%04X)", cp);
+		return len;
+	}
+	*odd = false;
+	snprintf(out, outlen, "a non-ASCII character (U+%04X)", cp);
+	return len;
+}
+
+static bool key_char_ok(unsigned char c)
+{
+	return c >= 0x20 && c < 0x7F;
+}
+
+/* Every key is printable ASCII. Names the first character that is not,
+ * with the key's text before it (or after it, at the start): "a
+ * non-breaking space (U+00A0) after \"slot.name\"". */
+static int check_key_chars(const char *key, const char *origin, char *err,
+                           size_t errlen)
+{
+	const unsigned char *k = (const unsigned char *)key;
+	size_t n = strlen(key), i = 0, j, m = 0;
+	char what[80];
+	bool odd;
+
+	while (i < n && key_char_ok(k[i]))
+		i++;
+	if (i == n)
+		return 0;
+	j = i + char_describe(k + i, n - i, what, sizeof(what), &odd);
+	if (i > 0) {
+		errbuf_set(err, errlen, "%s: %s after \"%.*s\"", origin, what,
+		           (int)i, key);
+		return -1;
+	}
+	while (j + m < n && key_char_ok(k[j + m]))
+		m++;
+	if (m > 0)
+		errbuf_set(err, errlen, "%s: %s before \"%.*s\"", origin, what,
+		           (int)m, key + j);
+	else
+		errbuf_set(err, errlen, "%s: %s in a key", origin, what);
+	return -1;
+}
+
+/* A value holds no control character but tab and line breaks, and
+ * neither starts nor ends with one of odd_chars (or a byte that is not
+ * UTF-8). The message names the character and where, never the value,
+ * which may be a secret. */
+static int check_value_chars(const char *key, const char *value,
+                             const char *origin, char *err, size_t errlen)
+{
+	const unsigned char *v = (const unsigned char *)value;
+	size_t n = strlen(value), i = 0, len;
+	char what[80];
+	bool odd;
+
+	while (i < n) {
+		if (v[i] >= 0x20 && v[i] < 0x7F) {
+			i++;
+			continue;
+		}
+		if (v[i] == '\t' || v[i] == '\n' || v[i] == '\r') {
+			i++;
+			continue;
+		}
+		len = char_describe(v + i, n - i, what, sizeof(what), &odd);
+		if (v[i] < 0x80) { /* a C0 control or DEL */
+			errbuf_set(err, errlen, "%s: %s: %s in the value", origin, key,
+			           what);
+			return -1;
+		}
+		if (odd && (i == 0 || i + len == n)) {
+			errbuf_set(err, errlen, "%s: %s: %s at the %s of the value",
+			           origin, key, what, i == 0 ? "start" : "end");
+			return -1;
+		}
+		i += len;
+	}
+	return 0;
+}
+
+/* Optimal string alignment distance (insertions, deletions,
+ * substitutions, swaps of neighbours), ignoring case; names longer than
+ * 64 are never near. */
+static size_t edit_distance(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	size_t d[65][65];
+
+	if (la > 64 || lb > 64)
+		return SIZE_MAX;
+	for (size_t i = 0; i <= la; i++)
+		d[i][0] = i;
+	for (size_t j = 0; j <= lb; j++)
+		d[0][j] = j;
+	for (size_t i = 1; i <= la; i++) {
+		for (size_t j = 1; j <= lb; j++) {
+			int ca = tolower((unsigned char)a[i - 1]);
+			int cb = tolower((unsigned char)b[j - 1]);
+			size_t best = d[i - 1][j - 1] + (ca != cb);
+			if (d[i - 1][j] + 1 < best)
+				best = d[i - 1][j] + 1;
+			if (d[i][j - 1] + 1 < best)
+				best = d[i][j - 1] + 1;
+			if (i > 1 && j > 1 && ca == tolower((unsigned char)b[j - 2]) &&
+			    tolower((unsigned char)a[i - 2]) == cb &&
+			    d[i - 2][j - 2] + 1 < best)
+				best = d[i - 2][j - 2] + 1;
+			d[i][j] = best;
+		}
+	}
+	return d[la][lb];
+}
+
+/* The known name closest to an unknown one, for "did you mean": NULL
+ * when none is within one edit (short names), two or three (long
+ * ones): a wild guess is worse than none. */
+static const char *closest_key(const char *name)
+{
+	size_t len = strlen(name), best = SIZE_MAX;
+	size_t limit = len < 6 ? 1 : len < 12 ? 2 : 3;
+	const char *hit = NULL;
+
+	for (size_t i = 0; i < CFG_NKEYS + CFG_NALIASES; i++) {
+		const char *cand = i < CFG_NKEYS ? cfg_keys[i].name
+		                                 : cfg_aliases[i - CFG_NKEYS].name;
+		size_t dist = edit_distance(name, cand);
+		if (dist < best) {
+			best = dist;
+			hit = cand;
+		}
+	}
+	return best <= limit ? hit : NULL;
 }
 
 static const struct cfg_key *find_key(const char *name)
@@ -256,6 +587,7 @@ void cfg_init(struct relay_config *cfg)
 
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->sources = xcalloc(CFG_NKEYS, sizeof(*cfg->sources));
+	cfg->via = xcalloc(CFG_NKEYS, sizeof(*cfg->via));
 	for (size_t i = 0; i < CFG_NKEYS; i++) {
 		int rc = cfg_set(cfg, cfg_keys[i].name, cfg_keys[i].def,
 		                 CFG_SRC_DEFAULT, "default", err, sizeof(err));
@@ -263,32 +595,80 @@ void cfg_init(struct relay_config *cfg)
 	}
 }
 
-static void kafka_set(struct relay_config *cfg, const char *name,
-                      const char *value, enum cfg_source src)
+/* Sets name in a list of name = value pairs (kafka.*, the topic
+ * configs), keeping the order of first setting. */
+static void kv_set(struct cfg_kv **kv, size_t *len, const char *name,
+                   const char *value, enum cfg_source src)
 {
-	for (size_t i = 0; i < cfg->kafka_len; i++) {
-		if (strcmp(cfg->kafka[i].name, name) == 0) {
-			free(cfg->kafka[i].value);
-			cfg->kafka[i].value = xstrdup(value);
-			cfg->kafka[i].source = src;
+	for (size_t i = 0; i < *len; i++) {
+		if (strcmp((*kv)[i].name, name) == 0) {
+			free((*kv)[i].value);
+			(*kv)[i].value = xstrdup(value);
+			(*kv)[i].source = src;
 			return;
 		}
 	}
-	cfg->kafka = xrealloc(cfg->kafka, (cfg->kafka_len + 1) * sizeof(*cfg->kafka));
-	cfg->kafka[cfg->kafka_len].name = xstrdup(name);
-	cfg->kafka[cfg->kafka_len].value = xstrdup(value);
-	cfg->kafka[cfg->kafka_len].source = src;
-	cfg->kafka_len++;
+	*kv = xrealloc(*kv, (*len + 1) * sizeof(**kv));
+	(*kv)[*len].name = xstrdup(name);
+	(*kv)[*len].value = xstrdup(value);
+	(*kv)[*len].source = src;
+	(*len)++;
 }
+
+static void kafka_set(struct relay_config *cfg, const char *name,
+                      const char *value, enum cfg_source src)
+{
+	kv_set(&cfg->kafka, &cfg->kafka_len, name, value, src);
+}
+
+static int set_value(struct relay_config *cfg, const struct cfg_key *k,
+                     const char *key, const char *value, enum cfg_source src,
+                     const char *origin, char *err, size_t errlen);
 
 int cfg_set(struct relay_config *cfg, const char *key, const char *value,
             enum cfg_source src, const char *origin, char *err, size_t errlen)
 {
 	const struct cfg_key *k = find_key(key);
+	const struct cfg_alias *a = NULL;
+	const char *near;
+	char *mapped = NULL;
+	int rc;
 
+	if (k == NULL && check_key_chars(key, origin, err, errlen) < 0)
+		return -1;
+	if (check_value_chars(key, value, origin, err, errlen) < 0)
+		return -1;
+	if (k == NULL && (a = find_alias(key)) != NULL) {
+		mapped = alias_value(a, value, origin, err, errlen);
+		if (mapped == NULL)
+			return -1;
+		k = find_key(a->key);
+	}
+	if (k != NULL) {
+		/* One source setting a key under two names is a mistake (which
+		 * one did they mean?); a later source still overrides. */
+		size_t i = (size_t)(k - cfg_keys);
+		const char *now = a != NULL ? a->name : k->name;
+		const char *before = cfg->via[i] != NULL ? cfg->via[i] : k->name;
+		if (src != CFG_SRC_DEFAULT && cfg->sources[i] == src &&
+		    strcmp(now, before) != 0) {
+			errbuf_set(err, errlen, "%s: %s and %s both set %s in the %s: "
+			           "keep one", origin, now, before, k->name,
+			           src == CFG_SRC_FILE ? "file"
+			           : src == CFG_SRC_ENV ? "environment" : "--set flags");
+			free(mapped);
+			return -1;
+		}
+		rc = set_value(cfg, k, key, mapped != NULL ? mapped : value, src,
+		               origin, err, errlen);
+		if (rc == 0)
+			cfg->via[i] = a != NULL ? a->name : NULL;
+		free(mapped);
+		return rc;
+	}
 	/* The table first: a relay key may live under "kafka." too
 	 * (kafka.failure.max.replays); librdkafka gets the rest. */
-	if (k == NULL && strncmp(key, "kafka.", 6) == 0) {
+	if (strncmp(key, "kafka.", 6) == 0) {
 		if (key[6] == '\0') {
 			errbuf_set(err, errlen, "%s: empty kafka property name", origin);
 			return -1;
@@ -296,10 +676,52 @@ int cfg_set(struct relay_config *cfg, const char *key, const char *value,
 		kafka_set(cfg, key + 6, value, src);
 		return 0;
 	}
-	if (k == NULL) {
-		errbuf_set(err, errlen, "%s: unknown key \"%s\"", origin, key);
+	/* Connect's topic.creation.default.<topic config>: passed to the
+	 * broker as the new topic's configs (the partitions and replication
+	 * factor are rows of the table, found above). */
+	if (strncmp(key, TOPIC_CFG_PREFIX, strlen(TOPIC_CFG_PREFIX)) == 0) {
+		const char *name = key + strlen(TOPIC_CFG_PREFIX);
+		if (name[0] == '\0' || strcmp(name, "include") == 0 ||
+		    strcmp(name, "exclude") == 0) {
+			errbuf_set(err, errlen, "%s: %s: not a topic config (topic "
+			           "creation groups are not supported: every topic "
+			           "the relay produces to is created alike)", origin, key);
+			return -1;
+		}
+		kv_set(&cfg->topic_configs, &cfg->topic_configs_len, name, value,
+		       src);
+		return 0;
+	}
+	near = closest_key(key);
+	if (near != NULL) {
+		errbuf_set(err, errlen, "%s: unknown key \"%s\"; did you mean "
+		           "\"%s\"?", origin, key, near);
 		return -1;
 	}
+	{
+		/* "kakfa.linger.ms": librdkafka's properties are not ours to
+		 * list, but the prefix is. */
+		const char *dot = strchr(key, '.');
+		char first[8];
+		if (dot != NULL && dot > key && (size_t)(dot - key) < sizeof(first)) {
+			memcpy(first, key, (size_t)(dot - key));
+			first[dot - key] = '\0';
+			if (edit_distance(first, "kafka") <= 1 && dot[1] != '\0') {
+				errbuf_set(err, errlen, "%s: unknown key \"%s\"; did you "
+				           "mean \"kafka.%s\"?", origin, key, dot + 1);
+				return -1;
+			}
+		}
+	}
+	errbuf_set(err, errlen, "%s: unknown key \"%s\"", origin, key);
+	return -1;
+}
+
+/* Sets table key k (spelled key by the source) to value, checked. */
+static int set_value(struct relay_config *cfg, const struct cfg_key *k,
+                     const char *key, const char *value, enum cfg_source src,
+                     const char *origin, char *err, size_t errlen)
+{
 	switch (k->type) {
 	case CFG_STR:
 		if (strcmp(k->name, "outbox.table") == 0) {
@@ -417,13 +839,44 @@ static char *trim(char *s)
 	return s;
 }
 
+/* The value part of a line, after its '=' (raw: the rest of the line).
+ * A value in double quotes ends at the closing quote that only blanks or
+ * a comment follow, and keeps any '#' inside; otherwise a '#' after a
+ * blank starts a comment ("key = value  # why"), while a '#' with no
+ * blank before it is part of the value (a password "abc#def"). Blanks
+ * around the value are dropped. */
+static char *file_value(char *raw)
+{
+	char *v = raw, *p;
+
+	while (*v == ' ' || *v == '\t')
+		v++;
+	if (*v == '"') {
+		for (p = strchr(v + 1, '"'); p != NULL; p = strchr(p + 1, '"')) {
+			const char *rest = p + 1;
+			while (isspace((unsigned char)*rest))
+				rest++;
+			if (*rest == '\0' || *rest == '#') {
+				*p = '\0';
+				return v + 1;
+			}
+		}
+	}
+	for (p = v; *p != '\0'; p++) {
+		if (*p == '#' && p > raw && (p[-1] == ' ' || p[-1] == '\t')) {
+			*p = '\0';
+			break;
+		}
+	}
+	return trim(v);
+}
+
 /* One line of a file, n bytes with its newline if any, NUL-terminated
  * by the caller. Returns 0 (also for blanks and comments) or -1. */
 static int load_line(struct relay_config *cfg, char *line, size_t n,
                      const char *origin, char *err, size_t errlen)
 {
 	char *s, *eq, *key, *val;
-	size_t vlen;
 
 	if (memchr(line, '\0', n) != NULL) {
 		errbuf_set(err, errlen, "%s: NUL byte in line", origin);
@@ -439,12 +892,7 @@ static int load_line(struct relay_config *cfg, char *line, size_t n,
 	}
 	*eq = '\0';
 	key = trim(s);
-	val = trim(eq + 1);
-	vlen = strlen(val);
-	if (vlen >= 2 && val[0] == '"' && val[vlen - 1] == '"') {
-		val[vlen - 1] = '\0';
-		val++;
-	}
+	val = file_value(eq + 1);
 	if (*key == '\0') {
 		errbuf_set(err, errlen, "%s: empty key", origin);
 		return -1;
@@ -465,6 +913,10 @@ int cfg_load_text(struct relay_config *cfg, const char *text, size_t len,
 		return 0; /* and text may be NULL */
 	p = text;
 	end = text + len;
+	/* A UTF-8 byte order mark, as some Windows editors write: not part
+	 * of the first key. */
+	if (len >= 3 && memcmp(p, "\xEF\xBB\xBF", 3) == 0)
+		p += 3;
 	while (p < end && rc == 0) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
 		size_t n = nl != NULL ? (size_t)(nl - p) + 1 : (size_t)(end - p);
@@ -551,6 +1003,15 @@ int cfg_load_env(struct relay_config *cfg, char *const *envp, char *err,
 				matched = true;
 			}
 		}
+		for (size_t i = 0; i < CFG_NALIASES && !matched; i++) {
+			env_name(cfg_aliases[i].name, name, sizeof(name));
+			if (strlen(name) == (size_t)(eq - e) && !strncmp(e, name, nlen)) {
+				if (cfg_set(cfg, cfg_aliases[i].name, eq + 1, CFG_SRC_ENV,
+				            name, err, errlen) < 0)
+					return -1;
+				matched = true;
+			}
+		}
 		if (matched)
 			continue;
 		memcpy(name, e, nlen);
@@ -565,6 +1026,25 @@ int cfg_load_env(struct relay_config *cfg, char *const *envp, char *err,
 			if (cfg_set(cfg, key, eq + 1, CFG_SRC_ENV, name, err, errlen) < 0)
 				return -1;
 			continue;
+		}
+		{
+			/* OUTBOX_RELAY_SLOT_NAEM -> slot.naem, near slot.name. */
+			char guess[256], envname[256];
+			size_t g = 0;
+			const char *near;
+			for (size_t i = sizeof(prefix) - 1; i < nlen &&
+			     g + 1 < sizeof(guess); i++)
+				guess[g++] = e[i] == '_' ? '.'
+				                          : (char)tolower((unsigned char)e[i]);
+			guess[g] = '\0';
+			near = closest_key(guess);
+			if (near != NULL) {
+				env_name(near, envname, sizeof(envname));
+				errbuf_set(err, errlen, "%s: unknown configuration "
+				           "variable; did you mean %s (%s)?", name, envname,
+				           near);
+				return -1;
+			}
 		}
 		errbuf_set(err, errlen, "%s: unknown configuration variable", name);
 		return -1;
@@ -791,6 +1271,20 @@ int cfg_apply_password_file(struct relay_config *cfg, char *err,
 	return 0;
 }
 
+void cfg_finish(struct relay_config *cfg)
+{
+	size_t i = (size_t)(find_key("poison.policy") - cfg_keys);
+
+	/* errors.tolerance = all: Connect's dead-letter queue when one is
+	 * named, else log and go on (tolerance_values). */
+	if (cfg->via[i] != NULL && strcmp(cfg->via[i], "errors.tolerance") == 0 &&
+	    strcmp(cfg->poison_policy, "skip") == 0 &&
+	    cfg->poison_dlq_topic[0] != '\0') {
+		free(cfg->poison_policy);
+		cfg->poison_policy = xstrdup("dlq");
+	}
+}
+
 int cfg_validate(struct relay_config *cfg, char *err, size_t errlen)
 {
 	const char *v;
@@ -847,6 +1341,22 @@ int cfg_validate(struct relay_config *cfg, char *err, size_t errlen)
 			}
 		}
 	}
+	cfg_finish(cfg);
+	if (cfg->topic_creation_partitions == 0 &&
+	    (cfg->topic_configs_len > 0 ||
+	     cfg->topic_creation_replication_factor != -1)) {
+		errbuf_set(err, errlen, "%s%s is set but "
+		           "topic.creation.default.partitions is 0 (off): set it "
+		           "(-1: the broker's num.partitions) to have topics created",
+		           TOPIC_CFG_PREFIX, cfg->topic_configs_len > 0
+		           ? cfg->topic_configs[0].name : "replication.factor");
+		return -1;
+	}
+	if (cfg->topic_creation_replication_factor == 0) {
+		errbuf_set(err, errlen, "topic.creation.default.replication.factor "
+		           "is 0: at least 1, or -1 for the broker's default");
+		return -1;
+	}
 	if (strcmp(cfg->poison_policy, "dlq") == 0) {
 		/* Kafka's topic name rule (route.c's, which lib/ cannot call). */
 		size_t n = strlen(cfg->poison_dlq_topic);
@@ -854,7 +1364,7 @@ int cfg_validate(struct relay_config *cfg, char *err, size_t errlen)
 		    strspn(cfg->poison_dlq_topic, "abcdefghijklmnopqrstuvwxyz"
 		           "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-") != n) {
 			errbuf_set(err, errlen, "poison.policy = dlq needs "
-			        "poison.dlq.topic, a valid Kafka topic name (1-249 of "
+			        "poison.dlq.topic (errors.deadletterqueue.topic.name), a valid Kafka topic name (1-249 of "
 			        "A-Z, a-z, 0-9, '.', '_', '-'), got \"%s\"",
 			        cfg->poison_dlq_topic);
 			return -1;
@@ -912,7 +1422,13 @@ void cfg_print(const struct relay_config *cfg, FILE *out)
 {
 	for (size_t i = 0; i < CFG_NKEYS; i++) {
 		const struct cfg_key *k = &cfg_keys[i];
-		const char *src = source_names[cfg->sources[i]];
+		char src[128];
+
+		if (cfg->via[i] != NULL)
+			snprintf(src, sizeof(src), "%s (as %s)",
+			         source_names[cfg->sources[i]], cfg->via[i]);
+		else
+			snprintf(src, sizeof(src), "%s", source_names[cfg->sources[i]]);
 		if (k->flags & CFG_F_SECRET) {
 			fprintf(out, "%s = <redacted> # %s\n", k->name, src);
 			continue;
@@ -939,6 +1455,10 @@ void cfg_print(const struct relay_config *cfg, FILE *out)
 			break;
 		}
 	}
+	for (size_t i = 0; i < cfg->topic_configs_len; i++)
+		fprintf(out, "%s%s = %s # %s\n", TOPIC_CFG_PREFIX,
+		        cfg->topic_configs[i].name, cfg->topic_configs[i].value,
+		        source_names[cfg->topic_configs[i].source]);
 	for (size_t i = 0; i < cfg->kafka_len; i++)
 		fprintf(out, "kafka.%s = %s # %s\n", cfg->kafka[i].name,
 		        cfg_kafka_is_secret(cfg->kafka[i].name) ? "<redacted>"
@@ -960,6 +1480,17 @@ void cfg_help(FILE *out)
 	}
 	fprintf(out, "  %-32s %s\n", "kafka.<property>",
 	        "passed to librdkafka, e.g. kafka.bootstrap.servers=host:9092");
+	fprintf(out, "  %-32s %s\n", "topic.creation.default.<config>",
+	        "a config of each topic the relay creates, e.g. "
+	        "topic.creation.default.retention.ms=604800000");
+	for (size_t i = 0; i < CFG_NALIASES; i++)
+		fprintf(out, "  %-32s alias of %s\n", cfg_aliases[i].name,
+		        cfg_aliases[i].key);
+}
+
+bool cfg_key_known(const char *name)
+{
+	return find_key(name) != NULL || find_alias(name) != NULL;
 }
 
 size_t cfg_key_count(void)
@@ -983,6 +1514,12 @@ void cfg_free(struct relay_config *cfg)
 		free(cfg->kafka[i].value);
 	}
 	free(cfg->kafka);
+	for (size_t i = 0; i < cfg->topic_configs_len; i++) {
+		free(cfg->topic_configs[i].name);
+		free(cfg->topic_configs[i].value);
+	}
+	free(cfg->topic_configs);
 	free(cfg->sources);
+	free(cfg->via);
 	memset(cfg, 0, sizeof(*cfg));
 }

@@ -83,36 +83,6 @@ static bool puts_(struct out *o, const char *s)
 	return put(o, s, strlen(s));
 }
 
-/* Length of the well-formed UTF-8 sequence at s (n bytes left), or 0. */
-static size_t utf8_len(const unsigned char *s, size_t n)
-{
-	size_t len;
-	unsigned cp;
-
-	if (s[0] < 0x80)
-		return 1;
-	if (s[0] >= 0xC2 && s[0] <= 0xDF)
-		len = 2, cp = s[0] & 0x1F;
-	else if (s[0] >= 0xE0 && s[0] <= 0xEF)
-		len = 3, cp = s[0] & 0x0F;
-	else if (s[0] >= 0xF0 && s[0] <= 0xF4)
-		len = 4, cp = s[0] & 0x07;
-	else
-		return 0;
-	if (len > n)
-		return 0;
-	for (size_t i = 1; i < len; i++) {
-		if ((s[i] & 0xC0) != 0x80)
-			return 0;
-		cp = (cp << 6) | (s[i] & 0x3F);
-	}
-	/* Overlong forms, surrogates, beyond U+10FFFF. */
-	if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
-	    (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF)
-		return 0;
-	return len;
-}
-
 /* s[0..n) as a JSON string body: quotes and backslashes escaped, line
  * breaks flattened to spaces (as in the text format, so the message is
  * the same in both), other control characters as \u00XX, bytes that are
@@ -123,7 +93,7 @@ static bool put_escaped(struct out *o, const char *str, size_t n)
 
 	for (size_t i = 0; i < n;) {
 		char esc[8];
-		size_t k = utf8_len(s + i, n - i);
+		size_t k = utf8_decode(s + i, n - i, NULL);
 
 		if (k == 0) {
 			if (!puts_(o, "\\ufffd"))

@@ -210,7 +210,9 @@ START_TEST(test_env_errors)
 	char *env2[] = { "OUTBOX_RELAY_STATUS_INTERVAL_MS=abc", NULL };
 	cfg_init(&cfg);
 	ck_assert_int_eq(cfg_load_env(&cfg, env1, err, sizeof(err)), -1);
-	ck_assert_str_eq(err, "OUTBOX_RELAY_SLOT_NAM: unknown configuration variable");
+	ck_assert_str_eq(err, "OUTBOX_RELAY_SLOT_NAM: unknown configuration "
+	                      "variable; did you mean OUTBOX_RELAY_SLOT_NAME "
+	                      "(slot.name)?");
 	ck_assert_int_eq(cfg_load_env(&cfg, env2, err, sizeof(err)), -1);
 	ck_assert_ptr_nonnull(strstr(err, "OUTBOX_RELAY_STATUS_INTERVAL_MS: status.interval.ms"));
 	ck_assert_int_eq(cfg_set_flag(&cfg, "novalue", err, sizeof(err)), -1);
@@ -417,6 +419,290 @@ START_TEST(test_load_text)
 }
 END_TEST
 
+/* The file's edges: a " #" after a value starts a comment unless inside
+ * double quotes, a '#' with no blank before it is part of the value, and
+ * a UTF-8 byte order mark at the start of the file is skipped. */
+START_TEST(test_file_comments_and_bom)
+{
+	static const char text[] =
+		"\xEF\xBB\xBF" "slot.name = my_slot  # the slot of app A\n"
+		"heartbeat.action.query = \"SELECT 1 # kept\"  # a comment\n"
+		"kafka.sasl.password = abc#def\n"
+		"heartbeat.prefix = hb\t# after a tab\n"
+		"outbox.emit.prefix = # nothing but a comment\n"
+		"route.topic.replacement = \"t.${routedByValue}\" # say \"hi\"\n"
+		"table.field.event.id=#id\n";
+	struct relay_config cfg;
+	char err[256];
+
+	cfg_init(&cfg);
+	ck_assert_msg(cfg_load_text(&cfg, text, sizeof(text) - 1, "relay.conf",
+	                            err, sizeof(err)) == 0, "%s", err);
+	ck_assert_str_eq(cfg.slot_name, "my_slot");
+	ck_assert_str_eq(cfg.heartbeat_action_query, "SELECT 1 # kept");
+	ck_assert_str_eq(cfg_kafka_get(&cfg, "sasl.password"), "abc#def");
+	ck_assert_str_eq(cfg.heartbeat_prefix, "hb");
+	ck_assert_str_eq(cfg.outbox_emit_prefix, "");
+	ck_assert_str_eq(cfg.route_topic_replacement, "t.${routedByValue}");
+	ck_assert_str_eq(cfg.field_id, "#id");
+	cfg_free(&cfg);
+}
+END_TEST
+
+/* A non-breaking space and its kin in a key or around a value are named,
+ * never shown raw; a value's own text is never quoted (it may be a
+ * secret). */
+START_TEST(test_file_odd_characters_named)
+{
+	static const struct {
+		const char *text;
+		const char *want;
+	} cases[] = {
+		{ "# c\n\nslot.name\xC2\xA0= x\n",
+		  "relay.conf:3: a non-breaking space (U+00A0) after \"slot.name\"" },
+		{ "\xC2\xA0slot.name = x\n",
+		  "relay.conf:1: a non-breaking space (U+00A0) before \"slot.name\"" },
+		{ "slot.name = x\xC2\xA0\n",
+		  "relay.conf:1: slot.name: a non-breaking space (U+00A0) at the end "
+		  "of the value" },
+		{ "kafka.sasl.password = \xE2\x80\x8Bs3cret\n",
+		  "relay.conf:1: kafka.sasl.password: a zero-width space (U+200B) at "
+		  "the start of the value" },
+		{ "slot\xE2\x80\xAFname = x\n",
+		  "relay.conf:1: a narrow no-break space (U+202F) after \"slot\"" },
+		{ "slot.name = a\x1b[0mb\n",
+		  "relay.conf:1: slot.name: a control character (U+001B) in the "
+		  "value" },
+		{ "slot.name = x\xA0\n",
+		  "relay.conf:1: slot.name: a byte 0xA0 that is not UTF-8 at the end "
+		  "of the value" },
+		{ "sl\xC3\xB8t.name = x\n",
+		  "relay.conf:1: a non-ASCII character (U+00F8) after \"sl\"" },
+		{ "\xEF\xBB\xBFslot.name = a\n\xEF\xBB\xBFlog.level = info\n",
+		  "relay.conf:2: a byte order mark (U+FEFF) before \"log.level\"" },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct relay_config cfg;
+		char err[512];
+
+		cfg_init(&cfg);
+		ck_assert_int_eq(cfg_load_text(&cfg, cases[i].text,
+		                               strlen(cases[i].text), "relay.conf",
+		                               err, sizeof(err)), -1);
+		ck_assert_msg(strcmp(err, cases[i].want) == 0,
+		              "case %zu: got \"%s\", want \"%s\"", i, err,
+		              cases[i].want);
+		ck_assert_ptr_null(strstr(err, "s3cret"));
+		cfg_free(&cfg);
+	}
+}
+END_TEST
+
+/* An unknown key close to a known one gets a suggestion, from every
+ * source; one far from all gets none. */
+START_TEST(test_unknown_key_suggests)
+{
+	struct relay_config cfg;
+	char err[512];
+	char *env[] = { "OUTBOX_RELAY_SLOT_NAEM=x", NULL };
+
+	cfg_init(&cfg);
+	ck_assert_int_eq(cfg_load_text(&cfg, "slot.nmae = x\n", 14, "relay.conf",
+	                               err, sizeof(err)), -1);
+	ck_assert_str_eq(err, "relay.conf:1: unknown key \"slot.nmae\"; did you "
+	                      "mean \"slot.name\"?");
+	ck_assert_int_eq(cfg_set_flag(&cfg, "Status.Interval.ms=5", err,
+	                              sizeof(err)), -1);
+	ck_assert_str_eq(err, "--set: unknown key \"Status.Interval.ms\"; did "
+	                      "you mean \"status.interval.ms\"?");
+	ck_assert_int_eq(cfg_set_flag(&cfg, "heartbeat.intervall.ms=5", err,
+	                              sizeof(err)), -1);
+	ck_assert_str_eq(err, "--set: unknown key \"heartbeat.intervall.ms\"; "
+	                      "did you mean \"heartbeat.interval.ms\"?");
+	ck_assert_int_eq(cfg_load_env(&cfg, env, err, sizeof(err)), -1);
+	ck_assert_str_eq(err, "OUTBOX_RELAY_SLOT_NAEM: unknown configuration "
+	                      "variable; did you mean OUTBOX_RELAY_SLOT_NAME "
+	                      "(slot.name)?");
+	ck_assert_int_eq(cfg_set_flag(&cfg, "kakfa.bootstrap.servers=h:1", err,
+	                              sizeof(err)), -1);
+	ck_assert_str_eq(err, "--set: unknown key \"kakfa.bootstrap.servers\"; "
+	                      "did you mean \"kafka.bootstrap.servers\"?");
+	ck_assert_int_eq(cfg_set_flag(&cfg, "bogus=1", err, sizeof(err)), -1);
+	ck_assert_str_eq(err, "--set: unknown key \"bogus\"");
+	cfg_free(&cfg);
+}
+END_TEST
+
+/* Debezium's and Kafka Connect's names for our keys, from the file, the
+ * environment and --set: the value lands in our key (mapped where the
+ * values differ), --print-config names the key and the alias, and both
+ * names in one source is refused. */
+START_TEST(test_aliases)
+{
+	static const char text[] =
+		"publication.name = orders_pub\n"
+		"plugin.name = pgoutput\n"
+		"errors.tolerance = none\n"
+		"status.update.interval.ms = 500\n"
+		"table.include.list = public\\.outbox_v2\n";
+	struct relay_config cfg;
+	char err[512], *out = NULL;
+	size_t outlen = 0;
+	char *env[] = { "OUTBOX_RELAY_ERRORS_DEADLETTERQUEUE_TOPIC_NAME=dlq1",
+		            NULL };
+	FILE *f;
+
+	base_cfg(&cfg);
+	ck_assert_msg(cfg_load_text(&cfg, text, sizeof(text) - 1, "relay.conf",
+	                            err, sizeof(err)) == 0, "%s", err);
+	ck_assert_str_eq(cfg.slot_publication, "orders_pub");
+	ck_assert_str_eq(cfg.slot_plugin, "pgoutput");
+	ck_assert_str_eq(cfg.poison_policy, "fail");
+	ck_assert_int_eq(cfg.status_interval_ms, 500);
+	ck_assert_str_eq(cfg.outbox_schema, "public");
+	ck_assert_str_eq(cfg.outbox_table, "outbox_v2");
+	ck_assert_int_eq(cfg_load_env(&cfg, env, err, sizeof(err)), 0);
+	ck_assert_str_eq(cfg.poison_dlq_topic, "dlq1");
+	ck_assert_int_eq(cfg_set_flag(&cfg, "errors.tolerance=all", err,
+	                              sizeof(err)), 0);
+	ck_assert_msg(cfg_validate(&cfg, err, sizeof(err)) == 0, "%s", err);
+	/* all: to the dead-letter topic when there is one. */
+	ck_assert_str_eq(cfg.poison_policy, "dlq");
+	f = open_memstream(&out, &outlen);
+	cfg_print(&cfg, f);
+	fclose(f);
+	ck_assert_ptr_nonnull(strstr(out, "\nslot.publication = orders_pub # "
+	                                  "file (as publication.name)\n"));
+	ck_assert_ptr_nonnull(strstr(out, "\npoison.dlq.topic = dlq1 # env (as "
+	                                  "errors.deadletterqueue.topic.name)\n"));
+	free(out);
+	/* A later source still wins, under either name. */
+	ck_assert_int_eq(cfg_set_flag(&cfg, "slot.publication=other", err,
+	                              sizeof(err)), 0);
+	ck_assert_str_eq(cfg.slot_publication, "other");
+	cfg_free(&cfg);
+
+	/* all without a dead-letter topic: log and go on. */
+	base_cfg(&cfg);
+	ck_assert_int_eq(cfg_set_flag(&cfg, "errors.tolerance=all", err,
+	                              sizeof(err)), 0);
+	ck_assert_msg(cfg_validate(&cfg, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_str_eq(cfg.poison_policy, "skip");
+	cfg_free(&cfg);
+}
+END_TEST
+
+START_TEST(test_alias_errors)
+{
+	static const struct {
+		const char *text;
+		const char *want;
+	} cases[] = {
+		{ "slot.publication = a\npublication.name = b\n",
+		  "relay.conf:2: publication.name and slot.publication both set "
+		  "slot.publication in the file: keep one" },
+		{ "errors.deadletterqueue.topic.name = d\npoison.dlq.topic = e\n",
+		  "relay.conf:2: poison.dlq.topic and "
+		  "errors.deadletterqueue.topic.name both set poison.dlq.topic in "
+		  "the file: keep one" },
+		{ "plugin.name = decoderbufs\n",
+		  "relay.conf:1: plugin.name: decoderbufs" },
+		{ "errors.tolerance = some\n",
+		  "relay.conf:1: errors.tolerance: \"some\" is not one of none, all" },
+		{ "table.include.list = public.a,public.b\n",
+		  "relay.conf:1: table.include.list: " },
+		{ "table.include.list = public.outbox.*\n",
+		  "relay.conf:1: table.include.list: " },
+		{ "poison.policy = park\n", "relay.conf:1: poison.policy: " },
+		{ "publication.nam = x\n",
+		  "relay.conf:1: unknown key \"publication.nam\"; did you mean "
+		  "\"publication.name\"?" },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct relay_config cfg;
+		char err[512];
+
+		cfg_init(&cfg);
+		ck_assert_int_eq(cfg_load_text(&cfg, cases[i].text,
+		                               strlen(cases[i].text), "relay.conf",
+		                               err, sizeof(err)), -1);
+		ck_assert_msg(strncmp(err, cases[i].want, strlen(cases[i].want)) == 0,
+		              "case %zu: got \"%s\", want \"%s\"", i, err,
+		              cases[i].want);
+		cfg_free(&cfg);
+	}
+}
+END_TEST
+
+/* poison.policy = dlq needs a dead-letter topic. */
+START_TEST(test_poison_policy_needs_topic)
+{
+	struct relay_config cfg;
+	char err[512];
+
+	base_cfg(&cfg);
+	ck_assert_int_eq(cfg_set_flag(&cfg, "poison.policy=dlq", err,
+	                              sizeof(err)), 0);
+	ck_assert_int_eq(cfg_validate(&cfg, err, sizeof(err)), -1);
+	ck_assert_msg(strstr(err, "poison.policy = dlq needs poison.dlq.topic "
+	                         "(errors.deadletterqueue.topic.name)") == err,
+	              "%s", err);
+	ck_assert_int_eq(cfg_set_flag(&cfg, "poison.dlq.topic=outbox.dlq", err,
+	                              sizeof(err)), 0);
+	ck_assert_msg(cfg_validate(&cfg, err, sizeof(err)) == 0, "%s", err);
+	cfg_free(&cfg);
+}
+END_TEST
+
+/* topic.creation.default.*: the partitions and replication factor are
+ * keys, any other name a topic config; configs without partitions, a
+ * replication factor of 0 and Connect's group settings are refused. */
+START_TEST(test_topic_creation_keys)
+{
+	static const char text[] =
+		"topic.creation.default.partitions = 6\n"
+		"topic.creation.default.replication.factor = 3\n"
+		"topic.creation.default.cleanup.policy = compact\n"
+		"topic.creation.default.retention.ms = 604800000\n";
+	struct relay_config cfg;
+	char err[512], *out = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	base_cfg(&cfg);
+	ck_assert_int_eq(cfg.topic_creation_partitions, 0);
+	ck_assert_int_eq(cfg.topic_creation_replication_factor, -1);
+	ck_assert_msg(cfg_load_text(&cfg, text, sizeof(text) - 1, "relay.conf",
+	                            err, sizeof(err)) == 0, "%s", err);
+	ck_assert_msg(cfg_validate(&cfg, err, sizeof(err)) == 0, "%s", err);
+	ck_assert_int_eq(cfg.topic_creation_partitions, 6);
+	ck_assert_int_eq(cfg.topic_creation_replication_factor, 3);
+	ck_assert_uint_eq(cfg.topic_configs_len, 2);
+	ck_assert_str_eq(cfg.topic_configs[0].name, "cleanup.policy");
+	ck_assert_str_eq(cfg.topic_configs[1].value, "604800000");
+	f = open_memstream(&out, &len);
+	cfg_print(&cfg, f);
+	fclose(f);
+	ck_assert_ptr_nonnull(strstr(out, "\ntopic.creation.default.retention.ms "
+	                                  "= 604800000 # file\n"));
+	free(out);
+	ck_assert_int_eq(cfg_set_flag(&cfg, "topic.creation.default.include=a.*",
+	                              err, sizeof(err)), -1);
+	ck_assert_ptr_nonnull(strstr(err, "topic creation groups are not "
+	                                  "supported"));
+	ck_assert_int_eq(cfg_set_flag(&cfg, "topic.creation.default.partitions=0",
+	                              err, sizeof(err)), 0);
+	ck_assert_int_eq(cfg_validate(&cfg, err, sizeof(err)), -1);
+	ck_assert_str_eq(err, "topic.creation.default.cleanup.policy is set but "
+	                      "topic.creation.default.partitions is 0 (off): set "
+	                      "it (-1: the broker's num.partitions) to have topics "
+	                      "created");
+	cfg_free(&cfg);
+}
+END_TEST
+
 START_TEST(test_listen_parse)
 {
 	char host[64];
@@ -583,6 +869,13 @@ Suite *config_suite(void)
 	tcase_add_test(tc, test_password_file_errors);
 	tcase_add_test(tc, test_log_format);
 	tcase_add_test(tc, test_keys_documented);
+	tcase_add_test(tc, test_file_comments_and_bom);
+	tcase_add_test(tc, test_file_odd_characters_named);
+	tcase_add_test(tc, test_unknown_key_suggests);
+	tcase_add_test(tc, test_aliases);
+	tcase_add_test(tc, test_alias_errors);
+	tcase_add_test(tc, test_poison_policy_needs_topic);
+	tcase_add_test(tc, test_topic_creation_keys);
 	suite_add_tcase(s, tc);
 	return s;
 }

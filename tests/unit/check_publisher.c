@@ -14,6 +14,8 @@
 #include "lib/log.h"
 #include "kafka/kafka_conf.h"
 #include "kafka/publisher.h"
+#include "kafka/topic_admin.h"
+#include "capture.h"
 
 struct seen {
 	int reports;
@@ -341,6 +343,124 @@ START_TEST(test_print_defaults)
 }
 END_TEST
 
+/* The level of the log line holding needle in out ("WARN", "INFO", ...):
+ * the word after the time stamp. NULL when no line holds it. */
+static const char *level_of(const char *out, const char *needle,
+                            char *lvl, size_t lvllen)
+{
+	const char *hit = strstr(out, needle), *line, *sp;
+
+	if (hit == NULL)
+		return NULL;
+	for (line = hit; line > out && line[-1] != '\n'; line--)
+		;
+	sp = strchr(line, ' ');
+	if (sp == NULL || sp > hit)
+		return NULL;
+	snprintf(lvl, lvllen, "%.*s", (int)strcspn(sp + 1, " "), sp + 1);
+	return lvl;
+}
+
+/* librdkafka's CONFWARN on enable.gapless.guarantee (a row of the
+ * relay's own defaults, "experimental") is not a warning a user can act
+ * on: it comes at INFO. Any other CONFWARN, here a deprecated property
+ * the user set, stays a WARN. */
+START_TEST(test_known_confwarn_downgraded)
+{
+	struct relay_config cfg;
+	struct seen s = { 0 };
+	char err[512], lvl[16];
+	struct publisher *p;
+	char *out;
+
+	saved_level = log_current_level;
+	log_set_level(LOG_LVL_DEBUG);
+	cfg_init(&cfg);
+	ck_assert_int_eq(cfg_set(&cfg, "kafka.test.mock.num.brokers", "1",
+	                         CFG_SRC_FLAG, "test", err, sizeof(err)), 0);
+	ck_assert_int_eq(cfg_set(&cfg, "kafka.topic.metadata.refresh.fast.cnt",
+	                         "5", CFG_SRC_FLAG, "test", err, sizeof(err)), 0);
+	capture_begin();
+	p = pub_new(&cfg, on_report, &s, err, sizeof(err));
+	out = capture_end();
+	ck_assert_msg(p != NULL, "pub_new: %s", err);
+	ck_assert_msg(level_of(out, "enable.gapless.guarantee is experimental",
+	                       lvl, sizeof(lvl)) != NULL, "no gapless line: %s",
+	              out);
+	ck_assert_str_eq(lvl, "INFO");
+	ck_assert_msg(level_of(out, "topic.metadata.refresh.fast.cnt is "
+	                       "deprecated", lvl, sizeof(lvl)) != NULL,
+	              "no deprecation line: %s", out);
+	ck_assert_str_eq(lvl, "WARN");
+	free(out);
+	done(p, &cfg);
+}
+END_TEST
+
+/* The table itself: the facility and the property must both match. */
+START_TEST(test_confwarn_table_is_narrow)
+{
+	static const char gapless[] = "[thrd:app]: Configuration property "
+	                              "enable.gapless.guarantee is experimental: "
+	                              "When set to `true`, ...";
+	static const char other[] = "[thrd:app]: Configuration property "
+	                            "enable.auto.commit is a consumer property "
+	                            "and will be ignored by this producer instance";
+
+	ck_assert_int_eq(kc_log_level(4, "CONFWARN", gapless), LOG_LVL_INFO);
+	ck_assert_int_eq(kc_log_level(4, "CONFWARN", other), LOG_LVL_WARN);
+	ck_assert_int_eq(kc_log_level(4, "OTHERFAC", gapless), LOG_LVL_WARN);
+	ck_assert_int_eq(kc_log_level(3, "FAIL", "x"), LOG_LVL_ERROR);
+	ck_assert_int_eq(kc_log_level(6, "FAIL", "x"), LOG_LVL_INFO);
+	ck_assert_int_eq(kc_log_level(7, "FAIL", "x"), LOG_LVL_DEBUG);
+}
+END_TEST
+
+/* A client on its own one-broker mock cluster, for the admin API
+ * (librdkafka's mock cluster before 2.x-something does not answer
+ * CreateTopics: a broker that does not answer in time). */
+static rd_kafka_t *mock_client(void)
+{
+	char kerr[256];
+	rd_kafka_conf_t *kc = rd_kafka_conf_new();
+	rd_kafka_t *rk;
+
+	ck_assert_int_eq(rd_kafka_conf_set(kc, "test.mock.num.brokers", "1", kerr,
+	                                   sizeof(kerr)), RD_KAFKA_CONF_OK);
+	rk = rd_kafka_new(RD_KAFKA_PRODUCER, kc, kerr, sizeof(kerr));
+	ck_assert_msg(rk != NULL, "%s", kerr);
+	return rk;
+}
+
+/* topic.creation.default.partitions off: nothing is asked. On, with no
+ * answer in time: TA_FAILED (the relay rebuilds and replays) naming the
+ * topic, and not remembered as created: the next event asks again.
+ * Creation itself, against a real broker: t267_topic_creation. */
+START_TEST(test_topic_creation)
+{
+	struct relay_config cfg;
+	char err[512];
+	rd_kafka_t *rk = mock_client();
+	enum log_level lvl = log_current_level;
+
+	log_set_level(LOG_LVL_ERROR);
+	cfg_init(&cfg);
+	ck_assert_int_eq(ta_ensure(rk, &cfg, "ta_off", 5000, err, sizeof(err)),
+	                 TA_EXISTED);
+	ck_assert_int_eq(cfg_set(&cfg, "topic.creation.default.partitions", "7",
+	                         CFG_SRC_FLAG, "t", err, sizeof(err)), 0);
+	for (int i = 0; i < 2; i++) {
+		ck_assert_int_eq(ta_ensure(rk, &cfg, "ta_on", 300, err, sizeof(err)),
+		                 TA_FAILED);
+		ck_assert_msg(strncmp(err, "creating topic ta_on: ", 22) == 0,
+		              "%s", err);
+	}
+	cfg_free(&cfg);
+	rd_kafka_destroy(rk);
+	log_set_level(lvl);
+}
+END_TEST
+
 Suite *publisher_suite(void)
 {
 	Suite *s = suite_create("publisher");
@@ -358,6 +478,15 @@ Suite *publisher_suite(void)
 	tc = tcase_create("versions");
 	tcase_add_test(tc, test_in_flight_by_version);
 	tcase_add_test(tc, test_print_defaults);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("log");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_known_confwarn_downgraded);
+	tcase_add_test(tc, test_confwarn_table_is_narrow);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("topics");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_topic_creation);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -41,12 +41,15 @@ static int dry_row(void *ctx, const struct cli_row *row)
 		return 0;
 	j = json_object();
 	hj = json_object();
-	for (int i = 0; i < ROUTE_H_COUNT; i++)
+	for (size_t i = 0; i < ev->headers.n; i++)
 		/* pg_lsn as the relay would send it (event.h: the commit end
 		 * with wal2json, the commit LSN with pgoutput); left out rather
-		 * than shown as 0/0 when the transaction's start was not seen. */
-		if (ev->headers.value[i] != NULL &&
-		    (i != ROUTE_H_PG_LSN || row->txn->header_lsn != LSN_INVALID))
+		 * than shown as 0/0 when the transaction's start was not seen.
+		 * Past the fixed five, NULL is a header with a null value. */
+		if (i >= ROUTE_H_COUNT && ev->headers.value[i] == NULL)
+			json_object_set_new(hj, ev->headers.name[i], json_null());
+		else if (ev->headers.value[i] != NULL &&
+		         (i != ROUTE_H_PG_LSN || row->txn->header_lsn != LSN_INVALID))
 			json_object_set_new(hj, ev->headers.name[i],
 			                    cli_jstrn(ev->headers.value[i],
 			                              ev->headers.len[i]));

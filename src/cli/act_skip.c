@@ -63,7 +63,7 @@ static int skip_produce(struct skip *k, const struct cli_row *row,
 	 * carries this same LSN. */
 	snprintf(lsn, sizeof(lsn), LSN_FMT, LSN_ARGS(k->commit_end));
 	if (ev != NULL) {
-		for (int i = 0; i < ROUTE_H_COUNT; i++)
+		for (size_t i = 0; i < ev->headers.n; i++)
 			if (i == ROUTE_H_PG_LSN)
 				rd_kafka_header_add(hdrs, ev->headers.name[i], -1, lsn, -1);
 			else if (ev->headers.value[i] != NULL)

@@ -13,6 +13,7 @@
 #include <jansson.h>
 
 #include "decode/emit.h"
+#include "decode/envelope.h"
 #include "decode/event.h"
 #include "decode/w2j.h"
 
@@ -27,6 +28,7 @@ void ev_txn_reset(struct ev_txn *txn)
 void ev_record_clear(struct ev_record *out)
 {
 	record_clear(&out->rec);
+	free(out->wire.p);
 	memset(out, 0, sizeof(*out));
 }
 
@@ -122,9 +124,19 @@ static void event(const struct stream_spec *ss, const struct ev_txn *txn,
 		       "off?)", emitted ? "outbox message" : "insert record");
 		return;
 	}
-	if (route_topic(ss->topic_template, rec->route.ptr, rec->route.len,
-	                ev->topic, sizeof(ev->topic), err, sizeof(err)) < 0) {
+	if (route_topic_rx(&ss->env.rx, ss->topic_template, rec->route.ptr,
+	                   rec->route.len, ev->topic, sizeof(ev->topic), err,
+	                   sizeof(err)) < 0) {
 		ev->topic[0] = '\0';
+		poison(out, "event id %s: %s", rec->id.ptr, err);
+		return;
+	}
+	/* The options of the Outbox Event Router; none set: nothing to do,
+	 * not even a call. */
+	if ((ss->env.active ||
+	     (ss->env.trace_slot >= 0 &&
+	      (rec->extra_seen & (1u << ss->env.trace_slot)))) &&
+	    envelope_apply(ss, rec, ev, &out->wire, err, sizeof(err)) < 0) {
 		poison(out, "event id %s: %s", rec->id.ptr, err);
 		return;
 	}
@@ -217,6 +229,24 @@ static void judge(const struct stream_spec *ss, const struct pgo_state *pgo,
 		return;
 	case REC_MESSAGE:
 		message(ss, txn, out);
+		return;
+	case REC_UPDATE:
+		/* The outbox is insert-only; Debezium's
+		 * table.op.invalid.behavior says what an update is. */
+		out->kind = EV_SKIP;
+		out->invalid_op = true;
+		snprintf(out->reason, sizeof(out->reason), "UPDATE of a row of the "
+		         "outbox table %s.%s at LSN " LSN_FMT " (xid %lld): the outbox "
+		         "is insert-only, the update is not published",
+		         ss->spec.schema, ss->spec.table, LSN_ARGS(out->rec.lsn),
+		         (long long)out->rec.xid);
+		if (ss->env.op_invalid == SS_OP_FATAL) {
+			out->kind = EV_POISON;
+			out->invalid_op = false;
+			snprintf(out->reason + strlen(out->reason),
+			         sizeof(out->reason) - strlen(out->reason),
+			         " (table.op.invalid.behavior = fatal)");
+		}
 		return;
 	case REC_SKIP:
 		out->kind = EV_SKIP;

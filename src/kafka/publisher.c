@@ -501,17 +501,24 @@ enum pub_send_result pub_send(struct publisher *p, const char *topic,
 {
 	rd_kafka_headers_t *hdrs;
 	rd_kafka_resp_err_t e;
+	/* table.fields.additional.placement's partition and
+	 * table.field.event.timestamp; by default the partitioner's and the
+	 * producer's clock. */
+	int32_t partition = h != NULL ? h->partition : RD_KAFKA_PARTITION_UA;
+	int64_t timestamp_ms = h != NULL ? h->timestamp_ms : 0;
 
 	warm_topic(p, topic);
-	hdrs = rd_kafka_headers_new(ROUTE_H_COUNT);
-	for (int i = 0; h != NULL && i < ROUTE_H_COUNT; i++)
-		if (h->value[i] != NULL)
+	hdrs = rd_kafka_headers_new(h != NULL ? h->n : 0);
+	for (size_t i = 0; h != NULL && i < h->n; i++)
+		if (h->value[i] != NULL || i >= ROUTE_H_COUNT)
 			rd_kafka_header_add(hdrs, h->name[i], -1, h->value[i],
 			                    (ssize_t)h->len[i]);
 	/* F_COPY: key and value live in the decoder's buffers, which are
 	 * reused for the next record. Headers are owned by librdkafka once
 	 * producev succeeds. */
 	e = rd_kafka_producev(p->rk, RD_KAFKA_V_TOPIC(topic),
+	                      RD_KAFKA_V_PARTITION(partition),
+	                      RD_KAFKA_V_TIMESTAMP(timestamp_ms),
 	                      RD_KAFKA_V_KEY(key, key_len),
 	                      RD_KAFKA_V_VALUE((void *)value, value_len),
 	                      RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),

@@ -319,6 +319,15 @@ enum handled handle_msg(struct relay *r, const struct repl_msg *m)
 		h = fail_stop(r, m, er.reason);
 		break;
 	case EV_SKIP:
+		if (er.invalid_op) {
+			r->ctr.n_invalid_ops++;
+			if (r->ss.env.op_invalid == SS_OP_ERROR)
+				log_error("%s (table.op.invalid.behavior = error)",
+				          er.reason);
+			else
+				log_warn("%s (table.op.invalid.behavior = warn)",
+				         er.reason);
+		}
 		break;
 	}
 	ev_record_clear(&er);

@@ -28,6 +28,7 @@ Suite *event_suite(void);
 Suite *slot_suite(void);
 Suite *publisher_suite(void);
 Suite *relay_suite(void);
+Suite *envelope_suite(void);
 
 int main(void)
 {
@@ -53,6 +54,7 @@ int main(void)
 	srunner_add_suite(sr, slot_suite());
 	srunner_add_suite(sr, publisher_suite());
 	srunner_add_suite(sr, relay_suite());
+	srunner_add_suite(sr, envelope_suite());
 
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);

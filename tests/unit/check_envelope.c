@@ -1,0 +1,644 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* check_envelope.c -- the Outbox Event Router's options (envelope.h,
+ * stream_spec.h) and Connect's converters byte for byte (wire.h).
+ *
+ * The expected bytes are what Debezium 3.6.1 with Kafka Connect's
+ * StringConverter / JsonConverter writes for the same row: read from
+ * JsonConverter (schema members in the order type, optional, name,
+ * version; the envelope {"schema","payload"}) and Jackson's escapes, and
+ * compared with records real Debezium wrote where tests/fixtures/debezium/
+ * has them (test_debezium_fixtures). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <check.h>
+
+#include "lib/config.h"
+#include "decode/envelope.h"
+#include "decode/event.h"
+#include "decode/route.h"
+#include "decode/stream_spec.h"
+#include "decode/wire.h"
+
+/* ------------------------------------------------------------- wire */
+
+static char *enc(enum wire_format f, enum wire_type t, bool optional,
+                 const char *text)
+{
+	struct wire_buf b = { 0 };
+	struct wire_col c = { t, optional };
+	char err[256];
+
+	ck_assert_int_eq(wire_encode(&b, f, &c, text, text ? strlen(text) : 0,
+	                             err, sizeof(err)), 0);
+	return b.p != NULL ? b.p : strdup("");
+}
+
+#define ENC_EQ(f, t, opt, text, want)                                         \
+	do {                                                                      \
+		char *got_ = enc(f, t, opt, text);                                    \
+		ck_assert_str_eq(got_, want);                                         \
+		free(got_);                                                           \
+	} while (0)
+
+START_TEST(test_wire_key)
+{
+	/* StringConverter: the text itself, which the caller sends. */
+	ENC_EQ(WIRE_STRING, WIRE_T_STRING, false, "o-1", "");
+	/* JsonConverter, schemas off: a quoted key, so murmur2 differs. */
+	ENC_EQ(WIRE_JSON, WIRE_T_STRING, false, "o-1", "\"o-1\"");
+	ENC_EQ(WIRE_JSON_SCHEMA, WIRE_T_STRING, false, "o-1",
+	       "{\"schema\":{\"type\":\"string\",\"optional\":false},"
+	       "\"payload\":\"o-1\"}");
+	ENC_EQ(WIRE_JSON_SCHEMA, WIRE_T_STRING, true, "o-1",
+	       "{\"schema\":{\"type\":\"string\",\"optional\":true},"
+	       "\"payload\":\"o-1\"}");
+	ENC_EQ(WIRE_JSON_SCHEMA, WIRE_T_UUID, false,
+	       "00000000-0000-4000-8000-000000000001",
+	       "{\"schema\":{\"type\":\"string\",\"optional\":false,"
+	       "\"name\":\"io.debezium.data.Uuid\",\"version\":1},"
+	       "\"payload\":\"00000000-0000-4000-8000-000000000001\"}");
+	/* A bigint key is a number. */
+	ENC_EQ(WIRE_JSON, WIRE_T_INT64, false, "-42", "-42");
+	ENC_EQ(WIRE_JSON_SCHEMA, WIRE_T_INT64, false, "42",
+	       "{\"schema\":{\"type\":\"int64\",\"optional\":false},"
+	       "\"payload\":42}");
+}
+END_TEST
+
+START_TEST(test_wire_value)
+{
+	const char *jsonb = "{\"note\": \"a\\nb \\\"q\\\" \xc3\xbc\", \"n\": 1}";
+
+	/* A jsonb column is a string in Connect (io.debezium.data.Json):
+	 * JsonConverter quotes its text. */
+	ENC_EQ(WIRE_JSON, WIRE_T_JSON, true, jsonb,
+	       "\"{\\\"note\\\": \\\"a\\\\nb \\\\\\\"q\\\\\\\" \xc3\xbc\\\", "
+	       "\\\"n\\\": 1}\"");
+	ENC_EQ(WIRE_JSON_SCHEMA, WIRE_T_JSON, true, "{\"a\": 1}",
+	       "{\"schema\":{\"type\":\"string\",\"optional\":true,"
+	       "\"name\":\"io.debezium.data.Json\",\"version\":1},"
+	       "\"payload\":\"{\\\"a\\\": 1}\"}");
+	ENC_EQ(WIRE_JSON_SCHEMA, WIRE_T_JSON, false, "[]",
+	       "{\"schema\":{\"type\":\"string\",\"optional\":false,"
+	       "\"name\":\"io.debezium.data.Json\",\"version\":1},"
+	       "\"payload\":\"[]\"}");
+	/* A text payload: a plain string schema. */
+	ENC_EQ(WIRE_JSON_SCHEMA, WIRE_T_STRING, true, "{\"a\":1}",
+	       "{\"schema\":{\"type\":\"string\",\"optional\":true},"
+	       "\"payload\":\"{\\\"a\\\":1}\"}");
+	/* NULL where optional: null; where not: refused. */
+	ENC_EQ(WIRE_JSON_SCHEMA, WIRE_T_JSON, true, NULL,
+	       "{\"schema\":{\"type\":\"string\",\"optional\":true,"
+	       "\"name\":\"io.debezium.data.Json\",\"version\":1},"
+	       "\"payload\":null}");
+	{
+		struct wire_buf b = { 0 };
+		struct wire_col c = { WIRE_T_JSON, false };
+		char err[256];
+		ck_assert_int_eq(wire_encode(&b, WIRE_JSON, &c, NULL, 0, err,
+		                             sizeof(err)), -1);
+		ck_assert_ptr_nonnull(strstr(err, "NOT NULL"));
+		c.type = WIRE_T_INT32;
+		ck_assert_int_eq(wire_encode(&b, WIRE_JSON, &c, "1x", 2, err,
+		                             sizeof(err)), -1);
+		free(b.p);
+	}
+}
+END_TEST
+
+/* Jackson's default escapes: the two quotes, five short forms, other
+ * control bytes as \u00XX in upper case; '/', DEL and UTF-8 as is. */
+START_TEST(test_wire_jackson_escapes)
+{
+	const char in[] = "\"\\\b\t\n\f\r\x01\x1f/\x7f\xe2\x80\xa8\xf0\x9f\x98\x80";
+	struct wire_buf b = { 0 };
+
+	wire_json_string(&b, in, sizeof(in) - 1);
+	ck_assert_str_eq(b.p, "\"\\\"\\\\\\b\\t\\n\\f\\r\\u0001\\u001F/\x7f"
+	                      "\xe2\x80\xa8\xf0\x9f\x98\x80\"");
+	free(b.p);
+}
+END_TEST
+
+START_TEST(test_wire_types)
+{
+	ck_assert_int_eq(wire_type_of("jsonb", 5), WIRE_T_JSON);
+	ck_assert_int_eq(wire_type_of("json", 4), WIRE_T_JSON);
+	ck_assert_int_eq(wire_type_of("uuid", 4), WIRE_T_UUID);
+	ck_assert_int_eq(wire_type_of("bigint", 6), WIRE_T_INT64);
+	ck_assert_int_eq(wire_type_of("character varying(64)", 21),
+	                 WIRE_T_STRING);
+	ck_assert_int_eq(wire_type_of("text", 4), WIRE_T_STRING);
+}
+END_TEST
+
+/* ------------------------------------------------------------ regex */
+
+static int topic_of(const char *java, const char *value, char *out,
+                    size_t outlen)
+{
+	struct route_regex rx;
+	char err[256];
+	int n;
+
+	ck_assert_msg(route_regex_compile(&rx, java, err, sizeof(err)) == 0,
+	              "%s", err);
+	n = route_topic_rx(&rx, "outbox.event.${routedByValue}", value,
+	                   strlen(value), out, outlen, err, sizeof(err));
+	route_regex_free(&rx);
+	return n;
+}
+
+START_TEST(test_regex_routes)
+{
+	char t[256];
+
+	ck_assert_int_gt(topic_of("(?<routedByValue>.*)", "Order", t, sizeof(t)),
+	                 0);
+	ck_assert_str_eq(t, "outbox.event.Order");
+	/* A named group inside more: the group, not the whole value. */
+	ck_assert_int_gt(topic_of("(?<routedByValue>[a-z]+)_v[0-9]+",
+	                          "order_v2", t, sizeof(t)), 0);
+	ck_assert_str_eq(t, "outbox.event.order");
+	ck_assert_int_gt(topic_of("(x|y)-(?<routedByValue>[a-z]+)", "y-cart", t,
+	                          sizeof(t)), 0);
+	ck_assert_str_eq(t, "outbox.event.cart");
+	/* Java's matches(): the whole value, not a part of it. */
+	ck_assert_int_gt(topic_of("(?<routedByValue>[a-z]+)", "abc1", t,
+	                          sizeof(t)), 0);
+	ck_assert_str_eq(t, "abc1");
+	/* No match: RegexRouter leaves the topic, which is the value. */
+	ck_assert_int_gt(topic_of("(?<routedByValue>[a-z]+)_v[0-9]+", "Order", t,
+	                          sizeof(t)), 0);
+	ck_assert_str_eq(t, "Order");
+}
+END_TEST
+
+START_TEST(test_regex_refused)
+{
+	static const char *const bad[][2] = {
+		{ "(?<routedByValue>\\d+)", "\\d" },
+		{ "(?i)(?<routedByValue>.*)", "(?i)" },
+		{ "(?<other>.*)", "(?<other>" },
+		{ "(?<routedByValue>.*?)", "lazy" },
+		{ "(?<routedByValue>.*+)", "possessive" },
+		{ "(?<routedByValue>a)\\1", "\\1" },
+		{ "(?<routedByValue>[)", "does not compile" },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct route_regex rx;
+		char err[256] = "";
+		ck_assert_int_eq(route_regex_compile(&rx, bad[i][0], err,
+		                                     sizeof(err)), -1);
+		ck_assert_msg(strstr(err, bad[i][1]) != NULL, "%s: %s", bad[i][0],
+		              err);
+	}
+}
+END_TEST
+
+/* ------------------------------------------------- the whole record */
+
+static struct relay_config cfg;
+static struct stream_spec ss;
+static struct ev_txn txn;
+
+static const char *const B_LINE =
+	"{\"action\":\"B\",\"xid\":731,\"timestamp\":\"2026-11-29 "
+	"20:33:23.499241+00\",\"lsn\":\"0/19652E0\",\"nextlsn\":\"0/1965310\"}";
+
+static void setup_cfg(void)
+{
+	cfg_init(&cfg);
+	memset(&ss, 0, sizeof(ss));
+}
+
+static void teardown_cfg(void)
+{
+	ss_free(&ss);
+	cfg_free(&cfg);
+}
+
+static void set(const char *k, const char *v)
+{
+	char err[256];
+
+	ck_assert_msg(cfg_set(&cfg, k, v, CFG_SRC_FLAG, "test", err,
+	                      sizeof(err)) == 0, "%s", err);
+}
+
+static void start(void)
+{
+	char err[512];
+	struct ev_record er;
+
+	ck_assert_msg(ss_check_config(&cfg, err, sizeof(err)) == 0, "%s", err);
+	ss_init(&ss, &cfg);
+	ev_txn_reset(&txn);
+	ev_next(&ss, B_LINE, strlen(B_LINE), &txn, &er);
+	ck_assert_int_eq(er.kind, EV_BEGIN);
+	ev_record_clear(&er);
+}
+
+/* An insert of public.outbox with the five columns and extra ones
+ * ("name":"type":value-json triples, already JSON). */
+static void insert(struct ev_record *er, const char *payload_json,
+                   const char *extra)
+{
+	char line[4096];
+
+	snprintf(line, sizeof(line),
+	         "{\"action\":\"I\",\"xid\":731,\"timestamp\":\"2026-11-29 "
+	         "20:33:23.499241+00\",\"lsn\":\"0/1964F00\",\"schema\":\"public\","
+	         "\"table\":\"outbox\",\"columns\":["
+	         "{\"name\":\"id\",\"type\":\"uuid\",\"value\":"
+	         "\"00000000-0000-4000-8000-000000000001\"},"
+	         "{\"name\":\"aggregate_type\",\"type\":\"text\",\"value\":\"Order\"},"
+	         "{\"name\":\"aggregate_id\",\"type\":\"text\",\"value\":\"o-1\"},"
+	         "{\"name\":\"event_type\",\"type\":\"text\",\"value\":"
+	         "\"OrderCreated\"},"
+	         "{\"name\":\"payload\",\"type\":\"jsonb\",\"value\":%s}%s]}",
+	         payload_json, extra);
+	ev_next(&ss, line, strlen(line), &txn, er);
+}
+
+static const char *header(const struct ev_event *ev, const char *name,
+                          size_t *len)
+{
+	for (size_t i = 0; i < ev->headers.n; i++)
+		if (strcmp(ev->headers.name[i], name) == 0) {
+			if (len != NULL)
+				*len = ev->headers.len[i];
+			return ev->headers.value[i] != NULL ? ev->headers.value[i]
+			                                    : "(null)";
+		}
+	return NULL;
+}
+
+static void bytes_eq(struct rec_str s, const char *want)
+{
+	ck_assert_msg(s.len == strlen(want) && memcmp(s.ptr, want, s.len) == 0,
+	              "got '%.*s', want '%s'", (int)s.len, s.ptr, want);
+}
+
+START_TEST(test_default_untouched)
+{
+	struct ev_record er;
+
+	start();
+	ck_assert(!ss.env.active);
+	insert(&er, "\"{\\\"a\\\": 1}\"", "");
+	ck_assert_int_eq(er.kind, EV_EVENT);
+	/* The text itself, borrowed from the record: no copy. */
+	ck_assert_ptr_eq(er.ev.value.ptr, er.rec.payload.ptr);
+	ck_assert_ptr_eq(er.ev.key.ptr, er.rec.key.ptr);
+	ck_assert_ptr_null(er.wire.p);
+	ck_assert_uint_eq(er.ev.headers.n, ROUTE_H_COUNT);
+	ck_assert_int_eq(er.ev.headers.partition, -1);
+	ck_assert_int_eq(er.ev.headers.timestamp_ms, 0);
+	ev_record_clear(&er);
+}
+END_TEST
+
+START_TEST(test_formats_through_event)
+{
+	struct ev_record er;
+
+	set("key.format", "json");
+	set("value.format", "json-schema");
+	start();
+	insert(&er, "\"{\\\"a\\\": 1}\"", "");
+	ck_assert_msg(er.kind == EV_EVENT, "%s", er.reason);
+	bytes_eq(er.ev.key, "\"o-1\"");
+	bytes_eq(er.ev.value, "{\"schema\":{\"type\":\"string\",\"optional\":"
+	                      "true,\"name\":\"io.debezium.data.Json\","
+	                      "\"version\":1},\"payload\":\"{\\\"a\\\": 1}\"}");
+	ck_assert_uint_eq(er.ev.bytes, er.ev.key.len + er.ev.value.len);
+	ev_record_clear(&er);
+}
+END_TEST
+
+START_TEST(test_timestamp_column)
+{
+	static const struct {
+		const char *type, *value;
+		int64_t ms; /* 0: poison */
+	} rows[] = {
+		{ "timestamp with time zone", "\"2026-11-29 20:33:23.498571+00\"",
+		  INT64_C(1795984403498) },
+		{ "timestamp with time zone", "\"2026-11-29 21:33:23.5+01\"",
+		  INT64_C(1795984403500) },
+		{ "timestamp without time zone", "\"2026-11-29 20:33:23.498571\"",
+		  INT64_C(1795984403498) },
+		{ "bigint", "1795984403498", INT64_C(1795984403498) },
+		{ "text", "\"yesterday\"", 0 },
+		{ "bigint", "-5", 0 },
+	};
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		struct ev_record er;
+		char extra[256];
+
+		setup_cfg();
+		set("table.field.event.timestamp", "created_at");
+		start();
+		snprintf(extra, sizeof(extra), ",{\"name\":\"created_at\",\"type\":"
+		         "\"%s\",\"value\":%s}", rows[i].type, rows[i].value);
+		insert(&er, "\"{}\"", extra);
+		if (rows[i].ms == 0) {
+			ck_assert_int_eq(er.kind, EV_POISON);
+			ck_assert_ptr_nonnull(strstr(er.reason, "created_at"));
+		} else {
+			ck_assert_msg(er.kind == EV_EVENT, "%s", er.reason);
+			ck_assert_int_eq(er.ev.headers.timestamp_ms, rows[i].ms);
+		}
+		ev_record_clear(&er);
+		teardown_cfg();
+	}
+	/* NULL: the default; no column: poison. */
+	{
+		struct ev_record er;
+		setup_cfg();
+		set("table.field.event.timestamp", "created_at");
+		start();
+		insert(&er, "\"{}\"", ",{\"name\":\"created_at\",\"type\":\"bigint\","
+		       "\"value\":null}");
+		ck_assert_int_eq(er.kind, EV_EVENT);
+		ck_assert_int_eq(er.ev.headers.timestamp_ms, 0);
+		ev_record_clear(&er);
+		insert(&er, "\"{}\"", "");
+		ck_assert_int_eq(er.kind, EV_POISON);
+		ck_assert_ptr_nonnull(strstr(er.reason, "not in the row"));
+		ev_record_clear(&er);
+		teardown_cfg();
+	}
+}
+END_TEST
+
+START_TEST(test_additional_placement)
+{
+	struct ev_record er;
+	const char *v;
+	size_t len;
+
+	set("table.fields.additional.placement",
+	    "tenant:header, event_type : header : eventType,part:partition,"
+	    "note:header");
+	start();
+	insert(&er, "\"{}\"",
+	       ",{\"name\":\"tenant\",\"type\":\"text\",\"value\":\"acme\"}"
+	       ",{\"name\":\"part\",\"type\":\"integer\",\"value\":3}"
+	       ",{\"name\":\"note\",\"type\":\"text\",\"value\":null}");
+	ck_assert_msg(er.kind == EV_EVENT, "%s", er.reason);
+	v = header(&er.ev, "tenant", &len);
+	ck_assert_ptr_nonnull(v);
+	ck_assert_str_eq(v, "acme");
+	v = header(&er.ev, "eventType", NULL);
+	ck_assert_ptr_nonnull(v);
+	ck_assert_str_eq(v, "OrderCreated");
+	/* NULL: a header with a null value, as Connect writes it. */
+	v = header(&er.ev, "note", NULL);
+	ck_assert_ptr_nonnull(v);
+	ck_assert_str_eq(v, "(null)");
+	ck_assert_int_eq(er.ev.headers.partition, 3);
+	/* The order of the list. */
+	ck_assert_str_eq(er.ev.headers.name[ROUTE_H_COUNT], "tenant");
+	ck_assert_str_eq(er.ev.headers.name[ROUTE_H_COUNT + 1], "eventType");
+	ev_record_clear(&er);
+	/* A column the row lacks, a partition that is none: poison. */
+	insert(&er, "\"{}\"", ",{\"name\":\"tenant\",\"type\":\"text\","
+	       "\"value\":\"acme\"},{\"name\":\"note\",\"type\":\"text\","
+	       "\"value\":\"x\"}");
+	ck_assert_int_eq(er.kind, EV_POISON);
+	ck_assert_ptr_nonnull(strstr(er.reason, "\"part\""));
+	ev_record_clear(&er);
+	insert(&er, "\"{}\"",
+	       ",{\"name\":\"tenant\",\"type\":\"text\",\"value\":\"acme\"}"
+	       ",{\"name\":\"part\",\"type\":\"integer\",\"value\":-1}"
+	       ",{\"name\":\"note\",\"type\":\"text\",\"value\":null}");
+	ck_assert_int_eq(er.kind, EV_POISON);
+	ck_assert_ptr_nonnull(strstr(er.reason, "not a partition number"));
+	ev_record_clear(&er);
+}
+END_TEST
+
+START_TEST(test_envelope_json)
+{
+	struct ev_record er;
+
+	set("table.fields.additional.placement", "event_type:envelope:type");
+	set("value.format", "json");
+	start();
+	insert(&er, "\"{\\\"a\\\": 1}\"", "");
+	ck_assert_msg(er.kind == EV_EVENT, "%s", er.reason);
+	bytes_eq(er.ev.value, "{\"payload\":\"{\\\"a\\\": 1}\",\"type\":"
+	                      "\"OrderCreated\"}");
+	ev_record_clear(&er);
+}
+END_TEST
+
+START_TEST(test_config_refusals)
+{
+	static const char *const bad[][3] = {
+		{ "table.fields.additional.placement", "x:envelope",
+		  "needs value.format = json" },
+		{ "table.fields.additional.placement", "x:body", "is not one of" },
+		{ "table.fields.additional.placement", "x", "is not column:" },
+		{ "route.topic.regex", "(?<routedByValue>\\d+)", "\\d" },
+		{ "route.topic.replacement", "a.$1", "only ${routedByValue}" },
+	};
+	char err[512];
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		setup_cfg();
+		set(bad[i][0], bad[i][1]);
+		ck_assert_int_eq(ss_check_config(&cfg, err, sizeof(err)), -1);
+		ck_assert_msg(strstr(err, bad[i][2]) != NULL, "%s", err);
+		teardown_cfg();
+	}
+	setup_cfg();
+	ck_assert_int_eq(cfg_set(&cfg, "key.format", "avro", CFG_SRC_FLAG, "t",
+	                         err, sizeof(err)), -1);
+	ck_assert_ptr_nonnull(strstr(err, "string, json, json-schema"));
+	ck_assert_int_eq(cfg_set(&cfg, "table.json.payload.null.behavior",
+	                         "optional_bytes", CFG_SRC_FLAG, "t", err,
+	                         sizeof(err)), -1);
+	ck_assert_ptr_nonnull(strstr(err, "table.expand.json.payload"));
+	ck_assert_int_eq(cfg_set(&cfg, "table.op.invalid.behavior", "skip",
+	                         CFG_SRC_FLAG, "t", err, sizeof(err)), -1);
+	teardown_cfg();
+}
+END_TEST
+
+START_TEST(test_tombstone)
+{
+	struct ev_record er;
+
+	/* Default: a NULL payload stops the relay, as before. */
+	start();
+	insert(&er, "null", "");
+	ck_assert_int_eq(er.kind, EV_POISON);
+	ev_record_clear(&er);
+	teardown_cfg();
+
+	setup_cfg();
+	set("route.tombstone.on.empty.payload", "true");
+	set("value.format", "json");
+	start();
+	insert(&er, "null", "");
+	ck_assert_msg(er.kind == EV_EVENT, "%s", er.reason);
+	ck_assert_ptr_null(er.ev.value.ptr);
+	ck_assert_uint_eq(er.ev.value.len, 0);
+	bytes_eq(er.ev.key, "o-1");
+	ev_record_clear(&er);
+}
+END_TEST
+
+START_TEST(test_trace_context)
+{
+	static const char tp[] =
+		"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+	struct ev_record er;
+	char extra[512];
+	const char *v;
+
+	start(); /* tracing.span.context.field defaults to tracingspancontext */
+	snprintf(extra, sizeof(extra), ",{\"name\":\"tracingspancontext\","
+	         "\"type\":\"text\",\"value\":\"#Thu Dec 04 10:00:00 UTC 2026\\n"
+	         "traceparent=%s\\ntracestate=rojo=00f067aa0ba902b7\\n\"}", tp);
+	insert(&er, "\"{}\"", extra);
+	ck_assert_msg(er.kind == EV_EVENT, "%s", er.reason);
+	{
+		size_t len = 0;
+		v = header(&er.ev, "traceparent", &len);
+		ck_assert_ptr_nonnull(v);
+		ck_assert_uint_eq(len, strlen(tp));
+		ck_assert_int_eq(memcmp(v, tp, len), 0);
+		v = header(&er.ev, "tracestate", &len);
+		ck_assert_ptr_nonnull(v);
+		ck_assert_uint_eq(len, 21);
+		ck_assert_int_eq(memcmp(v, "rojo=00f067aa0ba902b7", len), 0);
+	}
+	ev_record_clear(&er);
+	/* No column, or NULL: no header. */
+	insert(&er, "\"{}\"", "");
+	ck_assert_int_eq(er.kind, EV_EVENT);
+	ck_assert_ptr_null(header(&er.ev, "traceparent", NULL));
+	ev_record_clear(&er);
+	insert(&er, "\"{}\"", ",{\"name\":\"tracingspancontext\",\"type\":"
+	       "\"text\",\"value\":\"traceparent=00-zz-1-01\"}");
+	ck_assert_int_eq(er.kind, EV_POISON);
+	ck_assert_ptr_nonnull(strstr(er.reason, "traceparent"));
+	ev_record_clear(&er);
+}
+END_TEST
+
+START_TEST(test_cloudevents)
+{
+	struct ev_record er;
+
+	set("cloudevents.enabled", "true");
+	set("slot.name", "orders_slot");
+	start();
+	insert(&er, "\"{}\"", "");
+	ck_assert_msg(er.kind == EV_EVENT, "%s", er.reason);
+	ck_assert_str_eq(header(&er.ev, "ce_id", NULL),
+	                 "00000000-0000-4000-8000-000000000001");
+	ck_assert_str_eq(header(&er.ev, "ce_source", NULL),
+	                 "/outbox-relay/orders_slot");
+	ck_assert_str_eq(header(&er.ev, "ce_type", NULL), "OrderCreated");
+	ck_assert_str_eq(header(&er.ev, "ce_specversion", NULL), "1.0");
+	/* No timestamp column: the commit time. */
+	ck_assert_str_eq(header(&er.ev, "ce_time", NULL),
+	                 "2026-11-29T20:33:23.499241Z");
+	ck_assert_str_eq(header(&er.ev, "content-type", NULL),
+	                 "application/json");
+	ev_record_clear(&er);
+}
+END_TEST
+
+START_TEST(test_update_behavior)
+{
+	static const char u[] =
+		"{\"action\":\"U\",\"xid\":731,\"timestamp\":\"2026-11-29 "
+		"20:33:23.499241+00\",\"lsn\":\"0/1964F00\",\"schema\":\"public\","
+		"\"table\":\"outbox\",\"columns\":[]}";
+	struct ev_record er;
+	char *cmd;
+
+	start();
+	/* wal2json is asked for the updates it must judge. */
+	cmd = ss_start_command(&ss, "s");
+	ck_assert_ptr_nonnull(strstr(cmd, "\"actions\" 'insert,update'"));
+	free(cmd);
+	ev_next(&ss, u, strlen(u), &txn, &er);
+	ck_assert_int_eq(er.kind, EV_SKIP);
+	ck_assert(er.invalid_op);
+	ck_assert_ptr_nonnull(strstr(er.reason, "UPDATE"));
+	ck_assert_ptr_nonnull(strstr(er.reason, "public.outbox"));
+	ck_assert_ptr_nonnull(strstr(er.reason, "LSN 0/1964F00"));
+	ev_record_clear(&er);
+	teardown_cfg();
+
+	setup_cfg();
+	set("table.op.invalid.behavior", "fatal");
+	start();
+	ev_next(&ss, u, strlen(u), &txn, &er);
+	ck_assert_int_eq(er.kind, EV_POISON);
+	ck_assert_ptr_nonnull(strstr(er.reason, "fatal"));
+	ev_record_clear(&er);
+}
+END_TEST
+
+START_TEST(test_parse_time)
+{
+	int64_t ms;
+
+	ck_assert_int_eq(envelope_parse_time("1970-01-01 00:00:01.0015+00", 27,
+	                                     &ms), 0);
+	ck_assert_int_eq(ms, 1001);
+	ck_assert_int_eq(envelope_parse_time("12345", 5, &ms), 0);
+	ck_assert_int_eq(ms, 12345);
+	ck_assert_int_eq(envelope_parse_time("", 0, &ms), -1);
+	ck_assert_int_eq(envelope_parse_time("2026-13-01 00:00:00", 19, &ms),
+	                 -1);
+	{
+		char buf[40];
+		envelope_rfc3339(INT64_C(1795984403499241), buf, sizeof(buf));
+		ck_assert_str_eq(buf, "2026-11-29T20:33:23.499241Z");
+		envelope_rfc3339(0, buf, sizeof(buf));
+		ck_assert_str_eq(buf, "1970-01-01T00:00:00.000000Z");
+	}
+}
+END_TEST
+
+Suite *envelope_suite(void)
+{
+	Suite *s = suite_create("envelope");
+	TCase *w = tcase_create("wire");
+	TCase *r = tcase_create("regex");
+	TCase *e = tcase_create("event");
+
+	tcase_add_test(w, test_wire_key);
+	tcase_add_test(w, test_wire_value);
+	tcase_add_test(w, test_wire_jackson_escapes);
+	tcase_add_test(w, test_wire_types);
+	tcase_add_test(w, test_parse_time);
+	suite_add_tcase(s, w);
+	tcase_add_test(r, test_regex_routes);
+	tcase_add_test(r, test_regex_refused);
+	suite_add_tcase(s, r);
+	tcase_add_checked_fixture(e, setup_cfg, teardown_cfg);
+	tcase_add_test(e, test_default_untouched);
+	tcase_add_test(e, test_formats_through_event);
+	tcase_add_test(e, test_timestamp_column);
+	tcase_add_test(e, test_additional_placement);
+	tcase_add_test(e, test_envelope_json);
+	tcase_add_test(e, test_config_refusals);
+	tcase_add_test(e, test_tombstone);
+	tcase_add_test(e, test_trace_context);
+	tcase_add_test(e, test_cloudevents);
+	tcase_add_test(e, test_update_behavior);
+	suite_add_tcase(s, e);
+	return s;
+}

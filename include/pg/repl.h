@@ -49,6 +49,10 @@ struct repl_stream {
 	int64_t timeout_ms;       /* bound of each statement at the start */
 	bool in_copy;             /* START_REPLICATION succeeded */
 	bool slot_missing;        /* the start failed: no such slot */
+	bool table_known;         /* the outbox is one table, read at the
+	                           * start: notnull below holds */
+	bool notnull[REC_NCOLS];  /* its columns' NOT NULL, enum rec_col
+	                           * order (json-schema's optional flags) */
 };
 
 /* Frame read from the stream. Valid until the next repl_read(). */

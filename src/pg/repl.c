@@ -105,8 +105,11 @@ static enum repl_err check_table(struct repl_stream *rs,
 	if (slot_table_check(PGC(rs), spec, deadline(rs), &t, &st, err,
 	                     errlen) < 0)
 		return REPL_ERR_TRANSIENT;
-	if (t.verdict == TABLE_OK)
+	if (t.verdict == TABLE_OK) {
+		rs->table_known = t.columns[0] != '\0'; /* one table */
+		memcpy(rs->notnull, t.notnull, sizeof(rs->notnull));
 		return REPL_OK;
+	}
 	slot_table_text(&t, err, errlen);
 	return REPL_ERR_CONFIG;
 }

@@ -422,7 +422,7 @@ int slot_table_check(PGconn *conn, const struct record_spec *spec,
 		goto out;
 	snprintf(sql, sizeof(sql),
 	         "SELECT a.attname, pg_catalog.format_type(a.atttypid, a.atttypmod), "
-	         "t.typname, c.relkind FROM pg_catalog.pg_attribute a "
+	         "t.typname, c.relkind, a.attnotnull FROM pg_catalog.pg_attribute a "
 	         "JOIN pg_catalog.pg_class c ON c.oid = a.attrelid "
 	         "JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace "
 	         "JOIN pg_catalog.pg_type t ON t.oid = a.atttypid "
@@ -466,6 +466,7 @@ int slot_table_check(PGconn *conn, const struct record_spec *spec,
 		if (i == REC_NCOLS - 1)
 			snprintf(t->payload_type, sizeof(t->payload_type), "%s",
 			         PQgetvalue(res, r, 2));
+		t->notnull[i] = PQgetvalue(res, r, 4)[0] == 't';
 		if (n < sizeof(t->columns))
 			n += (size_t)snprintf(t->columns + n, sizeof(t->columns) - n,
 			                      "%s%s %s", i ? ", " : "", cols[i],

@@ -121,6 +121,12 @@ void try_connect(struct relay *r)
 	switch (rc) {
 	case REPL_OK:
 		r->have_rs = true;
+		/* json-schema's optional flags follow the table's NOT NULL,
+		 * as Debezium's schema does (schema.*: the defaults). */
+		if (r->rs.table_known) {
+			r->ss.env.key_optional = !r->rs.notnull[REC_COL_KEY];
+			r->ss.env.payload_optional = !r->rs.notnull[REC_COL_PAYLOAD];
+		}
 		promotions = lsn_promotions(&r->lt);
 		history = repl_history(&r->rs, &history_len);
 		resume = session_open(r, &(struct lsn_server){

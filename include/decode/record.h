@@ -101,7 +101,6 @@ struct record {
 
 	void *root_;           /* owns the strings above; private */
 	char num_[4][32];      /* text of numeric id/key/type/route; private */
-	char xnum_[REC_MAX_EXTRA][32]; /* text of numeric extras; private */
 };
 
 /* Releases what rec borrows from. Safe on a zeroed or cleared record. */

@@ -58,6 +58,7 @@ struct ss_envelope {
 	size_t nadd;
 	int ts_slot;                    /* table.field.event.timestamp; -1 */
 	int trace_slot;                 /* tracing.span.context.field; -1 */
+	bool trace_dropped;             /* ss_drop_absent_trace() took it off */
 	bool cloudevents;
 	char *ce_source;                /* cloudevents.source, resolved */
 	bool key_optional;              /* json-schema: the key column may be
@@ -103,6 +104,15 @@ void ss_init(struct stream_spec *ss, const struct relay_config *cfg);
  * with the reason in err (exit 78). */
 int ss_check_config(const struct relay_config *cfg, char *err,
                     size_t errlen) RELAY_MUSTCHECK;
+
+/* The outbox table, read at a session start, lacks the trace context
+ * column (bit i of present: it has spec.col_extra[i]): the decoders stop
+ * looking for it, so that Debezium's default column name costs nothing
+ * where it does not exist. A column added later is seen from the next
+ * session on. */
+void ss_drop_absent_trace(struct stream_spec *ss, unsigned present);
+/* Before a session starts: look for the trace column again. */
+void ss_restore_trace(struct stream_spec *ss);
 
 /* Adds an extra column to read (record.h), or finds it; returns its
  * slot, -1 when REC_MAX_EXTRA are in use. */

@@ -53,6 +53,7 @@ struct repl_stream {
 	                           * start: notnull below holds */
 	bool notnull[REC_NCOLS];  /* its columns' NOT NULL, enum rec_col
 	                           * order (json-schema's optional flags) */
+	unsigned extra_present;   /* bit i: it has spec.col_extra[i] */
 };
 
 /* Frame read from the stream. Valid until the next repl_read(). */

@@ -56,7 +56,11 @@ static int dry_row(void *ctx, const struct cli_row *row)
 	json_object_set_new(j, "topic", cli_jstr(ev->topic));
 	json_object_set_new(j, "key", cli_jstrn(ev->key.ptr, ev->key.len));
 	json_object_set_new(j, "headers", hj);
-	json_object_set_new(j, "payload", cli_jstrn(ev->value.ptr, ev->value.len));
+	/* A tombstone (route.tombstone.on.empty.payload) has no value. */
+	json_object_set_new(j, "payload", ev->value.ptr != NULL
+	                                      ? cli_jstrn(ev->value.ptr,
+	                                                  ev->value.len)
+	                                      : json_null());
 	cli_json_out(j);
 	d->events++;
 	if (!d->txn_counted)

@@ -398,7 +398,7 @@ static int pgo_event(const struct pgo_state *st, struct pgo_ctx *c,
 
 	buf = xmalloc(need);
 	o = buf;
-	for (int k = 0; k < REC_NROLES; k++) {
+	for (int k = 0; k < REC_NCOLS + (int)st->spec->nextra; k++) {
 		struct rec_str *d = k < REC_NCOLS ? dst[k] : &rec->extra[k - REC_NCOLS];
 		if (txt[k] == NULL)
 			continue;
@@ -423,7 +423,8 @@ static int pgo_insert(const struct pgo_state *st, struct pgo_rd *r,
 	const struct pgo_rel *rel;
 	uint8_t action;
 
-	memset(vals, 0, sizeof(vals));
+	/* Only the roles the spec has: the rest is never read. */
+	memset(vals, 0, (REC_NCOLS + st->spec->nextra) * sizeof(vals[0]));
 	if (!st->in_txn)
 		return pgo_error(c, "no transaction is open (no Begin before it)");
 	if (pgo_find_rel(st, r, c, &rel) != 0 ||

@@ -317,10 +317,9 @@ int pgo_tuple(struct pgo_rd *r, const struct pgo_rel *rel, const char *which,
 			                 a->name, kind);
 		}
 		v.kind = (char)kind;
-		if (vals != NULL && a->roles != 0)
-			for (int k = 0; k < REC_NROLES; k++)
-				if (a->roles & (1u << k))
-					vals[k] = v;
+		if (vals != NULL)
+			for (unsigned m = a->roles; m != 0; m &= m - 1)
+				vals[__builtin_ctz(m)] = v;
 	}
 	return 0;
 }

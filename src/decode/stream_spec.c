@@ -193,10 +193,17 @@ static int ss_envelope_init(struct stream_spec *ss,
 		return -1;
 	if (cfg->field_timestamp[0] != '\0')
 		e->ts_slot = ss_extra_column(ss, cfg->field_timestamp);
-	if (cfg->tracing_span_context_field[0] != '\0')
-		e->trace_slot = ss_extra_column(ss, cfg->tracing_span_context_field);
 	if (ss_placements(ss, cfg->fields_additional_placement, err, errlen) < 0)
 		return -1;
+	/* Last: Debezium's default names a column most outbox tables lack,
+	 * and ss_drop_absent_trace() takes it back off then. */
+	if (cfg->tracing_span_context_field[0] != '\0' &&
+	    (e->trace_slot = ss_extra_column(ss,
+	                                     cfg->tracing_span_context_field)) < 0) {
+		errbuf_set(err, errlen, "too many extra columns (at most %d)",
+		           REC_MAX_EXTRA);
+		return -1;
+	}
 	for (size_t i = 0; i < e->nadd; i++)
 		envelope = envelope || e->add[i].place == SS_PLACE_ENVELOPE;
 	/* Debezium's value then is a Connect struct {payload, alias...}.
@@ -249,6 +256,34 @@ static int ss_envelope_init(struct stream_spec *ss,
 	                      e->key_format == WIRE_JSON ||
 	                      e->value_format == WIRE_JSON;
 	return 0;
+}
+
+void ss_drop_absent_trace(struct stream_spec *ss, unsigned present)
+{
+	struct ss_envelope *e = &ss->env;
+	int last = (int)ss->spec.nextra - 1;
+
+	if (e->trace_slot < 0 || e->trace_slot != last ||
+	    (present & (1u << last)) || e->ts_slot == last)
+		return;
+	for (size_t i = 0; i < e->nadd; i++)
+		if (e->add[i].slot == last)
+			return;
+	/* The name stays (cols[last]): ss_restore_trace() looks again at
+	 * the next session start. */
+	ss->spec.nextra--;
+	e->trace_slot = -1;
+	e->trace_dropped = true;
+}
+
+void ss_restore_trace(struct stream_spec *ss)
+{
+	struct ss_envelope *e = &ss->env;
+
+	if (!e->trace_dropped)
+		return;
+	e->trace_slot = (int)ss->spec.nextra++;
+	e->trace_dropped = false;
 }
 
 int ss_check_config(const struct relay_config *cfg, char *err, size_t errlen)
@@ -381,7 +416,7 @@ void ss_free(struct stream_spec *ss)
 	route_regex_free(&e->rx);
 	for (size_t i = 0; i < e->nadd; i++)
 		free(e->add[i].alias);
-	for (size_t i = 0; i < ss->spec.nextra; i++)
+	for (size_t i = 0; i < REC_MAX_EXTRA; i++)
 		free(e->cols[i]);
 	free(e->ce_source);
 	memset(e, 0, sizeof(*e));

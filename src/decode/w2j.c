@@ -311,11 +311,16 @@ static int w2j_extras(struct record *rec, json_t *cols,
 			continue;
 		}
 		if (json_is_integer(v)) {
-			int n = snprintf(rec->xnum_[x], sizeof(rec->xnum_[x]),
-			                 "%" JSON_INTEGER_FORMAT, json_integer_value(v));
-			rec->extra[x].ptr = rec->xnum_[x];
-			rec->extra[x].len = (size_t)n;
-			continue;
+			/* Its text, as a string the tree (which the record
+			 * owns) keeps. */
+			char num[32];
+			snprintf(num, sizeof(num), "%" JSON_INTEGER_FORMAT,
+			         json_integer_value(v));
+			v = json_string(num);
+			if (v == NULL || json_object_set_new(col, "value", v) != 0) {
+				w2j_error(err, errlen, c, "out of memory");
+				return -1;
+			}
 		}
 		if (!json_is_string(v)) {
 			w2j_error(err, errlen, c, "column \"%s\" must be a string, an "

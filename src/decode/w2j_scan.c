@@ -459,7 +459,8 @@ static size_t w2j_unescape_one(const char **p, char *out)
 
 /* Writes the unescaped string v and a NUL to out (room for v->len + 1
  * is enough: no escape gets longer). Returns the length. */
-static size_t w2j_unescape(const struct w2j_span *v, char *out)
+static inline __attribute__((always_inline)) size_t
+w2j_unescape(const struct w2j_span *v, char *out)
 {
 	const char *s = v->ptr, *e = v->ptr + v->len;
 	char *o = out;
@@ -546,7 +547,9 @@ static int w2j_fast_event(struct record *rec, const struct w2j_span *ts,
 			continue;
 		if (v->kind == 's')
 			need += v->len + 1;
-		else if (v->kind != 'i' && v->kind != 'n' && v->kind != 'b')
+		else if (v->kind == 'i')
+			need += 24; /* "-9223372036854775808" and its NUL */
+		else if (v->kind != 'n' && v->kind != 'b')
 			return 1;
 	}
 	/* Timestamps are short and plain; anything else is left to jansson. */
@@ -585,10 +588,10 @@ static int w2j_fast_event(struct record *rec, const struct w2j_span *ts,
 			d->len = w2j_unescape(v, o);
 			o += d->len + 1;
 		} else if (v->kind == 'i') {
-			int n = snprintf(rec->xnum_[x], sizeof(rec->xnum_[x]),
-			                 "%" JSON_INTEGER_FORMAT, (json_int_t)v->ival);
-			d->ptr = rec->xnum_[x];
+			int n = snprintf(o, 24, "%lld", v->ival);
+			d->ptr = o;
 			d->len = (size_t)n;
+			o += 24;
 		} else if (v->kind == 'b') {
 			d->ptr = v->ptr[0] == 't' ? "true" : "false";
 			d->len = strlen(d->ptr);
@@ -652,7 +655,7 @@ static int w2j_fast_i(const char *line, size_t len,
 	ours = w2j_span_eq(&schema, spec->schema, strlen(spec->schema)) &&
 	       (w2j_any_table(spec) ||
 	        w2j_span_eq(&table, spec->table, strlen(spec->table)));
-	memset(found, 0, sizeof(found));
+	memset(found, 0, (size_t)nwant * sizeof(found[0]));
 	for (k = REC_NCOLS; k < nwant; k++)
 		want[k] = spec->col_extra[k - REC_NCOLS];
 	for (k = 0; k < nwant; k++)

@@ -108,6 +108,7 @@ static enum repl_err check_table(struct repl_stream *rs,
 	if (t.verdict == TABLE_OK) {
 		rs->table_known = t.columns[0] != '\0'; /* one table */
 		memcpy(rs->notnull, t.notnull, sizeof(rs->notnull));
+		rs->extra_present = t.extra_present;
 		return REPL_OK;
 	}
 	slot_table_text(&t, err, errlen);

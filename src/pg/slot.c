@@ -472,6 +472,10 @@ int slot_table_check(PGconn *conn, const struct record_spec *spec,
 			                      "%s%s %s", i ? ", " : "", cols[i],
 			                      PQgetvalue(res, r, 1));
 	}
+	for (size_t x = 0; x < spec->nextra; x++)
+		for (int r = 0; r < PQntuples(res); r++)
+			if (strcmp(PQgetvalue(res, r, 0), spec->col_extra[x]) == 0)
+				t->extra_present |= 1u << x;
 	t->verdict = TABLE_OK;
 done:
 	PQclear(res);

@@ -116,6 +116,7 @@ void try_connect(struct relay *r)
 	/* The server describes every relation again in each session, and
 	 * one cached from the last may have changed since. */
 	pgo_reset(&r->pgo);
+	ss_restore_trace(&r->ss);
 	rc = repl_start(&r->rs, r->cfg->pg_conninfo, r->cfg->slot_name, &r->ss,
 	                r->cfg->pg_receive_timeout_ms, err, sizeof(err));
 	switch (rc) {
@@ -126,6 +127,7 @@ void try_connect(struct relay *r)
 		if (r->rs.table_known) {
 			r->ss.env.key_optional = !r->rs.notnull[REC_COL_KEY];
 			r->ss.env.payload_optional = !r->rs.notnull[REC_COL_PAYLOAD];
+			ss_drop_absent_trace(&r->ss, r->rs.extra_present);
 		}
 		promotions = lsn_promotions(&r->lt);
 		history = repl_history(&r->rs, &history_len);

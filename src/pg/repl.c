@@ -389,6 +389,14 @@ uint64_t repl_wal_end(const struct repl_stream *rs)
 	return rs->system_lsn;
 }
 
+bool repl_table(const struct repl_stream *rs, const bool **notnull,
+                unsigned *extra_present)
+{
+	*notnull = rs->notnull;
+	*extra_present = rs->extra_present;
+	return rs->table_known;
+}
+
 const struct slot_row *repl_slot(const struct repl_stream *rs)
 {
 	return &rs->slot;

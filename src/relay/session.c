@@ -110,6 +110,8 @@ void try_connect(struct relay *r)
 	enum lsn_resume resume;
 	enum repl_err rc;
 	char err[1024];
+	const bool *notnull;
+	unsigned present;
 
 	if (!kafka_open(r))
 		return;
@@ -124,10 +126,10 @@ void try_connect(struct relay *r)
 		r->have_rs = true;
 		/* json-schema's optional flags follow the table's NOT NULL,
 		 * as Debezium's schema does (schema.*: the defaults). */
-		if (r->rs.table_known) {
-			r->ss.env.key_optional = !r->rs.notnull[REC_COL_KEY];
-			r->ss.env.payload_optional = !r->rs.notnull[REC_COL_PAYLOAD];
-			ss_drop_absent_trace(&r->ss, r->rs.extra_present);
+		if (repl_table(&r->rs, &notnull, &present)) {
+			r->ss.env.key_optional = !notnull[REC_COL_KEY];
+			r->ss.env.payload_optional = !notnull[REC_COL_PAYLOAD];
+			ss_drop_absent_trace(&r->ss, present);
 		}
 		promotions = lsn_promotions(&r->lt);
 		history = repl_history(&r->rs, &history_len);

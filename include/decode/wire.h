@@ -64,9 +64,10 @@ int wire_encode(struct wire_buf *b, enum wire_format f,
                 const struct wire_col *c, const char *text, size_t len,
                 char *err, size_t errlen) RELAY_MUSTCHECK;
 
-/* Appends s as a JSON string, escaped as Jackson writes it ('"', '\\',
- * \b \t \n \f \r, other control bytes as \u00XX in upper case hex,
- * everything else, UTF-8 and '/' included, as is). */
+/* Appends s as a JSON string, escaped as Kafka's JsonConverter (Jackson)
+ * writes it: '"', '\\', \b \t \n \f \r, other control bytes as \u00XX,
+ * a character beyond the BMP as its two UTF-16 surrogates (\uD83D\uDE00),
+ * hex in upper case; the rest, '/' and BMP UTF-8 included, as is. */
 void wire_json_string(struct wire_buf *b, const char *s, size_t len);
 
 /* Appends the Connect schema of c as JsonConverter writes it:

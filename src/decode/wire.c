@@ -109,6 +109,25 @@ void wire_json_string(struct wire_buf *b, const char *s, size_t len)
 		unsigned char ch = (unsigned char)s[i];
 		char esc = 0;
 
+		if (ch >= 0xf0 && i + 3 < len) {
+			/* A character beyond the BMP: Java holds it as two
+			 * UTF-16 surrogates, and Jackson escapes each. */
+			uint32_t u = (uint32_t)(ch & 0x07) << 18 |
+			             (uint32_t)(s[i + 1] & 0x3f) << 12 |
+			             (uint32_t)(s[i + 2] & 0x3f) << 6 |
+			             (uint32_t)(s[i + 3] & 0x3f);
+			unsigned hi = 0xd800 + ((u - 0x10000) >> 10);
+			unsigned lo = 0xdc00 + ((u - 0x10000) & 0x3ff);
+			char e[12] = { '\\', 'u', hex[hi >> 12], hex[hi >> 8 & 15],
+				           hex[hi >> 4 & 15], hex[hi & 15], '\\', 'u',
+				           hex[lo >> 12], hex[lo >> 8 & 15], hex[lo >> 4 & 15],
+				           hex[lo & 15] };
+			wire_put(b, s + run, i - run);
+			wire_put(b, e, sizeof(e));
+			i += 3;
+			run = i + 1;
+			continue;
+		}
 		if (ch >= 0x20 && ch != '"' && ch != '\\')
 			continue;
 		/* The plain bytes before this one, then its escape. */

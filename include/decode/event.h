@@ -37,6 +37,8 @@ struct ev_txn {
 	int64_t xid;            /* the latest B's; -1 before the first */
 	uint64_t commit_lsn;    /* its commit end (B's nextlsn); 0 for
 	                         * pgoutput, whose Begin does not carry it */
+	int64_t commit_ts_us;   /* its commit time (the B's), epoch µs; 0
+	                         * unknown */
 	uint64_t header_lsn;    /* what its events' pg_lsn header says: the
 	                         * commit end where B carries it (wal2json),
 	                         * else the commit LSN (pgoutput's final_lsn,

@@ -23,6 +23,7 @@ void ev_txn_reset(struct ev_txn *txn)
 	txn->xid = -1;
 	txn->commit_lsn = LSN_INVALID;
 	txn->header_lsn = LSN_INVALID;
+	txn->commit_ts_us = 0;
 }
 
 void ev_record_clear(struct ev_record *out)
@@ -105,6 +106,14 @@ static void event(const struct stream_spec *ss, const struct ev_txn *txn,
 	struct ev_event *ev = &out->ev;
 	char err[512];
 
+	/* An outbox_emit() message has no columns beyond the five: the
+	 * extra ones count as NULL (the default timestamp, no trace
+	 * context; config.c refuses placements with emitted events). */
+	if (emitted)
+		rec->extra_seen = (1u << ss->spec.nextra) - 1;
+	/* A message does not carry the commit time its Begin had. */
+	if (rec->commit_ts_us == 0)
+		rec->commit_ts_us = txn->commit_ts_us;
 	ev->id = rec->id;
 	ev->key = rec->key;
 	ev->value = rec->payload;
@@ -211,6 +220,7 @@ static void judge(const struct stream_spec *ss, const struct pgo_state *pgo,
 		txn->open = true;
 		txn->xid = out->rec.xid;
 		txn->commit_lsn = out->rec.nextlsn;
+		txn->commit_ts_us = out->rec.commit_ts_us;
 		/* pgoutput's Begin has no end (nextlsn 0): its events are
 		 * produced before the Commit brings it, so they carry the
 		 * commit LSN, which the Begin has. */

@@ -204,6 +204,12 @@ static int ss_envelope_init(struct stream_spec *ss,
 		           REC_MAX_EXTRA);
 		return -1;
 	}
+	if (e->nadd > 0 && cfg->outbox_emit_prefix[0] != '\0') {
+		errbuf_set(err, errlen, "table.fields.additional.placement reads "
+		           "columns of the outbox row, which outbox_emit() events "
+		           "(outbox.emit.prefix) do not have: set one of the two");
+		return -1;
+	}
 	for (size_t i = 0; i < e->nadd; i++)
 		envelope = envelope || e->add[i].place == SS_PLACE_ENVELOPE;
 	/* Debezium's value then is a Connect struct {payload, alias...}.

@@ -464,6 +464,12 @@ START_TEST(test_config_refusals)
 		teardown_cfg();
 	}
 	setup_cfg();
+	set("outbox.emit.prefix", "outbox");
+	set("table.fields.additional.placement", "tenant:header");
+	ck_assert_int_eq(ss_check_config(&cfg, err, sizeof(err)), -1);
+	ck_assert_ptr_nonnull(strstr(err, "outbox_emit()"));
+	teardown_cfg();
+	setup_cfg();
 	ck_assert_int_eq(cfg_set(&cfg, "key.format", "avro", CFG_SRC_FLAG, "t",
 	                         err, sizeof(err)), -1);
 	ck_assert_ptr_nonnull(strstr(err, "string, json, json-schema"));
@@ -560,6 +566,32 @@ START_TEST(test_cloudevents)
 	                 "2026-11-29T20:33:23.499241Z");
 	ck_assert_str_eq(header(&er.ev, "content-type", NULL),
 	                 "application/json");
+	ev_record_clear(&er);
+}
+END_TEST
+
+
+/* An outbox_emit() event has no extra columns: the timestamp column
+ * counts as NULL (the default), not as missing. */
+START_TEST(test_emit_with_timestamp)
+{
+	static const char m[] =
+		"{\"action\":\"M\",\"xid\":731,\"timestamp\":\"2026-11-29 "
+		"20:33:23.499241+00\",\"lsn\":\"0/1964F00\",\"transactional\":true,"
+		"\"prefix\":\"outbox\",\"content\":\"{\\\"id\\\":\\\"e-1\\\","
+		"\\\"aggregate_id\\\":\\\"o-1\\\",\\\"aggregate_type\\\":\\\"Order\\\","
+		"\\\"event_type\\\":\\\"X\\\",\\\"payload\\\":{}}\"}";
+	struct ev_record er;
+
+	set("outbox.emit.prefix", "outbox");
+	set("table.field.event.timestamp", "created_at");
+	set("cloudevents.enabled", "true");
+	start();
+	ev_next(&ss, m, strlen(m), &txn, &er);
+	ck_assert_msg(er.kind == EV_EVENT, "%s", er.reason);
+	ck_assert_int_eq(er.ev.headers.timestamp_ms, 0);
+	ck_assert_str_eq(header(&er.ev, "ce_time", NULL),
+	                 "2026-11-29T20:33:23.499241Z");
 	ev_record_clear(&er);
 }
 END_TEST
@@ -936,6 +968,7 @@ Suite *envelope_suite(void)
 	tcase_add_test(e, test_trace_context);
 	tcase_add_test(e, test_cloudevents);
 	tcase_add_test(e, test_update_behavior);
+	tcase_add_test(e, test_emit_with_timestamp);
 	tcase_add_test(e, test_debezium_fixtures);
 	suite_add_tcase(s, e);
 	return s;

@@ -30,30 +30,64 @@ enum route_header {
 	ROUTE_H_COUNT
 };
 
-/* Room for the headers options add after the fixed five (CloudEvents,
- * trace context, table.fields.additional.placement). */
-#define ROUTE_H_MAX (ROUTE_H_COUNT + 16)
+/* The headers options add after the fixed five (CloudEvents, trace
+ * context, table.fields.additional.placement), in one block allocated
+ * on the first: an event without them carries no more than before. */
+#define ROUTE_H_MORE 16
+
+struct route_more {
+	size_t n;
+	const char *name[ROUTE_H_MORE];
+	const char *value[ROUTE_H_MORE]; /* NULL: a header with a null value,
+	                                  * as Connect writes a NULL column */
+	size_t len[ROUTE_H_MORE];
+	char time_buf[40];      /* ce_time */
+};
 
 /* What goes with a record besides topic, key and value: its headers,
  * partition and timestamp. */
 struct route_headers {
-	const char *name[ROUTE_H_MAX];
-	/* The fixed five: NULL omits the header. Past them (added by
-	 * route_header_add()): NULL is a header with a null value, as
-	 * Connect writes a NULL column. */
-	const char *value[ROUTE_H_MAX];
-	size_t len[ROUTE_H_MAX];
-	size_t n;               /* headers in use, ROUTE_H_COUNT at least */
+	const char *name[ROUTE_H_COUNT];
+	const char *value[ROUTE_H_COUNT]; /* NULL: header omitted */
+	size_t len[ROUTE_H_COUNT];
 	int32_t partition;      /* -1: the partitioner picks it */
 	int64_t timestamp_ms;   /* 0: the producer's clock */
+	struct route_more *more; /* owned; NULL: none (route_headers_free) */
 	char lsn_buf[24];
 	char xid_buf[24];
-	char time_buf[40];      /* ce_time */
 };
 
-/* Appends one header; false when ROUTE_H_MAX are in use. */
+/* The added headers' block, allocated on first use. */
+struct route_more *route_more(struct route_headers *h);
+
+/* Appends one header; false when ROUTE_H_MORE are in use. */
 bool route_header_add(struct route_headers *h, const char *name,
                       const char *value, size_t len) RELAY_MUSTCHECK;
+
+void route_headers_free(struct route_headers *h);
+
+/* Every header, the fixed five first: header i of route_header_count()
+ * as name, value (NULL: omitted for the fixed five, a null value for
+ * the added ones) and length. */
+static inline size_t route_header_count(const struct route_headers *h)
+{
+	return ROUTE_H_COUNT + (h->more != NULL ? h->more->n : 0);
+}
+
+static inline void route_header_at(const struct route_headers *h, size_t i,
+                                   const char **name, const char **value,
+                                   size_t *len)
+{
+	if (i < ROUTE_H_COUNT) {
+		*name = h->name[i];
+		*value = h->value[i];
+		*len = h->len[i];
+	} else {
+		*name = h->more->name[i - ROUTE_H_COUNT];
+		*value = h->more->value[i - ROUTE_H_COUNT];
+		*len = h->more->len[i - ROUTE_H_COUNT];
+	}
+}
 
 /* route.topic.regex: Debezium hands the route.by.field value to Connect's
  * RegexRouter, which replaces the topic only when the (Java) regex

@@ -63,13 +63,15 @@ static int skip_produce(struct skip *k, const struct cli_row *row,
 	 * carries this same LSN. */
 	snprintf(lsn, sizeof(lsn), LSN_FMT, LSN_ARGS(k->commit_end));
 	if (ev != NULL) {
-		for (size_t i = 0; i < ev->headers.n; i++)
+		for (size_t i = 0; i < route_header_count(&ev->headers); i++) {
+			const char *name, *value;
+			size_t len;
+			route_header_at(&ev->headers, i, &name, &value, &len);
 			if (i == ROUTE_H_PG_LSN)
-				rd_kafka_header_add(hdrs, ev->headers.name[i], -1, lsn, -1);
-			else if (ev->headers.value[i] != NULL)
-				rd_kafka_header_add(hdrs, ev->headers.name[i], -1,
-				                    ev->headers.value[i],
-				                    (ssize_t)ev->headers.len[i]);
+				rd_kafka_header_add(hdrs, name, -1, lsn, -1);
+			else if (value != NULL)
+				rd_kafka_header_add(hdrs, name, -1, value, (ssize_t)len);
+		}
 	} else {
 		snprintf(xid, sizeof(xid), "%lld", (long long)row->raw->xid);
 		rd_kafka_header_add(hdrs, "id", -1, id, -1);

@@ -297,8 +297,9 @@ static int env_cloudevents(const struct stream_spec *ss,
 	     route_header_add(h, "ce_type", rec->type.ptr, rec->type.len) &&
 	     route_header_add(h, "ce_specversion", "1.0", 3);
 	if (ok && us != 0) {
-		size_t n = envelope_rfc3339(us, h->time_buf, sizeof(h->time_buf));
-		ok = route_header_add(h, "ce_time", h->time_buf, n);
+		char *buf = route_more(h)->time_buf;
+		size_t n = envelope_rfc3339(us, buf, sizeof(h->more->time_buf));
+		ok = route_header_add(h, "ce_time", buf, n);
 	}
 	/* Binary mode: the datacontenttype is the content-type header;
 	 * the value is JSON whatever the format. A tombstone has none. */

@@ -29,7 +29,11 @@ void ev_txn_reset(struct ev_txn *txn)
 void ev_record_clear(struct ev_record *out)
 {
 	record_clear(&out->rec);
-	free(out->wire.p);
+	/* Only the options allocate these: no call on the default path. */
+	if (out->wire.p != NULL)
+		free(out->wire.p);
+	if (out->ev.headers.more != NULL)
+		route_headers_free(&out->ev.headers);
 	memset(out, 0, sizeof(*out));
 }
 
@@ -133,9 +137,12 @@ static void event(const struct stream_spec *ss, const struct ev_txn *txn,
 		       "off?)", emitted ? "outbox message" : "insert record");
 		return;
 	}
-	if (route_topic_rx(&ss->env.rx, ss->topic_template, rec->route.ptr,
-	                   rec->route.len, ev->topic, sizeof(ev->topic), err,
-	                   sizeof(err)) < 0) {
+	if ((ss->env.rx.identity
+	         ? route_topic(ss->topic_template, rec->route.ptr, rec->route.len,
+	                       ev->topic, sizeof(ev->topic), err, sizeof(err))
+	         : route_topic_rx(&ss->env.rx, ss->topic_template, rec->route.ptr,
+	                          rec->route.len, ev->topic, sizeof(ev->topic), err,
+	                          sizeof(err))) < 0) {
 		ev->topic[0] = '\0';
 		poison(out, "event id %s: %s", rec->id.ptr, err);
 		return;

@@ -110,16 +110,31 @@ int route_topic(const char *tmpl, const char *value, size_t value_len,
 	return (int)n;
 }
 
+struct route_more *route_more(struct route_headers *h)
+{
+	if (h->more == NULL)
+		h->more = xcalloc(1, sizeof(*h->more));
+	return h->more;
+}
+
 bool route_header_add(struct route_headers *h, const char *name,
                       const char *value, size_t len)
 {
-	if (h->n >= ROUTE_H_MAX)
+	struct route_more *m = route_more(h);
+
+	if (m->n >= ROUTE_H_MORE)
 		return false;
-	h->name[h->n] = name;
-	h->value[h->n] = value;
-	h->len[h->n] = value != NULL ? len : 0;
-	h->n++;
+	m->name[m->n] = name;
+	m->value[m->n] = value;
+	m->len[m->n] = value != NULL ? len : 0;
+	m->n++;
 	return true;
+}
+
+void route_headers_free(struct route_headers *h)
+{
+	free(h->more);
+	h->more = NULL;
 }
 
 #define ROUTE_DEFAULT_REGEX "(?<routedByValue>.*)"
@@ -263,9 +278,9 @@ void route_headers(struct route_headers *h, const struct record *rec,
 		h->value[i] = NULL;
 		h->len[i] = 0;
 	}
-	h->n = ROUTE_H_COUNT;
 	h->partition = -1;
 	h->timestamp_ms = 0;
+	h->more = NULL;
 
 	h->value[ROUTE_H_ID] = rec->id.ptr;
 	h->len[ROUTE_H_ID] = rec->id.len;

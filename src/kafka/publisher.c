@@ -508,11 +508,14 @@ enum pub_send_result pub_send(struct publisher *p, const char *topic,
 	int64_t timestamp_ms = h != NULL ? h->timestamp_ms : 0;
 
 	warm_topic(p, topic);
-	hdrs = rd_kafka_headers_new(h != NULL ? h->n : 0);
-	for (size_t i = 0; h != NULL && i < h->n; i++)
-		if (h->value[i] != NULL || i >= ROUTE_H_COUNT)
-			rd_kafka_header_add(hdrs, h->name[i], -1, h->value[i],
-			                    (ssize_t)h->len[i]);
+	hdrs = rd_kafka_headers_new(h != NULL ? route_header_count(h) : 0);
+	for (size_t i = 0; h != NULL && i < route_header_count(h); i++) {
+		const char *hn, *hv;
+		size_t hl;
+		route_header_at(h, i, &hn, &hv, &hl);
+		if (hv != NULL || i >= ROUTE_H_COUNT)
+			rd_kafka_header_add(hdrs, hn, -1, hv, (ssize_t)hl);
+	}
 	/* F_COPY: key and value live in the decoder's buffers, which are
 	 * reused for the next record. Headers are owned by librdkafka once
 	 * producev succeeds. */

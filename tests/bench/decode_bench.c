@@ -7,6 +7,10 @@
  *                                           jansson when it declines)
  *   decode-bench w2j-slow FILE.jsonl [ROUNDS]  w2j_decode_slow(): jansson
  *                                           on every line
+ *   decode-bench w2j-ev FILE.jsonl [ROUNDS]  ev_next(): the decoder and the
+ *                                           per-record policy (topic,
+ *                                           headers, the record's shape),
+ *                                           as the relay reads a record
  *
  * FILE.pgo holds "LSN XID HEX" lines (pg_logical_slot_peek_binary_changes(),
  * as in tests/fixtures/pgoutput/); FILE.jsonl one wal2json record a line.
@@ -30,6 +34,7 @@
 
 #include "lib/common.h"
 #include "lib/config.h"
+#include "decode/event.h"
 #include "decode/pgo.h"
 #include "decode/stream_spec.h"
 #include "decode/w2j.h"
@@ -39,7 +44,7 @@ int w2j_decode_slow(const char *line, size_t len,
                     const struct record_spec *spec, struct record *rec,
                     char *err, size_t errlen);
 
-enum bench_mode { BENCH_PGO, BENCH_W2J, BENCH_W2J_SLOW };
+enum bench_mode { BENCH_PGO, BENCH_W2J, BENCH_W2J_SLOW, BENCH_W2J_EV };
 
 struct bench_rec {
 	uint64_t lsn;          /* pgo: the frame's dataStart */
@@ -148,23 +153,39 @@ struct bench_counts {
 /* The measured part: ROUNDS passes over in. Not inlined, so that
  * callgrind's --toggle-collect can name it. */
 static const struct record_spec *spec = &outbox_spec;
+static struct stream_spec ss;
 
 __attribute__((noinline)) static int
 bench_run(enum bench_mode mode, const struct bench_input *in, long rounds,
           struct bench_counts *out)
 {
 	char err[512];
+	struct ev_txn txn;
 
 	for (long k = 0; k < rounds; k++) {
 		struct pgo_state st;
 
 		if (mode == BENCH_PGO)
 			pgo_init(&st, spec);
+		ev_txn_reset(&txn);
 		for (size_t i = 0; i < in->n; i++) {
 			const struct bench_rec *r = &in->r[i];
 			struct record rec;
 			int rc;
 
+			if (mode == BENCH_W2J_EV) {
+				struct ev_record er;
+				ev_next(&ss, (const char *)r->data, r->len, &txn, &er);
+				rc = er.kind == EV_POISON ? -1 : 0;
+				if (rc != 0)
+					snprintf(err, sizeof(err), "%.400s", er.reason);
+				out->records++;
+				out->events += er.kind == EV_EVENT;
+				ev_record_clear(&er);
+				if (rc != 0)
+					return -1;
+				continue;
+			}
 			if (mode == BENCH_PGO)
 				rc = pgo_decode(&st, r->data, r->len, r->lsn, &rec, err,
 				                sizeof(err));
@@ -193,7 +214,6 @@ bench_run(enum bench_mode mode, const struct bench_input *in, long rounds,
 int main(int argc, char **argv)
 {
 	static struct relay_config cfg;
-	static struct stream_spec ss;
 	struct bench_input in = { 0 };
 	struct bench_counts c = { 0, 0 };
 	enum bench_mode mode;
@@ -201,7 +221,7 @@ int main(int argc, char **argv)
 	int rc;
 
 	if (argc < 3 || argc > 4) {
-		fprintf(stderr, "usage: %s pgo|w2j|w2j-slow FILE [ROUNDS]\n",
+		fprintf(stderr, "usage: %s pgo|w2j|w2j-slow|w2j-ev FILE [ROUNDS]\n",
 		        argv[0]);
 		return 2;
 	}
@@ -211,6 +231,8 @@ int main(int argc, char **argv)
 		mode = BENCH_W2J;
 	else if (strcmp(argv[1], "w2j-slow") == 0)
 		mode = BENCH_W2J_SLOW;
+	else if (strcmp(argv[1], "w2j-ev") == 0)
+		mode = BENCH_W2J_EV;
 	else {
 		fprintf(stderr, "%s: unknown mode %s\n", argv[0], argv[1]);
 		return 2;

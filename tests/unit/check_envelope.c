@@ -273,14 +273,26 @@ static void insert(struct ev_record *er, const char *payload_json,
 static const char *header(const struct ev_event *ev, const char *name,
                           size_t *len)
 {
-	for (size_t i = 0; i < ev->headers.n; i++)
-		if (strcmp(ev->headers.name[i], name) == 0) {
+	for (size_t i = 0; i < route_header_count(&ev->headers); i++) {
+		const char *n, *v;
+		size_t l;
+		route_header_at(&ev->headers, i, &n, &v, &l);
+		if (strcmp(n, name) == 0) {
 			if (len != NULL)
-				*len = ev->headers.len[i];
-			return ev->headers.value[i] != NULL ? ev->headers.value[i]
-			                                    : "(null)";
+				*len = l;
+			return v != NULL ? v : "(null)";
 		}
+	}
 	return NULL;
+}
+
+static const char *header_name(const struct ev_event *ev, size_t i)
+{
+	const char *n, *v;
+	size_t l;
+
+	route_header_at(&ev->headers, i, &n, &v, &l);
+	return n;
 }
 
 static void bytes_eq(struct rec_str s, const char *want)
@@ -301,7 +313,8 @@ START_TEST(test_default_untouched)
 	ck_assert_ptr_eq(er.ev.value.ptr, er.rec.payload.ptr);
 	ck_assert_ptr_eq(er.ev.key.ptr, er.rec.key.ptr);
 	ck_assert_ptr_null(er.wire.p);
-	ck_assert_uint_eq(er.ev.headers.n, ROUTE_H_COUNT);
+	ck_assert_uint_eq(route_header_count(&er.ev.headers), ROUTE_H_COUNT);
+	ck_assert_ptr_null(er.ev.headers.more);
 	ck_assert_int_eq(er.ev.headers.partition, -1);
 	ck_assert_int_eq(er.ev.headers.timestamp_ms, 0);
 	ev_record_clear(&er);
@@ -409,8 +422,8 @@ START_TEST(test_additional_placement)
 	ck_assert_str_eq(v, "(null)");
 	ck_assert_int_eq(er.ev.headers.partition, 3);
 	/* The order of the list. */
-	ck_assert_str_eq(er.ev.headers.name[ROUTE_H_COUNT], "tenant");
-	ck_assert_str_eq(er.ev.headers.name[ROUTE_H_COUNT + 1], "eventType");
+	ck_assert_str_eq(header_name(&er.ev, ROUTE_H_COUNT), "tenant");
+	ck_assert_str_eq(header_name(&er.ev, ROUTE_H_COUNT + 1), "eventType");
 	ev_record_clear(&er);
 	/* A column the row lacks, a partition that is none: poison. */
 	insert(&er, "\"{}\"", ",{\"name\":\"tenant\",\"type\":\"text\","
@@ -906,10 +919,11 @@ START_TEST(test_debezium_fixtures)
 				const char *v = header(&er.ev, "id", &len);
 				ck_assert(v != NULL && len == strlen(want_id) &&
 				          memcmp(v, want_id, len) == 0);
-				for (size_t h = 0; h < er.ev.headers.n; h++) {
-					if (strcmp(er.ev.headers.name[h], "id") == 0)
+				for (size_t h = 0; h < route_header_count(&er.ev.headers);
+				     h++) {
+					if (strcmp(header_name(&er.ev, h), "id") == 0)
 						at_id = h;
-					if (strcmp(er.ev.headers.name[h], "eventType") == 0)
+					if (strcmp(header_name(&er.ev, h), "eventType") == 0)
 						at_et = h;
 				}
 				if (want_et != NULL) {

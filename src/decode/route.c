@@ -188,13 +188,20 @@ int route_regex_compile(struct route_regex *rx, const char *java, char *err,
 				posix[n++] = *++p;
 			continue;
 		}
+		if (*p == '(' && p[1] == '?' && p[2] == ':') {
+			/* A non-capturing group: a plain one, counted. */
+			groups++;
+			posix[n++] = '(';
+			p += 2;
+			continue;
+		}
 		if (*p == '(' && p[1] == '?') {
 			if (strncmp(p, named, sizeof(named) - 1) != 0 ||
 			    rx->group != 0) {
 				errbuf_set(err, errlen, "route.topic.regex: \"%.20s\" is "
 				           "Java syntax that POSIX regular expressions do not "
-				           "have; only one named group, (?<routedByValue>...), "
-				           "is translated", p);
+				           "have; only (?:...) and one named group, "
+				           "(?<routedByValue>...), are translated", p);
 				goto fail;
 			}
 			rx->group = ++groups;

@@ -172,6 +172,10 @@ START_TEST(test_regex_routes)
 	ck_assert_int_gt(topic_of("(x|y)-(?<routedByValue>[a-z]+)", "y-cart", t,
 	                          sizeof(t)), 0);
 	ck_assert_str_eq(t, "outbox.event.cart");
+	/* A non-capturing group before it still counts as one in POSIX. */
+	ck_assert_int_gt(topic_of("(?:x|y)-(?<routedByValue>[a-z]+)", "x-cart", t,
+	                          sizeof(t)), 0);
+	ck_assert_str_eq(t, "outbox.event.cart");
 	/* Java's matches(): the whole value, not a part of it. */
 	ck_assert_int_gt(topic_of("(?<routedByValue>[a-z]+)", "abc1", t,
 	                          sizeof(t)), 0);

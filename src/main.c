@@ -15,6 +15,7 @@
 #include <librdkafka/rdkafka.h>
 #include <libpq-fe.h>
 
+#include "decode/stream_spec.h"
 #include "lib/config.h"
 #include "lib/log.h"
 #include "kafka/kafka_conf.h"
@@ -104,6 +105,13 @@ int main(int argc, char **argv)
 	if (log_format_parse(cfg.log_format, &fmt) == 0)
 		log_set_format(fmt);
 	if (cfg_apply_password_file(&cfg, err, sizeof(err)) < 0) {
+		fprintf(stderr, "outbox-relay: %s\n", err);
+		code = RELAY_EXIT_CONFIG;
+		goto out;
+	}
+	/* The record's shape (route.topic.regex, placements, formats) is
+	 * checked for the runbook too: it decodes as the relay does. */
+	if (ss_check_config(&cfg, err, sizeof(err)) < 0) {
 		fprintf(stderr, "outbox-relay: %s\n", err);
 		code = RELAY_EXIT_CONFIG;
 		goto out;

@@ -37,6 +37,8 @@ struct ev_txn {
 	int64_t xid;            /* the latest B's; -1 before the first */
 	uint64_t commit_lsn;    /* its commit end (B's nextlsn); 0 for
 	                         * pgoutput, whose Begin does not carry it */
+	int64_t commit_ts_us;   /* its commit time (the B's), epoch µs; 0
+	                         * unknown */
 	uint64_t header_lsn;    /* what its events' pg_lsn header says: the
 	                         * commit end where B carries it (wal2json),
 	                         * else the commit LSN (pgoutput's final_lsn,
@@ -49,7 +51,9 @@ struct ev_event {
 	char topic[256];        /* "" when routing failed (EV_POISON) */
 	struct rec_str id;
 	struct rec_str key;
-	struct rec_str value;   /* the payload text, byte for byte */
+	struct rec_str value;   /* the payload text, byte for byte (value.format
+	                         * string), or the converter's bytes; ptr NULL:
+	                         * a tombstone */
 	struct route_headers headers;
 	size_t bytes;           /* key + value: what the in-flight window counts */
 };
@@ -68,7 +72,13 @@ struct ev_record {
 	char event_id[80];      /* EV_POISON with is_event: its id, or "?" */
 	int64_t heartbeat_sent_us; /* EV_HEARTBEAT: the watchdog's clock when
 	                         * it wrote it; 0 unknown */
-	char reason[1024];      /* EV_POISON: why, as the relay logs it */
+	char reason[1024];      /* EV_POISON: why, as the relay logs it;
+	                         * EV_SKIP with invalid_op: what to log */
+	bool invalid_op;        /* EV_SKIP: an UPDATE of an outbox row, to
+	                         * log and count (table.op.invalid.behavior
+	                         * warn or error: ss->env.op_invalid) */
+	struct wire_buf wire;   /* key and value bytes of key.format /
+	                         * value.format other than string */
 };
 
 /* A stream (a session, a peek) starts: nothing is open. */

@@ -17,12 +17,14 @@
 #include <stdint.h>
 
 #include "lib/common.h"
+#include "decode/wire.h"
 
 enum rec_kind {
 	REC_BEGIN,   /* a transaction starts */
 	REC_COMMIT,  /* it ends; nextlsn is the position to confirm */
 	REC_EVENT,   /* an insert into the outbox table: one event */
 	REC_MESSAGE, /* a logical decoding message (prefix, content) */
+	REC_UPDATE,  /* an update of an outbox row (never an event) */
 	REC_SKIP,    /* anything else the relay must step over */
 };
 
@@ -35,7 +37,19 @@ struct record_spec {
 	const char *col_type;
 	const char *col_route;
 	const char *col_payload;
+	/* More columns some options read (table.field.event.timestamp,
+	 * table.fields.additional.placement, tracing.span.context.field):
+	 * the decoder hands their text over as it does the five above. A
+	 * row without one is not an error here: the option says what that
+	 * means. */
+	const char *col_extra[8];
+	size_t nextra;
+	bool want_types;       /* fill key_type and payload_type (json-schema) */
+	bool payload_nullable; /* a NULL payload is no error: payload.ptr NULL
+	                        * (route.tombstone.on.empty.payload) */
 };
+
+#define REC_MAX_EXTRA 8
 
 /* The columns of an event, in struct record_spec order; the first four
  * are also the slots of struct record.num_ for numeric values. */
@@ -47,6 +61,9 @@ enum rec_col {
 	REC_COL_PAYLOAD,
 	REC_NCOLS
 };
+
+/* Columns a decoder looks for: the five, then the extra ones. */
+#define REC_NROLES (REC_NCOLS + REC_MAX_EXTRA)
 
 /* A borrowed string; ptr is NUL-terminated, NULL when absent. */
 struct rec_str {
@@ -67,6 +84,15 @@ struct record {
 	struct rec_str type;   /* ptr NULL when the column is SQL NULL */
 	struct rec_str route;
 	struct rec_str payload;
+	/* The schema the key and payload columns have (their PostgreSQL
+	 * type), for key.format / value.format = json-schema. */
+	enum wire_type key_type;
+	enum wire_type payload_type;
+	/* The extra columns of the spec, in its order: ptr NULL when SQL
+	 * NULL or when the row has no such column (bit i of extra_seen
+	 * clear). */
+	struct rec_str extra[REC_MAX_EXTRA];
+	unsigned extra_seen;
 
 	/* REC_MESSAGE only. */
 	bool transactional;

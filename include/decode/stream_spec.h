@@ -15,6 +15,8 @@
 
 #include "lib/config.h"
 #include "decode/record.h"
+#include "decode/route.h"
+#include "decode/wire.h"
 
 #define SS_MAX_OPTIONS 8
 
@@ -22,6 +24,47 @@
 struct ss_option {
 	const char *name;
 	char *value;
+};
+
+/* Where table.fields.additional.placement puts a column. */
+enum ss_place {
+	SS_PLACE_HEADER,     /* a header named alias, the column's text */
+	SS_PLACE_ENVELOPE,   /* a member of the value (value.format = json) */
+	SS_PLACE_PARTITION,  /* the record's partition (integer column) */
+};
+
+/* table.op.invalid.behavior: an UPDATE of an outbox row. */
+enum ss_op_behavior {
+	SS_OP_WARN = 0,      /* log at WARN, count, go on */
+	SS_OP_ERROR,         /* log at ERROR, count, go on */
+	SS_OP_FATAL,         /* poison: the relay fail-stops */
+};
+
+/* The options of Debezium's Outbox Event Router that shape a record
+ * (docs/configuration.md). Strings owned here. */
+struct ss_envelope {
+	bool active;                    /* any option below is not at its
+	                                 * default: envelope_apply() runs */
+	struct route_regex rx;          /* route.topic.regex, compiled */
+	enum wire_format key_format;
+	enum wire_format value_format;
+	bool tombstone_on_empty;        /* route.tombstone.on.empty.payload */
+	enum ss_op_behavior op_invalid;
+	struct {
+		char *alias;                /* header or member name */
+		enum ss_place place;
+		int slot;                   /* its column in spec.col_extra */
+	} add[REC_MAX_EXTRA];
+	size_t nadd;
+	int ts_slot;                    /* table.field.event.timestamp; -1 */
+	int trace_slot;                 /* tracing.span.context.field; -1 */
+	bool trace_dropped;             /* ss_drop_absent_trace() took it off */
+	bool cloudevents;
+	char *ce_source;                /* cloudevents.source, resolved */
+	bool key_optional;              /* json-schema: the key column may be
+	                                 * NULL (no NOT NULL) */
+	bool payload_optional;          /* the same for the payload column */
+	char *cols[REC_MAX_EXTRA];      /* the extra column names */
 };
 
 /* The slot's output plugin (slot.plugin). */
@@ -38,6 +81,9 @@ struct stream_spec {
 	const char *emit_prefix;      /* transactional outbox_emit() events;
 	                               * "" off; borrowed */
 	const char *topic_template;   /* route.topic.replacement; borrowed */
+	struct ss_envelope env;       /* record shape; defaults from
+	                               * ss_init_parts(), the options from
+	                               * ss_init() */
 	struct ss_option opt[SS_MAX_OPTIONS];
 	size_t nopt;
 };
@@ -50,8 +96,27 @@ enum ss_message {
 };
 
 /* Fills ss from cfg (borrowed for the spec's lifetime). Release with
- * ss_free(). */
+ * ss_free(). cfg must have passed ss_check_config(). */
 void ss_init(struct stream_spec *ss, const struct relay_config *cfg);
+
+/* The record-shape options of cfg, checked together (a placement's
+ * syntax, the regex, the formats an envelope needs). Returns 0, or -1
+ * with the reason in err (exit 78). */
+int ss_check_config(const struct relay_config *cfg, char *err,
+                    size_t errlen) RELAY_MUSTCHECK;
+
+/* The outbox table, read at a session start, lacks the trace context
+ * column (bit i of present: it has spec.col_extra[i]): the decoders stop
+ * looking for it, so that Debezium's default column name costs nothing
+ * where it does not exist. A column added later is seen from the next
+ * session on. */
+void ss_drop_absent_trace(struct stream_spec *ss, unsigned present);
+/* Before a session starts: look for the trace column again. */
+void ss_restore_trace(struct stream_spec *ss);
+
+/* Adds an extra column to read (record.h), or finds it; returns its
+ * slot, -1 when REC_MAX_EXTRA are in use. */
+int ss_extra_column(struct stream_spec *ss, const char *column);
 
 /* The same from its parts (tests, tools): the table and columns, the
  * message prefixes ("" none) and the topic template, all borrowed. */

@@ -41,6 +41,19 @@ struct relay_config {
 	char *field_payload;
 	char *route_by_field;
 	char *route_topic_replacement;
+	char *route_topic_regex;    /* Java regex on the route.by.field value */
+	char *field_timestamp;      /* "" : record timestamp = produce time */
+	char *fields_additional_placement; /* col:header|envelope|partition[:alias],... */
+	bool route_tombstone_on_empty_payload;
+	char *op_invalid_behavior;  /* warn, error or fatal */
+	char *json_payload_null_behavior; /* ignore (optional_bytes refused) */
+	char *tracing_span_context_field;
+	bool tracing_with_context_field_only;
+	char *tracing_operation_name;
+	char *key_format;           /* string, json or json-schema */
+	char *value_format;
+	bool cloudevents_enabled;
+	char *cloudevents_source;   /* "": /outbox-relay/<slot.name> */
 	char *outbox_emit_prefix;   /* outbox_emit() messages; "" off */
 	char *slot_ledger_topic;    /* ledger.h; "" off */
 

@@ -49,6 +49,11 @@ struct repl_stream {
 	int64_t timeout_ms;       /* bound of each statement at the start */
 	bool in_copy;             /* START_REPLICATION succeeded */
 	bool slot_missing;        /* the start failed: no such slot */
+	bool table_known;         /* the outbox is one table, read at the
+	                           * start: notnull below holds */
+	bool notnull[REC_NCOLS];  /* its columns' NOT NULL, enum rec_col
+	                           * order (json-schema's optional flags) */
+	unsigned extra_present;   /* bit i: it has spec.col_extra[i] */
 };
 
 /* Frame read from the stream. Valid until the next repl_read(). */
@@ -111,6 +116,12 @@ int repl_timeline(const struct repl_stream *rs);
  * on timeline 1); NULL when the history could not be read. */
 const struct tli_switch *repl_history(const struct repl_stream *rs, int *n);
 uint64_t repl_wal_end(const struct repl_stream *rs);   /* its xlogpos */
+/* What the start read of the outbox table: true when it is one table
+ * (not schema.*), with its columns' NOT NULL in enum rec_col order and
+ * bit i of *extra_present set when it has the spec's col_extra[i]. */
+bool repl_table(const struct repl_stream *rs, const bool **notnull,
+                unsigned *extra_present);
+
 const struct slot_row *repl_slot(const struct repl_stream *rs); /* as read
                                                          * at the start */
 bool repl_in_copy(const struct repl_stream *rs);       /* streaming */

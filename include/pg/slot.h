@@ -108,6 +108,11 @@ struct slot_table {
 	                             * configured order; schema.*: "" */
 	char payload_type[64];      /* ok, one table: the payload column's
 	                             * type name (json, jsonb, text, ...) */
+	unsigned extra_present;     /* ok, one table: bit i, the table has
+	                             * the spec's col_extra[i] */
+	bool notnull[REC_NCOLS];    /* ok, one table: the column is NOT NULL
+	                             * (in enum rec_col order), the optional
+	                             * flag of a json-schema key or value */
 	long tables;                /* ok, schema.*: tables in the schema */
 };
 

@@ -234,6 +234,9 @@ struct relay {
 	struct {
 		uint64_t n_received, n_acked, n_failed, n_stale, n_txns;
 		uint64_t n_reconnects;
+		uint64_t n_invalid_ops;     /* updates of outbox rows logged and
+		                             * stepped over (table.op.invalid.
+		                             * behavior warn or error) */
 		uint64_t n_skipped;         /* events acked in an earlier session,
 		                             * not published again */
 		uint64_t n_status;          /* standby status updates sent */

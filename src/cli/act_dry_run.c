@@ -41,19 +41,28 @@ static int dry_row(void *ctx, const struct cli_row *row)
 		return 0;
 	j = json_object();
 	hj = json_object();
-	for (int i = 0; i < ROUTE_H_COUNT; i++)
+	for (size_t i = 0; i < route_header_count(&ev->headers); i++) {
+		const char *name, *value;
+		size_t len;
 		/* pg_lsn as the relay would send it (event.h: the commit end
 		 * with wal2json, the commit LSN with pgoutput); left out rather
-		 * than shown as 0/0 when the transaction's start was not seen. */
-		if (ev->headers.value[i] != NULL &&
-		    (i != ROUTE_H_PG_LSN || row->txn->header_lsn != LSN_INVALID))
-			json_object_set_new(hj, ev->headers.name[i],
-			                    cli_jstrn(ev->headers.value[i],
-			                              ev->headers.len[i]));
+		 * than shown as 0/0 when the transaction's start was not seen.
+		 * Past the fixed five, NULL is a header with a null value. */
+		route_header_at(&ev->headers, i, &name, &value, &len);
+		if (i >= ROUTE_H_COUNT && value == NULL)
+			json_object_set_new(hj, name, json_null());
+		else if (value != NULL &&
+		         (i != ROUTE_H_PG_LSN || row->txn->header_lsn != LSN_INVALID))
+			json_object_set_new(hj, name, cli_jstrn(value, len));
+	}
 	json_object_set_new(j, "topic", cli_jstr(ev->topic));
 	json_object_set_new(j, "key", cli_jstrn(ev->key.ptr, ev->key.len));
 	json_object_set_new(j, "headers", hj);
-	json_object_set_new(j, "payload", cli_jstrn(ev->value.ptr, ev->value.len));
+	/* A tombstone (route.tombstone.on.empty.payload) has no value. */
+	json_object_set_new(j, "payload", ev->value.ptr != NULL
+	                                      ? cli_jstrn(ev->value.ptr,
+	                                                  ev->value.len)
+	                                      : json_null());
 	cli_json_out(j);
 	d->events++;
 	if (!d->txn_counted)

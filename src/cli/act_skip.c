@@ -90,16 +90,13 @@ static int skip_produce(struct skip *k, const struct cli_row *row,
 			value = er->rec.payload;
 		}
 	}
-	hdrs = rd_kafka_headers_new(ROUTE_H_COUNT + DLQ_EXTRA);
-	for (int i = 0; i < ROUTE_H_COUNT; i++)
-		if (d.h.value[i] != NULL)
-			rd_kafka_header_add(hdrs, d.h.name[i], -1, d.h.value[i],
-			                    (ssize_t)d.h.len[i]);
-	for (size_t i = 0; i < d.h.n_extra; i++)
-		if (d.h.extra[i].value != NULL)
-			rd_kafka_header_add(hdrs, d.h.extra[i].name, -1,
-			                    d.h.extra[i].value,
-			                    (ssize_t)d.h.extra[i].len);
+	hdrs = rd_kafka_headers_new(route_header_count(&d.h));
+	for (size_t i = 0; i < route_header_count(&d.h); i++) {
+		const char *hn, *hv;
+		size_t hl;
+		if (route_header_at(&d.h, i, &hn, &hv, &hl))
+			rd_kafka_header_add(hdrs, hn, -1, hv, (ssize_t)hl);
+	}
 	for (;;) {
 		/* F_COPY: the record's buffers are reused for the next row.
 		 * Headers are librdkafka's once producev succeeds. */

@@ -24,6 +24,9 @@ void dlq_build(struct dlq_record *d, const struct route_headers *orig,
 	int n;
 
 	d->h = *orig;
+	/* The event's added headers (d->h.more) are borrowed with it; its
+	 * partition is the event topic's, not the dead-letter topic's. */
+	d->h.partition = -1;
 	/* pg_lsn and pg_xid point into orig's own buffers: written again. */
 	n = (int)lsn_format(d->h.lsn_buf, c->commit_lsn);
 	d->h.value[ROUTE_H_PG_LSN] = d->h.lsn_buf;

@@ -13,6 +13,7 @@
 #include <jansson.h>
 
 #include "decode/emit.h"
+#include "decode/envelope.h"
 #include "decode/event.h"
 #include "decode/w2j.h"
 
@@ -22,11 +23,17 @@ void ev_txn_reset(struct ev_txn *txn)
 	txn->xid = -1;
 	txn->commit_lsn = LSN_INVALID;
 	txn->header_lsn = LSN_INVALID;
+	txn->commit_ts_us = 0;
 }
 
 void ev_record_clear(struct ev_record *out)
 {
 	record_clear(&out->rec);
+	/* Only the options allocate these: no call on the default path. */
+	if (out->wire.p != NULL)
+		free(out->wire.p);
+	if (out->ev.headers.more != NULL)
+		route_headers_free(&out->ev.headers);
 	memset(out, 0, sizeof(*out));
 }
 
@@ -155,6 +162,14 @@ static void event(const struct stream_spec *ss, const struct ev_txn *txn,
 	struct ev_event *ev = &out->ev;
 	char err[512];
 
+	/* An outbox_emit() message has no columns beyond the five: the
+	 * extra ones count as NULL (the default timestamp, no trace
+	 * context; config.c refuses placements with emitted events). */
+	if (emitted)
+		rec->extra_seen = (1u << ss->spec.nextra) - 1;
+	/* A message does not carry the commit time its Begin had. */
+	if (rec->commit_ts_us == 0)
+		rec->commit_ts_us = txn->commit_ts_us;
 	ev->id = rec->id;
 	ev->key = rec->key;
 	ev->value = rec->payload;
@@ -174,9 +189,22 @@ static void event(const struct stream_spec *ss, const struct ev_txn *txn,
 		       "off?)", emitted ? "outbox message" : "insert record");
 		return;
 	}
-	if (route_topic(ss->topic_template, rec->route.ptr, rec->route.len,
-	                ev->topic, sizeof(ev->topic), err, sizeof(err)) < 0) {
+	if ((ss->env.rx.identity
+	         ? route_topic(ss->topic_template, rec->route.ptr, rec->route.len,
+	                       ev->topic, sizeof(ev->topic), err, sizeof(err))
+	         : route_topic_rx(&ss->env.rx, ss->topic_template, rec->route.ptr,
+	                          rec->route.len, ev->topic, sizeof(ev->topic), err,
+	                          sizeof(err))) < 0) {
 		ev->topic[0] = '\0';
+		poison(out, "event id %s: %s", rec->id.ptr, err);
+		return;
+	}
+	/* The options of the Outbox Event Router; none set: nothing to do,
+	 * not even a call. */
+	if ((ss->env.active ||
+	     (ss->env.trace_slot >= 0 &&
+	      (rec->extra_seen & (1u << ss->env.trace_slot)))) &&
+	    envelope_apply(ss, rec, ev, &out->wire, err, sizeof(err)) < 0) {
 		poison(out, "event id %s: %s", rec->id.ptr, err);
 		return;
 	}
@@ -256,6 +284,7 @@ static void judge(const struct stream_spec *ss, const struct pgo_state *pgo,
 		txn->open = true;
 		txn->xid = out->rec.xid;
 		txn->commit_lsn = out->rec.nextlsn;
+		txn->commit_ts_us = out->rec.commit_ts_us;
 		/* pgoutput's Begin has no end (nextlsn 0): its events are
 		 * produced before the Commit brings it, so they carry the
 		 * commit LSN, which the Begin has. */
@@ -274,6 +303,24 @@ static void judge(const struct stream_spec *ss, const struct pgo_state *pgo,
 		return;
 	case REC_MESSAGE:
 		message(ss, txn, out);
+		return;
+	case REC_UPDATE:
+		/* The outbox is insert-only; Debezium's
+		 * table.op.invalid.behavior says what an update is. */
+		out->kind = EV_SKIP;
+		out->invalid_op = true;
+		snprintf(out->reason, sizeof(out->reason), "UPDATE of a row of the "
+		         "outbox table %s.%s at LSN " LSN_FMT " (xid %lld): the outbox "
+		         "is insert-only, the update is not published",
+		         ss->spec.schema, ss->spec.table, LSN_ARGS(out->rec.lsn),
+		         (long long)out->rec.xid);
+		if (ss->env.op_invalid == SS_OP_FATAL) {
+			out->kind = EV_POISON;
+			out->invalid_op = false;
+			snprintf(out->reason + strlen(out->reason),
+			         sizeof(out->reason) - strlen(out->reason),
+			         " (table.op.invalid.behavior = fatal)");
+		}
 		return;
 	case REC_SKIP:
 		out->kind = EV_SKIP;

@@ -263,7 +263,7 @@ static int pgo_text_value(const struct pgo_ctx *c, const char *col,
  * would print as a JSON string, and JSON unless its type is json or
  * jsonb, which PostgreSQL only stores valid. */
 static int pgo_payload(const struct pgo_ctx *c, const char *col,
-                       uint32_t typid, const struct pgo_val *v)
+                       uint32_t typid, const struct pgo_val *v, bool blank_ok)
 {
 	struct jc_error jc;
 	char tn[32];
@@ -275,12 +275,41 @@ static int pgo_payload(const struct pgo_ctx *c, const char *col,
 		                 typid == PGO_BOOLOID ? "boolean" : "number");
 	if (typid == PGO_JSONOID || typid == PGO_JSONBOID)
 		return 0;
+	/* An empty payload is a tombstone when the option says so
+	 * (envelope.c), not text to check. */
+	if (blank_ok) {
+		size_t i = 0;
+		while (i < v->len && v->p[i] <= ' ')
+			i++;
+		if (i == v->len)
+			return 0;
+	}
 	if (jc_check((const char *)v->p, v->len, NULL, NULL, &jc) != 0)
 		return pgo_error(c, "column \"%s\" (type %s): payload is not JSON: "
 		                 "%s at byte %zu", col,
 		                 pgo_type_name(typid, tn, sizeof(tn)), jc.reason,
 		                 jc.offset);
 	return 0;
+}
+
+/* The Connect schema Debezium gives a column of this type. */
+static enum wire_type pgo_wire_type(uint32_t typid)
+{
+	switch (typid) {
+	case PGO_JSONOID:
+	case PGO_JSONBOID:
+		return WIRE_T_JSON;
+	case PGO_UUIDOID:
+		return WIRE_T_UUID;
+	case PGO_INT2OID:
+		return WIRE_T_INT16;
+	case PGO_INT4OID:
+		return WIRE_T_INT32;
+	case PGO_INT8OID:
+		return WIRE_T_INT64;
+	default:
+		return WIRE_T_STRING;
+	}
 }
 
 /* The event of an outbox row: the five values checked, then copied into
@@ -294,8 +323,8 @@ static int pgo_event(const struct pgo_state *st, struct pgo_ctx *c,
 		                             st->spec->col_payload };
 	struct rec_str *dst[REC_NCOLS] = { &rec->id, &rec->key, &rec->type,
 		                                &rec->route, &rec->payload };
-	const char *txt[REC_NCOLS] = { NULL };
-	size_t len[REC_NCOLS] = { 0 };
+	const char *txt[REC_NROLES] = { NULL };
+	size_t len[REC_NROLES] = { 0 };
 	char num[REC_NCOLS][24];
 	size_t need = 0, bad;
 	char *buf, *o;
@@ -320,6 +349,8 @@ static int pgo_event(const struct pgo_state *st, struct pgo_ctx *c,
 		if (v.kind == 'n') {
 			if (k == REC_COL_TYPE) /* may be NULL: no header then */
 				continue;
+			if (k == REC_COL_PAYLOAD && st->spec->payload_nullable)
+				continue; /* a tombstone (envelope.c) */
 			return pgo_error(c, "column \"%s\" is NULL", want[k]);
 		}
 		/* No text value of PostgreSQL holds a NUL; and jansson takes
@@ -330,7 +361,8 @@ static int pgo_event(const struct pgo_state *st, struct pgo_ctx *c,
 			return pgo_error(c, "column \"%s\" is not UTF-8 (byte %zu)",
 			                 want[k], bad);
 		if (k == REC_COL_PAYLOAD) {
-			if (pgo_payload(c, want[k], typid, &v) != 0)
+			if (pgo_payload(c, want[k], typid, &v,
+			                st->spec->payload_nullable) != 0)
 				return -1;
 			txt[k] = (const char *)v.p;
 			len[k] = v.len;
@@ -346,15 +378,44 @@ static int pgo_event(const struct pgo_state *st, struct pgo_ctx *c,
 		need += len[k] + 1;
 	}
 
+	/* The extra columns: a missing one stays unseen, NULL stays NULL. */
+	for (size_t x = 0; x < st->spec->nextra; x++) {
+		int k = REC_NCOLS + (int)x;
+		const struct pgo_val *v = &vals[k];
+
+		if (rel->col[k] < 0)
+			continue;
+		rec->extra_seen |= 1u << x;
+		if (v->kind == 'u')
+			return pgo_error(c, "column \"%s\" came as an unchanged TOAST "
+			                 "value ('u'), which an insert never carries",
+			                 st->spec->col_extra[x]);
+		if (v->kind != 't')
+			continue;
+		if (memchr(v->p, '\0', v->len) != NULL ||
+		    jc_utf8_check((const char *)v->p, v->len) != v->len)
+			return pgo_error(c, "column \"%s\" is not UTF-8 text",
+			                 st->spec->col_extra[x]);
+		txt[k] = (const char *)v->p;
+		len[k] = v->len;
+		need += len[k] + 1;
+	}
+	if (st->spec->want_types) {
+		rec->key_type = pgo_wire_type(rel->atts[rel->col[REC_COL_KEY]].typid);
+		rec->payload_type =
+			pgo_wire_type(rel->atts[rel->col[REC_COL_PAYLOAD]].typid);
+	}
+
 	buf = xmalloc(need);
 	o = buf;
-	for (int k = 0; k < REC_NCOLS; k++) {
+	for (int k = 0; k < REC_NCOLS + (int)st->spec->nextra; k++) {
+		struct rec_str *d = k < REC_NCOLS ? dst[k] : &rec->extra[k - REC_NCOLS];
 		if (txt[k] == NULL)
 			continue;
 		memcpy(o, txt[k], len[k]);
 		o[len[k]] = '\0';
-		dst[k]->ptr = o;
-		dst[k]->len = len[k];
+		d->ptr = o;
+		d->len = len[k];
 		o += len[k] + 1;
 	}
 	rec->kind = REC_EVENT;
@@ -368,11 +429,12 @@ static int pgo_event(const struct pgo_state *st, struct pgo_ctx *c,
 static int pgo_insert(const struct pgo_state *st, struct pgo_rd *r,
                       struct pgo_ctx *c, struct record *rec)
 {
-	struct pgo_val vals[REC_NCOLS];
+	struct pgo_val vals[REC_NROLES];
 	const struct pgo_rel *rel;
 	uint8_t action;
 
-	memset(vals, 0, sizeof(vals));
+	/* Only the roles the spec has: the rest is never read. */
+	memset(vals, 0, (REC_NCOLS + st->spec->nextra) * sizeof(vals[0]));
 	if (!st->in_txn)
 		return pgo_error(c, "no transaction is open (no Begin before it)");
 	if (pgo_find_rel(st, r, c, &rel) != 0 ||
@@ -580,7 +642,7 @@ bool pgo_event_id(const struct pgo_state *st, const void *msg, size_t len,
 	const unsigned char *m = msg;
 	struct pgo_ctx c = { .kind = "Insert", .xid = -1 }; /* no err: quiet */
 	struct pgo_rd r = { m + 1, m + len, &c };
-	struct pgo_val vals[REC_NCOLS];
+	struct pgo_val vals[REC_NROLES];
 	const struct pgo_rel *rel;
 	uint8_t action;
 
@@ -666,6 +728,9 @@ int pgo_decode(struct pgo_state *st, const void *msg, size_t len,
 	case 'U':
 		c.kind = "Update";
 		rc = pgo_update(st, &r, &c);
+		/* An update of the outbox: table.op.invalid.behavior. */
+		if (rc == 0 && c.rel != NULL && c.rel->ours)
+			rec->kind = REC_UPDATE;
 		break;
 	case 'D':
 		c.kind = "Delete";

@@ -23,7 +23,8 @@
 struct pgo_att {
 	const char *name;  /* into the relation's block */
 	uint32_t typid;
-	uint8_t roles;     /* bit r: the column that role r reads */
+	uint16_t roles;    /* bit r: the column that role r reads (the five
+	                    * of enum rec_col, then the spec's extras) */
 };
 
 /* One Relation message, in one block: this header, the attributes, then
@@ -33,7 +34,7 @@ struct pgo_rel {
 	bool ours;             /* the outbox table (or one of "schema.*") */
 	char replident;        /* 'd'efault, 'n'othing, 'f'ull, 'i'ndex */
 	uint16_t natts;
-	int col[REC_NCOLS];    /* attribute each role reads, -1 when none */
+	int col[REC_NROLES];   /* attribute each role reads, -1 when none */
 	const char *nspname;   /* "pg_catalog" when the message says "" */
 	const char *relname;
 	struct pgo_att atts[];

@@ -220,7 +220,7 @@ int pgo_relation(struct pgo_state *st, struct pgo_rd *r, struct pgo_ctx *c)
 	rel->ours = strcmp(rel->nspname, st->spec->schema) == 0 &&
 	            (strcmp(st->spec->table, "*") == 0 ||
 	             strcmp(rel->relname, st->spec->table) == 0);
-	for (int k = 0; k < REC_NCOLS; k++)
+	for (int k = 0; k < REC_NROLES; k++)
 		rel->col[k] = -1;
 	/* The checked columns again, without checks. */
 	r->p = cols;
@@ -239,10 +239,14 @@ int pgo_relation(struct pgo_state *st, struct pgo_rd *r, struct pgo_ctx *c)
 		a->roles = 0;
 		/* Exact names, case included; the first column of a name
 		 * wins and one column may serve two roles, as in w2j.c. */
-		for (int k = 0; k < REC_NCOLS; k++) {
-			if (rel->col[k] < 0 && strcmp(a->name, want[k]) == 0) {
+		for (int k = 0; k < REC_NROLES; k++) {
+			const char *w = k < REC_NCOLS ? want[k]
+			                : (size_t)(k - REC_NCOLS) < st->spec->nextra
+			                    ? st->spec->col_extra[k - REC_NCOLS]
+			                    : NULL;
+			if (w != NULL && rel->col[k] < 0 && strcmp(a->name, w) == 0) {
 				rel->col[k] = (int)i;
-				a->roles |= (uint8_t)(1u << k);
+				a->roles |= (uint16_t)(1u << k);
 			}
 		}
 	}
@@ -313,10 +317,9 @@ int pgo_tuple(struct pgo_rd *r, const struct pgo_rel *rel, const char *which,
 			                 a->name, kind);
 		}
 		v.kind = (char)kind;
-		if (vals != NULL && a->roles != 0)
-			for (int k = 0; k < REC_NCOLS; k++)
-				if (a->roles & (1u << k))
-					vals[k] = v;
+		if (vals != NULL)
+			for (unsigned m = a->roles; m != 0; m &= m - 1)
+				vals[__builtin_ctz(m)] = v;
 	}
 	return 0;
 }

@@ -4,6 +4,7 @@
  * Pure functions over a decoded record: nothing here allocates. */
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "decode/route.h"
@@ -109,6 +110,164 @@ int route_topic(const char *tmpl, const char *value, size_t value_len,
 	return (int)n;
 }
 
+struct route_more *route_more(struct route_headers *h)
+{
+	if (h->more == NULL)
+		h->more = xcalloc(1, sizeof(*h->more));
+	return h->more;
+}
+
+bool route_header_add(struct route_headers *h, const char *name,
+                      const char *value, size_t len)
+{
+	struct route_more *m = route_more(h);
+
+	if (m->n >= ROUTE_H_MORE)
+		return false;
+	m->name[m->n] = name;
+	m->value[m->n] = value;
+	m->len[m->n] = value != NULL ? len : 0;
+	m->n++;
+	return true;
+}
+
+void route_headers_free(struct route_headers *h)
+{
+	free(h->more);
+	h->more = NULL;
+}
+
+#define ROUTE_DEFAULT_REGEX "(?<routedByValue>.*)"
+
+int route_regex_compile(struct route_regex *rx, const char *java, char *err,
+                        size_t errlen)
+{
+	static const char named[] = "(?<routedByValue>";
+	size_t cap = strlen(java) + 8, n = 0, groups = 1;
+	char *posix;
+	bool in_class = false;
+	int rc;
+
+	memset(rx, 0, sizeof(*rx));
+	if (strcmp(java, ROUTE_DEFAULT_REGEX) == 0) {
+		rx->identity = true;
+		return 0;
+	}
+	posix = xmalloc(cap);
+	/* Java's matches(): the whole value. Group 1 is this wrapper. */
+	posix[n++] = '^';
+	posix[n++] = '(';
+	for (const char *p = java; *p != '\0'; p++) {
+		if (*p == '\\') {
+			/* POSIX (glibc) knows \w \s \b and escaped
+			 * punctuation; Java's class shorthands for digits
+			 * and its quoting are another language. */
+			if (p[1] == '\0' || strchr("dDQEpPhHvVRXzZAG", p[1]) != NULL ||
+			    (p[1] >= '0' && p[1] <= '9')) {
+				errbuf_set(err, errlen, "route.topic.regex: \"\\%c\" is Java "
+				           "syntax that POSIX regular expressions do not have "
+				           "(write [0-9] for \\d)", p[1] ? p[1] : ' ');
+				goto fail;
+			}
+			posix[n++] = *p++;
+			posix[n++] = *p;
+			continue;
+		}
+		if (in_class) {
+			if (*p == ']')
+				in_class = false;
+			posix[n++] = *p;
+			continue;
+		}
+		if (*p == '[') {
+			in_class = true;
+			posix[n++] = *p;
+			if (p[1] == '^')
+				posix[n++] = *++p;
+			if (p[1] == ']')
+				posix[n++] = *++p;
+			continue;
+		}
+		if (*p == '(' && p[1] == '?' && p[2] == ':') {
+			/* A non-capturing group: a plain one, counted. */
+			groups++;
+			posix[n++] = '(';
+			p += 2;
+			continue;
+		}
+		if (*p == '(' && p[1] == '?') {
+			if (strncmp(p, named, sizeof(named) - 1) != 0 ||
+			    rx->group != 0) {
+				errbuf_set(err, errlen, "route.topic.regex: \"%.20s\" is "
+				           "Java syntax that POSIX regular expressions do not "
+				           "have; only (?:...) and one named group, "
+				           "(?<routedByValue>...), are translated", p);
+				goto fail;
+			}
+			rx->group = ++groups;
+			posix[n++] = '(';
+			p += sizeof(named) - 2;
+			continue;
+		}
+		if ((*p == '*' || *p == '+' || *p == '?' || *p == '}') &&
+		    (p[1] == '?' || p[1] == '+')) {
+			errbuf_set(err, errlen, "route.topic.regex: \"%c%c\" (a lazy "
+			           "or possessive quantifier) is Java syntax that POSIX "
+			           "regular expressions do not have", p[0], p[1]);
+			goto fail;
+		}
+		if (*p == '(')
+			groups++;
+		posix[n++] = *p;
+	}
+	posix[n++] = ')';
+	posix[n++] = '$';
+	posix[n] = '\0';
+	rc = regcomp(&rx->re, posix, REG_EXTENDED);
+	if (rc != 0) {
+		char why[256];
+		regerror(rc, &rx->re, why, sizeof(why));
+		errbuf_set(err, errlen, "route.topic.regex: \"%s\" does not compile "
+		           "(as POSIX \"%s\"): %s", java, posix, why);
+		goto fail;
+	}
+	rx->compiled = true;
+	free(posix);
+	return 0;
+fail:
+	free(posix);
+	memset(rx, 0, sizeof(*rx));
+	return -1;
+}
+
+void route_regex_free(struct route_regex *rx)
+{
+	if (rx->compiled)
+		regfree(&rx->re);
+	memset(rx, 0, sizeof(*rx));
+}
+
+int route_topic_rx(const struct route_regex *rx, const char *tmpl,
+                   const char *value, size_t value_len, char *out,
+                   size_t outlen, char *err, size_t errlen)
+{
+	regmatch_t m[10];
+
+	if (rx == NULL || rx->identity)
+		return route_topic(tmpl, value, value_len, out, outlen, err, errlen);
+	/* regexec() reads a NUL-terminated string: a value with a NUL in
+	 * it (which PostgreSQL text cannot hold) would match short. */
+	if (strlen(value) != value_len ||
+	    regexec(&rx->re, value, 10, m, 0) != 0)
+		return route_topic("${routedByValue}", value, value_len, out, outlen,
+		                   err, errlen);
+	if (rx->group == 0 || rx->group >= 10 || m[rx->group].rm_so < 0)
+		return route_topic(tmpl, "", 0, out, outlen, err, errlen);
+	return route_topic(tmpl, value + m[rx->group].rm_so,
+	                   (size_t)(m[rx->group].rm_eo - m[rx->group].rm_so), out,
+	                   outlen, err, errlen);
+}
+
 void route_headers(struct route_headers *h, const struct record *rec,
                    uint64_t commit_lsn)
 {
@@ -128,6 +287,9 @@ void route_headers(struct route_headers *h, const struct record *rec,
 	}
 	h->extra = NULL;
 	h->n_extra = 0;
+	h->partition = -1;
+	h->timestamp_ms = 0;
+	h->more = NULL;
 
 	h->value[ROUTE_H_ID] = rec->id.ptr;
 	h->len[ROUTE_H_ID] = rec->id.len;

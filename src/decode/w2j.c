@@ -240,9 +240,18 @@ static void w2j_line_col(const char *s, size_t off, int *line, int *col)
 	}
 }
 
+/* Java's String.trim().isEmpty(): no byte above ' '. */
+static bool w2j_blank(const char *s, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		if ((unsigned char)s[i] > ' ')
+			return false;
+	return true;
+}
+
 static int w2j_payload(json_t *col, json_t *v, struct rec_str *out,
-                       const char *name, const struct w2j_ctx *c, char *err,
-                       size_t errlen)
+                       const char *name, bool blank_ok,
+                       const struct w2j_ctx *c, char *err, size_t errlen)
 {
 	json_t *type = json_object_get(col, "type");
 	struct jc_error jc;
@@ -262,6 +271,10 @@ static int w2j_payload(json_t *col, json_t *v, struct rec_str *out,
 	 * cost time on every event and find nothing. */
 	if (w2j_is_json_type(type))
 		return 0;
+	/* An empty payload is a tombstone when the option says so
+	 * (envelope.c), not text to check. */
+	if (blank_ok && w2j_blank(out->ptr, out->len))
+		return 0;
 	/* Any other type is free text: check it before it reaches consumers. */
 	if (w2j_check_payload(out->ptr, out->len, &jc) != 0) {
 		w2j_error(err, errlen, c,
@@ -270,6 +283,66 @@ static int w2j_payload(json_t *col, json_t *v, struct rec_str *out,
 		          json_is_string(type) ? json_string_value(type) : "unknown",
 		          jc.reason, jc.offset);
 		return -1;
+	}
+	return 0;
+}
+
+static enum wire_type w2j_col_type(json_t *col)
+{
+	json_t *t = json_object_get(col, "type");
+
+	return json_is_string(t) ? wire_type_of(json_string_value(t),
+	                                        json_string_length(t))
+	                         : WIRE_T_STRING;
+}
+
+/* The extra columns of the spec (record.h): text or an integer, NULL
+ * kept as NULL, a missing column left unseen. */
+static int w2j_extras(struct record *rec, json_t *cols,
+                      const struct record_spec *spec, struct w2j_ctx *c,
+                      char *err, size_t errlen)
+{
+	for (size_t x = 0; x < spec->nextra; x++) {
+		json_t *col = NULL, *v;
+		size_t i;
+
+		json_array_foreach(cols, i, col) {
+			const char *name = json_string_value(json_object_get(col,
+			                                                     "name"));
+			if (name != NULL && strcmp(name, spec->col_extra[x]) == 0)
+				break;
+		}
+		if (i == json_array_size(cols))
+			continue;
+		rec->extra_seen |= 1u << x;
+		v = json_object_get(col, "value");
+		if (v == NULL || json_is_null(v))
+			continue;
+		if (json_is_boolean(v)) {
+			rec->extra[x].ptr = json_is_true(v) ? "true" : "false";
+			rec->extra[x].len = strlen(rec->extra[x].ptr);
+			continue;
+		}
+		if (json_is_integer(v)) {
+			/* Its text, as a string the tree (which the record
+			 * owns) keeps. */
+			char num[32];
+			snprintf(num, sizeof(num), "%" JSON_INTEGER_FORMAT,
+			         json_integer_value(v));
+			v = json_string(num);
+			if (v == NULL || json_object_set_new(col, "value", v) != 0) {
+				w2j_error(err, errlen, c, "out of memory");
+				return -1;
+			}
+		}
+		if (!json_is_string(v)) {
+			w2j_error(err, errlen, c, "column \"%s\" must be a string, an "
+			          "integer or a boolean, not %s", spec->col_extra[x],
+			          json_is_real(v) ? "a real number" : "a container");
+			return -1;
+		}
+		rec->extra[x].ptr = json_string_value(v);
+		rec->extra[x].len = json_string_length(v);
 	}
 	return 0;
 }
@@ -321,11 +394,14 @@ static int w2j_event(struct record *rec, json_t *root,
 		if (json_is_null(v)) {
 			if (k == REC_COL_TYPE) /* may be NULL: no header then */
 				continue;
+			if (k == REC_COL_PAYLOAD && spec->payload_nullable)
+				continue; /* a tombstone (envelope.c) */
 			w2j_error(err, errlen, c, "column \"%s\" is NULL", want[k]);
 			return -1;
 		}
 		if (k == REC_COL_PAYLOAD) {
-			if (w2j_payload(found[k], v, &rec->payload, want[k], c, err,
+			if (w2j_payload(found[k], v, &rec->payload, want[k],
+			                spec->payload_nullable, c, err,
 			                errlen) != 0)
 				return -1;
 		} else if (w2j_text_value(rec, k, v, dst[k], want[k], c, err,
@@ -335,7 +411,9 @@ static int w2j_event(struct record *rec, json_t *root,
 		if (k == REC_COL_ID)
 			c->event_id = rec->id.ptr; /* later errors can name it */
 	}
-	return 0;
+	rec->key_type = w2j_col_type(found[REC_COL_KEY]);
+	rec->payload_type = w2j_col_type(found[REC_COL_PAYLOAD]);
+	return w2j_extras(rec, cols, spec, c, err, errlen);
 }
 
 /* -------------------------------------------------------------- decode */
@@ -506,8 +584,19 @@ int w2j_decode_slow(const char *line, size_t len,
 		rec->kind = REC_MESSAGE;
 		rec->root_ = root;
 		return 0;
+	case 'U':
+		/* An update of the outbox (wal2json sends them when
+		 * table.op.invalid.behavior asks): judged in event.c. */
+		c.schema = json_string_value(json_object_get(root, "schema"));
+		c.table = json_string_value(json_object_get(root, "table"));
+		rec->kind = c.schema != NULL && c.table != NULL &&
+		            strcmp(c.schema, spec->schema) == 0 &&
+		            (w2j_any_table(spec) || strcmp(c.table, spec->table) == 0)
+		                ? REC_UPDATE : REC_SKIP;
+		json_decref(root);
+		return 0;
 	default:
-		/* U, D, T and whatever later versions add. */
+		/* D, T and whatever later versions add. */
 		rec->kind = REC_SKIP;
 		json_decref(root);
 		return 0;

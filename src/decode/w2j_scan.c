@@ -459,7 +459,8 @@ static size_t w2j_unescape_one(const char **p, char *out)
 
 /* Writes the unescaped string v and a NUL to out (room for v->len + 1
  * is enough: no escape gets longer). Returns the length. */
-static size_t w2j_unescape(const struct w2j_span *v, char *out)
+static inline __attribute__((always_inline)) size_t
+w2j_unescape(const struct w2j_span *v, char *out)
 {
 	const char *s = v->ptr, *e = v->ptr + v->len;
 	char *o = out;
@@ -520,7 +521,7 @@ struct w2j_found {
  * Returns 1 on every case w2j_event() or w2j_decode_slow() would fail
  * on, so that the message comes from there. */
 static int w2j_fast_event(struct record *rec, const struct w2j_span *ts,
-                          const struct w2j_found *found)
+                          const struct w2j_found *found, size_t nextra)
 {
 	struct rec_str *dst[REC_NCOLS] = { &rec->id, &rec->key, &rec->type,
 		                               &rec->route, &rec->payload };
@@ -536,6 +537,19 @@ static int w2j_fast_event(struct record *rec, const struct w2j_span *ts,
 			need += v->len + 1;
 		else if (!(v->kind == 'i' && k != REC_COL_PAYLOAD) &&
 		         !(v->kind == 'n' && k == REC_COL_TYPE))
+			return 1;
+	}
+	/* The extra columns (record.h): absent, NULL, text, an integer or
+	 * a boolean; anything else is jansson's to name. */
+	for (size_t x = 0; x < nextra; x++) {
+		const struct w2j_span *v = &found[REC_NCOLS + x].value;
+		if (!found[REC_NCOLS + x].seen)
+			continue;
+		if (v->kind == 's')
+			need += v->len + 1;
+		else if (v->kind == 'i')
+			need += 24; /* "-9223372036854775808" and its NUL */
+		else if (v->kind != 'n' && v->kind != 'b')
 			return 1;
 	}
 	/* Timestamps are short and plain; anything else is left to jansson. */
@@ -561,6 +575,26 @@ static int w2j_fast_event(struct record *rec, const struct w2j_span *ts,
 			                 "%" JSON_INTEGER_FORMAT, (json_int_t)v->ival);
 			dst[k]->ptr = rec->num_[k];
 			dst[k]->len = (size_t)n;
+		}
+	}
+	for (size_t x = 0; x < nextra; x++) {
+		const struct w2j_span *v = &found[REC_NCOLS + x].value;
+		struct rec_str *d = &rec->extra[x];
+		if (!found[REC_NCOLS + x].seen)
+			continue;
+		rec->extra_seen |= 1u << x;
+		if (v->kind == 's') {
+			d->ptr = o;
+			d->len = w2j_unescape(v, o);
+			o += d->len + 1;
+		} else if (v->kind == 'i') {
+			int n = snprintf(o, 24, "%lld", v->ival);
+			d->ptr = o;
+			d->len = (size_t)n;
+			o += 24;
+		} else if (v->kind == 'b') {
+			d->ptr = v->ptr[0] == 't' ? "true" : "false";
+			d->len = strlen(d->ptr);
 		}
 	}
 	if (!w2j_span_eq(&found[REC_COL_PAYLOAD].type, "jsonb", 5) &&
@@ -593,13 +627,14 @@ static int w2j_fast_event(struct record *rec, const struct w2j_span *ts,
 static int w2j_fast_i(const char *line, size_t len,
                       const struct record_spec *spec, struct record *rec)
 {
-	const char *want[REC_NCOLS] = { spec->col_id, spec->col_key,
-		                            spec->col_type, spec->col_route,
-		                            spec->col_payload };
+	const char *want[REC_NROLES] = { spec->col_id, spec->col_key,
+		                             spec->col_type, spec->col_route,
+		                             spec->col_payload };
 	const char *p = line, *end = line + len;
-	struct w2j_found found[REC_NCOLS];
+	struct w2j_found found[REC_NROLES];
 	struct w2j_span ts, lsn, schema, table;
-	size_t wantlen[REC_NCOLS];
+	size_t wantlen[REC_NROLES];
+	int nwant = REC_NCOLS + (int)spec->nextra;
 	bool ours;
 	int k;
 
@@ -620,8 +655,10 @@ static int w2j_fast_i(const char *line, size_t len,
 	ours = w2j_span_eq(&schema, spec->schema, strlen(spec->schema)) &&
 	       (w2j_any_table(spec) ||
 	        w2j_span_eq(&table, spec->table, strlen(spec->table)));
-	memset(found, 0, sizeof(found));
-	for (k = 0; k < REC_NCOLS; k++)
+	memset(found, 0, (size_t)nwant * sizeof(found[0]));
+	for (k = REC_NCOLS; k < nwant; k++)
+		want[k] = spec->col_extra[k - REC_NCOLS];
+	for (k = 0; k < nwant; k++)
 		wantlen[k] = strlen(want[k]);
 
 	if (p < end && *p == ']') {
@@ -639,7 +676,7 @@ static int w2j_fast_i(const char *line, size_t len,
 			    !W2J_LIT(&p, end, "}"))
 				return 1;
 			/* The first column of a name wins, as in w2j_event(). */
-			for (k = 0; ours && k < REC_NCOLS; k++) {
+			for (k = 0; ours && k < nwant; k++) {
 				if (!found[k].seen &&
 				    w2j_span_eq(&name, want[k], wantlen[k])) {
 					found[k].seen = true;
@@ -663,7 +700,15 @@ static int w2j_fast_i(const char *line, size_t len,
 		rec->kind = REC_SKIP;
 		return 0;
 	}
-	return w2j_fast_event(rec, &ts, found);
+	if (w2j_fast_event(rec, &ts, found, spec->nextra) != 0)
+		return 1;
+	if (spec->want_types) {
+		rec->key_type = wire_type_of(found[REC_COL_KEY].type.ptr,
+		                             found[REC_COL_KEY].type.len);
+		rec->payload_type = wire_type_of(found[REC_COL_PAYLOAD].type.ptr,
+		                                 found[REC_COL_PAYLOAD].type.len);
+	}
+	return 0;
 }
 
 /* -------------------------------------------------------------- entry */

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "decode/stream_spec.h"
 #include "kafka/kafka_conf.h"
 
 #define C(x) (1u << (x))
@@ -290,7 +291,8 @@ void kc_secrets_free(struct kc_secrets *s)
 
 int kc_validate_config(struct relay_config *cfg, char *err, size_t errlen)
 {
-	if (cfg_validate(cfg, err, errlen) < 0)
+	if (cfg_validate(cfg, err, errlen) < 0 ||
+	    ss_check_config(cfg, err, errlen) < 0)
 		return -1;
 	return kc_check_properties(cfg, err, errlen);
 }

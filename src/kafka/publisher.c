@@ -502,6 +502,11 @@ enum pub_send_result pub_send(struct publisher *p, const char *topic,
 {
 	rd_kafka_headers_t *hdrs;
 	rd_kafka_resp_err_t e;
+	/* table.fields.additional.placement's partition and
+	 * table.field.event.timestamp; by default the partitioner's and the
+	 * producer's clock. */
+	int32_t partition = h != NULL ? h->partition : RD_KAFKA_PARTITION_UA;
+	int64_t timestamp_ms = h != NULL ? h->timestamp_ms : 0;
 
 	/* topic.creation.default.*: the topic is created before anything
 	 * asks for its metadata, which a broker with auto.create.topics.
@@ -523,21 +528,19 @@ enum pub_send_result pub_send(struct publisher *p, const char *topic,
 		}
 	}
 	warm_topic(p, topic);
-	hdrs = rd_kafka_headers_new(ROUTE_H_COUNT +
-	                            (h != NULL ? h->n_extra : 0));
-	for (int i = 0; h != NULL && i < ROUTE_H_COUNT; i++)
-		if (h->value[i] != NULL)
-			rd_kafka_header_add(hdrs, h->name[i], -1, h->value[i],
-			                    (ssize_t)h->len[i]);
-	for (size_t i = 0; h != NULL && i < h->n_extra; i++)
-		if (h->extra[i].value != NULL)
-			rd_kafka_header_add(hdrs, h->extra[i].name, -1,
-			                    h->extra[i].value,
-			                    (ssize_t)h->extra[i].len);
+	hdrs = rd_kafka_headers_new(h != NULL ? route_header_count(h) : 0);
+	for (size_t i = 0; h != NULL && i < route_header_count(h); i++) {
+		const char *hn, *hv;
+		size_t hl;
+		if (route_header_at(h, i, &hn, &hv, &hl))
+			rd_kafka_header_add(hdrs, hn, -1, hv, (ssize_t)hl);
+	}
 	/* F_COPY: key and value live in the decoder's buffers, which are
 	 * reused for the next record. Headers are owned by librdkafka once
 	 * producev succeeds. */
 	e = rd_kafka_producev(p->rk, RD_KAFKA_V_TOPIC(topic),
+	                      RD_KAFKA_V_PARTITION(partition),
+	                      RD_KAFKA_V_TIMESTAMP(timestamp_ms),
 	                      RD_KAFKA_V_KEY(key, key_len),
 	                      RD_KAFKA_V_VALUE((void *)value, value_len),
 	                      RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),

@@ -73,6 +73,49 @@ static const struct cfg_key cfg_keys[] = {
 	{ "route.topic.replacement", CFG_STR, OFF(route_topic_replacement),
 	  "outbox.event.${routedByValue}", 0, 0, CFG_F_REQUIRED,
 	  "topic template; ${routedByValue} is the route.by.field value" },
+	{ "route.topic.regex", CFG_STR, OFF(route_topic_regex),
+	  "(?<routedByValue>.*)", 0, 0, CFG_F_REQUIRED, "regular expression "
+	  "(POSIX extended; Java's (?<routedByValue>...) accepted) matched "
+	  "against the whole route.by.field value; its routedByValue group fills "
+	  "${routedByValue}; no match: the value itself is the topic (Debezium)" },
+	{ "table.field.event.timestamp", CFG_STR, OFF(field_timestamp), "", 0, 0,
+	  0, "column with the record timestamp (timestamp, timestamptz or bigint "
+	  "epoch ms); empty: the produce time" },
+	{ "table.fields.additional.placement", CFG_STR,
+	  OFF(fields_additional_placement), "", 0, 0, 0, "more columns, "
+	  "col:header|envelope|partition[:alias],...: a header, a member of the "
+	  "value (value.format = json), or the partition (integer column)" },
+	{ "route.tombstone.on.empty.payload", CFG_BOOL,
+	  OFF(route_tombstone_on_empty_payload), "false", 0, 0, 0, "a NULL or "
+	  "empty payload is a tombstone (NULL value) instead of a poison event" },
+	{ "table.op.invalid.behavior", CFG_STR, OFF(op_invalid_behavior), "warn",
+	  0, 0, CFG_F_REQUIRED, "an UPDATE of an outbox row: warn or error (log, "
+	  "count, go on) or fatal (poison event)" },
+	{ "table.json.payload.null.behavior", CFG_STR,
+	  OFF(json_payload_null_behavior), "ignore", 0, 0, CFG_F_REQUIRED,
+	  "Debezium's, for table.expand.json.payload, which the relay does not "
+	  "do: only ignore" },
+	{ "tracing.span.context.field", CFG_STR, OFF(tracing_span_context_field),
+	  "tracingspancontext", 0, 0, 0, "column with a java.util.Properties "
+	  "text (traceparent=...): its traceparent and tracestate become "
+	  "headers; empty: off" },
+	{ "tracing.with.context.field.only", CFG_BOOL,
+	  OFF(tracing_with_context_field_only), "false", 0, 0, 0, "accepted for "
+	  "Debezium; the relay adds trace headers only from the column either "
+	  "way" },
+	{ "tracing.operation.name", CFG_STR, OFF(tracing_operation_name),
+	  "debezium-read", 0, 0, 0, "accepted for Debezium; the relay creates no "
+	  "spans" },
+	{ "key.format", CFG_STR, OFF(key_format), "string", 0, 0, CFG_F_REQUIRED,
+	  "record key bytes: string (StringConverter), json (JsonConverter, "
+	  "schemas off) or json-schema (schemas on)" },
+	{ "value.format", CFG_STR, OFF(value_format), "string", 0, 0,
+	  CFG_F_REQUIRED, "record value bytes: string, json or json-schema" },
+	{ "cloudevents.enabled", CFG_BOOL, OFF(cloudevents_enabled), "false", 0,
+	  0, 0, "CloudEvents binary mode headers ce_id, ce_source, ce_type, "
+	  "ce_specversion, ce_time" },
+	{ "cloudevents.source", CFG_STR, OFF(cloudevents_source), "", 0, 0, 0,
+	  "the ce_source header; empty: /outbox-relay/<slot.name>" },
 	{ "slot.ledger.topic", CFG_STR, OFF(slot_ledger_topic), "outbox-relay.slots",
 	  0, 0, 0, "compacted Kafka topic recording every position the slot is "
 	  "moved to (by the relay and the runbook CLI), so that a slot dropped "
@@ -581,6 +624,54 @@ static int split_table(const char *v, char **schema, char **table)
 	return 0;
 }
 
+/* Keys whose value is one word of a list, and the list. */
+static const struct {
+	const char *key;
+	const char *words[4];
+} cfg_enums[] = {
+	{ "key.format", { "string", "json", "json-schema" } },
+	{ "value.format", { "string", "json", "json-schema" } },
+	{ "table.op.invalid.behavior", { "warn", "error", "fatal" } },
+	{ "table.json.payload.null.behavior", { "ignore", "optional_bytes" } },
+	{ "poison.policy", { "fail", "dlq", "skip" } },
+};
+
+/* True (err filled) when key takes one word of a list and value is none
+ * of them, or is one the relay cannot honour. */
+static bool cfg_enum_refused(const char *key, const char *value,
+                             const char *origin, char *err, size_t errlen)
+{
+	for (size_t i = 0; i < sizeof(cfg_enums) / sizeof(cfg_enums[0]); i++) {
+		char list[128] = "";
+		size_t n = 0;
+		if (strcmp(cfg_enums[i].key, key) != 0)
+			continue;
+		for (size_t w = 0; w < 4 && cfg_enums[i].words[w] != NULL; w++) {
+			if (strcmp(value, cfg_enums[i].words[w]) == 0)
+				goto known;
+			n += (size_t)snprintf(list + n, sizeof(list) - n, "%s%s",
+			                      w ? ", " : "", cfg_enums[i].words[w]);
+		}
+		errbuf_set(err, errlen, "%s: %s: \"%s\" is not one of %s", origin,
+		           key, value, list);
+		return true;
+known:
+		/* Debezium reads it only with table.expand.json.payload (the
+		 * payload parsed into a Connect struct), which the relay does
+		 * not do: it sends the payload's text as PostgreSQL printed it. */
+		if (strcmp(key, "table.json.payload.null.behavior") == 0 &&
+		    strcmp(value, "ignore") != 0) {
+			errbuf_set(err, errlen, "%s: %s: \"%s\" applies only to "
+			           "Debezium's table.expand.json.payload, which the relay "
+			           "does not support (the payload is sent as PostgreSQL "
+			           "printed it); use ignore", origin, key, value);
+			return true;
+		}
+		return false;
+	}
+	return false;
+}
+
 void cfg_init(struct relay_config *cfg)
 {
 	char err[256];
@@ -755,11 +846,7 @@ static int set_value(struct relay_config *cfg, const struct cfg_key *k,
 			}
 			free(cfg->log_format);
 			cfg->log_format = xstrdup(value);
-		} else if (strcmp(k->name, "poison.policy") == 0 &&
-		           strcmp(value, "fail") != 0 && strcmp(value, "dlq") != 0 &&
-		           strcmp(value, "skip") != 0) {
-			errbuf_set(err, errlen, "%s: poison.policy: \"%s\" is not one "
-			        "of fail, dlq, skip", origin, value);
+		} else if (cfg_enum_refused(k->name, value, origin, err, errlen)) {
 			return -1;
 		} else if (strcmp(k->name, "slot.plugin") == 0 &&
 		           strcmp(value, "wal2json") != 0 &&

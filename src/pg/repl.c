@@ -105,8 +105,12 @@ static enum repl_err check_table(struct repl_stream *rs,
 	if (slot_table_check(PGC(rs), spec, deadline(rs), &t, &st, err,
 	                     errlen) < 0)
 		return REPL_ERR_TRANSIENT;
-	if (t.verdict == TABLE_OK)
+	if (t.verdict == TABLE_OK) {
+		rs->table_known = t.columns[0] != '\0'; /* one table */
+		memcpy(rs->notnull, t.notnull, sizeof(rs->notnull));
+		rs->extra_present = t.extra_present;
 		return REPL_OK;
+	}
 	slot_table_text(&t, err, errlen);
 	return REPL_ERR_CONFIG;
 }
@@ -383,6 +387,14 @@ const struct tli_switch *repl_history(const struct repl_stream *rs, int *n)
 uint64_t repl_wal_end(const struct repl_stream *rs)
 {
 	return rs->system_lsn;
+}
+
+bool repl_table(const struct repl_stream *rs, const bool **notnull,
+                unsigned *extra_present)
+{
+	*notnull = rs->notnull;
+	*extra_present = rs->extra_present;
+	return rs->table_known;
 }
 
 const struct slot_row *repl_slot(const struct repl_stream *rs)

@@ -422,7 +422,7 @@ int slot_table_check(PGconn *conn, const struct record_spec *spec,
 		goto out;
 	snprintf(sql, sizeof(sql),
 	         "SELECT a.attname, pg_catalog.format_type(a.atttypid, a.atttypmod), "
-	         "t.typname, c.relkind FROM pg_catalog.pg_attribute a "
+	         "t.typname, c.relkind, a.attnotnull FROM pg_catalog.pg_attribute a "
 	         "JOIN pg_catalog.pg_class c ON c.oid = a.attrelid "
 	         "JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace "
 	         "JOIN pg_catalog.pg_type t ON t.oid = a.atttypid "
@@ -466,11 +466,16 @@ int slot_table_check(PGconn *conn, const struct record_spec *spec,
 		if (i == REC_NCOLS - 1)
 			snprintf(t->payload_type, sizeof(t->payload_type), "%s",
 			         PQgetvalue(res, r, 2));
+		t->notnull[i] = PQgetvalue(res, r, 4)[0] == 't';
 		if (n < sizeof(t->columns))
 			n += (size_t)snprintf(t->columns + n, sizeof(t->columns) - n,
 			                      "%s%s %s", i ? ", " : "", cols[i],
 			                      PQgetvalue(res, r, 1));
 	}
+	for (size_t x = 0; x < spec->nextra; x++)
+		for (int r = 0; r < PQntuples(res); r++)
+			if (strcmp(PQgetvalue(res, r, 0), spec->col_extra[x]) == 0)
+				t->extra_present |= 1u << x;
 	t->verdict = TABLE_OK;
 done:
 	PQclear(res);

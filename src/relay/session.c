@@ -110,17 +110,27 @@ void try_connect(struct relay *r)
 	enum lsn_resume resume;
 	enum repl_err rc;
 	char err[1024];
+	const bool *notnull;
+	unsigned present;
 
 	if (!kafka_open(r))
 		return;
 	/* The server describes every relation again in each session, and
 	 * one cached from the last may have changed since. */
 	pgo_reset(&r->pgo);
+	ss_restore_trace(&r->ss);
 	rc = repl_start(&r->rs, r->cfg->pg_conninfo, r->cfg->slot_name, &r->ss,
 	                r->cfg->pg_receive_timeout_ms, err, sizeof(err));
 	switch (rc) {
 	case REPL_OK:
 		r->have_rs = true;
+		/* json-schema's optional flags follow the table's NOT NULL,
+		 * as Debezium's schema does (schema.*: the defaults). */
+		if (repl_table(&r->rs, &notnull, &present)) {
+			r->ss.env.key_optional = !notnull[REC_COL_KEY];
+			r->ss.env.payload_optional = !notnull[REC_COL_PAYLOAD];
+			ss_drop_absent_trace(&r->ss, present);
+		}
 		promotions = lsn_promotions(&r->lt);
 		history = repl_history(&r->rs, &history_len);
 		resume = session_open(r, &(struct lsn_server){
@@ -329,6 +339,15 @@ enum handled handle_msg(struct relay *r, const struct repl_msg *m)
 			poison_handed(r, h);
 		break;
 	case EV_SKIP:
+		if (er.invalid_op) {
+			r->ctr.n_invalid_ops++;
+			if (r->ss.env.op_invalid == SS_OP_ERROR)
+				log_error("%s (table.op.invalid.behavior = error)",
+				          er.reason);
+			else
+				log_warn("%s (table.op.invalid.behavior = warn)",
+				         er.reason);
+		}
 		break;
 	}
 	ev_record_clear(&er);

@@ -46,7 +46,8 @@ void log_stats(struct relay *r, const char *prefix)
 		r->kp->stats(r->pub, &r->ctr.kstats);
 	ps = r->ctr.kstats;
 	log_info("%s: state=%s received=%llu acked=%llu failed=%llu stale=%llu "
-	         "skipped=%llu republished=%llu txns=%llu reconnects=%llu inflight=%llu "
+	         "skipped=%llu republished=%llu txns=%llu invalid_ops=%llu "
+	         "reconnects=%llu inflight=%llu "
 	         "inflight_bytes=%llu held=%llu status_updates=%llu "
 	         "received_lsn=" LSN_FMT " confirmed_lsn=" LSN_FMT
 	         " latency_p50_ms=%.1f latency_p99_ms=%.1f latency_max_ms=%.1f"
@@ -60,6 +61,7 @@ void log_stats(struct relay *r, const char *prefix)
 	         (unsigned long long)r->ctr.n_skipped,
 	         (unsigned long long)lsn_replayed(&r->lt),
 	         (unsigned long long)r->ctr.n_txns,
+	         (unsigned long long)r->ctr.n_invalid_ops,
 	         (unsigned long long)r->ctr.n_reconnects,
 	         (unsigned long long)r->win.events,
 	         (unsigned long long)r->win.bytes,

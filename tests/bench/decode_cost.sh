@@ -85,7 +85,7 @@ children_ticks() { awk '{ print $16 + $17 }' "/proc/$PM_PID/stat"; }
 
 # The relay's wal2json options (repl_start_command() in src/pg/repl.c).
 W2J_OPTS=(-o format-version=2 -o include-lsn=1 -o include-xids=1
-	-o include-transaction=1 -o include-timestamp=1 -o actions=insert
+	-o include-transaction=1 -o include-timestamp=1 -o actions=insert,update
 	-o add-tables=public.outbox
 	-o add-msg-prefixes=outbox-relay-heartbeat,outbox)
 # The options the wiring plan gives START_REPLICATION for pgoutput.
@@ -139,7 +139,7 @@ done
 # per transaction on both sides.
 NCH=$((DECODE_EVENTS / ROWS_PER_TXN * (ROWS_PER_TXN + 2)))
 W2J_SQL_OPTS="'format-version', '2', 'include-lsn', '1', 'include-xids', '1',
-	'include-transaction', '1', 'include-timestamp', '1', 'actions', 'insert',
+	'include-transaction', '1', 'include-timestamp', '1', 'actions', 'insert,update',
 	'add-tables', 'public.outbox',
 	'add-msg-prefixes', 'outbox-relay-heartbeat,outbox'"
 q "SELECT data FROM pg_logical_slot_peek_changes('w2j_peek', NULL, $NCH,

@@ -277,7 +277,7 @@ recvlogical() {
 	if [[ $plugin == wal2json ]]; then
 		opts=(-o format-version=2 -o include-lsn=1 -o include-xids=1
 			-o include-transaction=1 -o include-timestamp=1
-			-o actions=insert -o add-tables=public.outbox)
+			-o actions=insert,update -o add-tables=public.outbox)
 	else
 		opts=(-o proto_version=1 -o publication_names=bench_pub)
 	fi

@@ -107,14 +107,11 @@ static enum pub_send_result fk_send(struct kp_producer *p, const char *topic,
 	m->key_null = key == NULL;
 	snprintf(m->value, sizeof(m->value), "%.*s", (int)value_len,
 	         value != NULL ? value : "");
-	for (size_t i = 0; h != NULL && i < ROUTE_H_COUNT + h->n_extra; i++) {
-		const char *hn = i < ROUTE_H_COUNT ? h->name[i]
-		                                   : h->extra[i - ROUTE_H_COUNT].name;
-		const char *hv = i < ROUTE_H_COUNT ? h->value[i]
-		                                   : h->extra[i - ROUTE_H_COUNT].value;
-		size_t hl = i < ROUTE_H_COUNT ? h->len[i]
-		                              : h->extra[i - ROUTE_H_COUNT].len;
-		if (hv == NULL || m->nh == 16)
+	for (size_t i = 0; h != NULL && i < route_header_count(h); i++) {
+		const char *hn, *hv;
+		size_t hl;
+		if (!route_header_at(h, i, &hn, &hv, &hl) || hv == NULL ||
+		    m->nh == 16)
 			continue;
 		snprintf(m->hname[m->nh], sizeof(m->hname[0]), "%s", hn);
 		snprintf(m->hvalue[m->nh], sizeof(m->hvalue[0]), "%.*s", (int)hl,

@@ -19,6 +19,11 @@
 #  B  relay -> Debezium. The relay streams. Debezium is started and
 #     creates its own slot at S (it streams from S); once the relay's
 #     confirmed_flush_lsn is >= S the relay is stopped.
+#  C  relay -> Debezium, one at a time: Debezium's slot made by hand at S
+#     (pg_create_logical_replication_slot, pgoutput) while the relay
+#     streams; the relay stopped once it confirmed S; Debezium started
+#     T850_LAG_SECS (2) later on that slot with no stored offset: it must
+#     stream from the slot's position.
 #
 # After each switch the writer goes on a few seconds, then stops, and a
 # kcat consumer reads the topic: every committed event (from the
@@ -44,7 +49,7 @@
 # relay's key plain beside Debezium's JSON keys: keys differ, and
 # aggregates change partition at the switch; the test must fail.
 #
-# Heavy (a Connect JVM twice, ~2 min): `make check-debezium` runs it
+# Heavy (a Connect JVM three times, ~1.5 min): `make check-debezium` runs it
 # (IT_DEBEZIUM=1), not make check, where it is one SKIP. Connect's REST
 # port: IT_DBZ_REST_PORT (default the Kafka port + 30).
 set -euo pipefail
@@ -57,7 +62,7 @@ source "$IT_ROOT/tests/env/debezium.sh"
 source "$(dirname "$0")/load.sh"
 
 if [[ -z ${IT_DEBEZIUM:-} ]]; then
-	skip "cutover with real Debezium" "make check-debezium runs it (IT_DEBEZIUM=1): a Connect JVM twice, about 2 min"
+	skip "cutover with real Debezium" "make check-debezium runs it (IT_DEBEZIUM=1): a Connect JVM three times, about 1.5 min"
 	it_summary
 fi
 if ! dbz_have_jars; then
@@ -239,36 +244,62 @@ it_stop_checked "A: relay exits 0 on SIGTERM"
 slot_gone "$db" dbz_a
 it_diag "A took $((SECONDS - t_a)) s"
 
-# ---------------------------------------------------------------- B
-t_b=$SECONDS
-it_scenario t850_b
-it_sql "$db" "CREATE PUBLICATION dbz_pub FOR TABLE public.outbox" >/dev/null
-load_init "$db" "$type" "$AGGS"
-it_write_config "$conf" "$db" status.interval.ms=500 "${relay_key[@]}"
-it_start_relay "$conf" "$log"
-it_check "B: relay holds its slot" it_wait_slot_active "$db" "$db" 30
-load_start "$RATE" 3
-it_check "B: relay streams under load (its slot confirms)" wait_advance "$db" "$db" 30
-sleep "$RUN_SECS"
-dbz=$IT_TEST_DIR/dbz-b
-if dbz_up "$dbz" "$db" dbz_b; then
-	ok "B: Debezium runs (creates slot dbz_b)"
-else
-	not_ok "B: Debezium runs (creates slot dbz_b)" "$(tail -n 30 "$dbz/connect.log")"
-fi
-S=$(it_slot_confirmed "$db" dbz_b)
-it_diag "B: Debezium's slot start S=$S (read once it runs: at or after where it streams from)"
-if ms=$(wait_lsn "$db" "$db" "$S" 60); then
-	ok "B: the relay's slot confirmed S ($S) after $ms ms"
-else
-	not_ok "B: the relay's slot confirmed S ($S)" "at $(it_slot_confirmed "$db" "$db")"
-fi
-it_stop_checked "B: relay exits 0 on SIGTERM"
-sleep "$RUN_SECS"
-load_stop_checked
-figures B
-dbz_halt
-slot_gone "$db" dbz_b
-it_diag "B took $((SECONDS - t_b)) s"
+# ---------------------------------------------------------------- B, C
+# phase_back NAME HOW: relay -> Debezium. HOW=auto: Debezium creates its
+# slot while the relay runs (both publish until the relay has confirmed
+# past S). HOW=hand: Debezium's slot made by hand at S while the relay
+# runs; the relay stopped once past S; Debezium started LAG_SECS later on
+# that slot, with no stored offset (so it must start from the slot's
+# position, not from where the WAL is when it starts).
+phase_back() {
+	local name=$1 how=$2 t0=$SECONDS lname slot S ms
+	lname=$(tr 'A-Z' 'a-z' <<<"$name")
+	slot=dbz_$lname
+	it_scenario "t850_$lname"
+	it_sql "$db" "CREATE PUBLICATION dbz_pub FOR TABLE public.outbox" >/dev/null
+	load_init "$db" "$type" "$AGGS"
+	it_write_config "$conf" "$db" status.interval.ms=500 "${relay_key[@]}"
+	it_start_relay "$conf" "$log"
+	it_check "$name: relay holds its slot" it_wait_slot_active "$db" "$db" 30
+	load_start "$RATE" 3
+	it_check "$name: relay streams under load (its slot confirms)" wait_advance "$db" "$db" 30
+	sleep "$RUN_SECS"
+	dbz=$IT_TEST_DIR/dbz-$lname
+	if [[ $how == hand ]]; then
+		S=$(it_sql "$db" "SELECT lsn FROM pg_create_logical_replication_slot('$slot', 'pgoutput')")
+		it_diag "$name: Debezium's slot made by hand at S=$S"
+	else
+		if dbz_up "$dbz" "$db" "$slot"; then
+			ok "$name: Debezium runs (creates slot $slot)"
+		else
+			not_ok "$name: Debezium runs (creates slot $slot)" "$(tail -n 30 "$dbz/connect.log")"
+		fi
+		S=$(it_slot_confirmed "$db" "$slot")
+		it_diag "$name: Debezium's slot start S=$S (read once it runs: at or after where it streams from)"
+	fi
+	if ms=$(wait_lsn "$db" "$db" "$S" 60); then
+		ok "$name: the relay's slot confirmed S ($S) after $ms ms"
+	else
+		not_ok "$name: the relay's slot confirmed S ($S)" "at $(it_slot_confirmed "$db" "$db")"
+	fi
+	it_stop_checked "$name: relay exits 0 on SIGTERM"
+	if [[ $how == hand ]]; then
+		sleep "$LAG_SECS"
+		if dbz_up "$dbz" "$db" "$slot"; then
+			ok "$name: Debezium runs on the slot made by hand"
+		else
+			not_ok "$name: Debezium runs on the slot made by hand" "$(tail -n 30 "$dbz/connect.log")"
+		fi
+	fi
+	sleep "$RUN_SECS"
+	load_stop_checked
+	figures "$name"
+	dbz_halt
+	slot_gone "$db" "$slot"
+	it_diag "$name took $((SECONDS - t0)) s"
+}
+
+phase_back B auto
+phase_back C hand
 
 it_summary

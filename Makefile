@@ -19,6 +19,8 @@
 #                    and KAFKA4_TESTS on Kafka 3.9.1 with that build
 #   make check-kafka-cluster  t800: a three-node KRaft cluster (RF 3,
 #                    min.insync.replicas 2), leaders killed under load
+#   make check-debezium  t850: the cutover from real Debezium to the relay
+#                    and back under load (docs/migrating-from-debezium.md)
 #   make boundaries  the module boundary rules (tests/lint/boundaries.sh)
 #   make demo        install what is missing, run the relay end to end
 #   make image       the container image (deploy/docker/), with buildah on a
@@ -85,7 +87,8 @@ UNIT_SRCS := $(wildcard tests/unit/*.c)
 UNIT_OBJS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/obj/unit/%.o)
 
 .PHONY: all test-build deps check unit integration integration-pgoutput check-pg-matrix \
-        check-kafka4 check-rdkafka rdkafka-build check-kafka-cluster boundaries demo bench-smoke \
+        check-kafka4 check-rdkafka rdkafka-build check-kafka-cluster check-debezium \
+        debezium-deps boundaries demo bench-smoke \
         bench-decode bench bench-full bench-deps clean install \
         reliability soak image check-image check-deploy \
         fuzz fuzz-build fuzz-regress check-asan check-valgrind lint \
@@ -236,6 +239,17 @@ check-rdkafka: deps
 check-kafka-cluster: deps
 	$(MAKE) all test-build
 	IT_KAFKA_CLUSTER=1 tests/integration/run.sh t800
+
+# t850 on its own: the cutover from Debezium to the relay and back, with
+# real Debezium (3.6.1.Final on a Kafka Connect 4.3.0 worker, the jars of
+# make bench, fetched by debezium-deps) under load; about 2 min, so not
+# part of make check (one SKIP there). CI: lane B.
+debezium-deps:
+	@tests/env/debezium_deps.sh
+
+check-debezium: deps debezium-deps
+	$(MAKE) all test-build
+	IT_DEBEZIUM=1 tests/integration/run.sh t850
 
 # One copy of each rule: who may call whom (docs/design.md), by grep.
 boundaries: all

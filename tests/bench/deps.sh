@@ -5,7 +5,8 @@
 #      strace (syscall counts of the relay's CPU profile);
 #   2. a Kafka Connect 4.3.0 standalone worker and Debezium 3.6.1.Final's
 #      PostgreSQL connector with its Outbox Event Router, by Maven from
-#      tests/bench/connect/pom.xml into tests/bench/connect/target/dependency;
+#      tests/bench/connect/pom.xml into tests/bench/connect/target/dependency
+#      (tests/env/debezium_deps.sh);
 #   3. librdkafka 2.12.1 (tests/env/rdkafka.sh) for the -rdk systems.
 set -euo pipefail
 
@@ -15,24 +16,7 @@ cd "$(dirname "$0")/../.."
 source tests/env/apt.sh
 apt_ensure bench-deps python3-matplotlib strace
 
-dep=tests/bench/connect/target/dependency
-if ! compgen -G "$dep/debezium-connector-postgres-*.jar" >/dev/null ||
-	! compgen -G "$dep/connect-runtime-*.jar" >/dev/null; then
-	echo "bench-deps: fetching Kafka Connect and Debezium (tests/bench/connect/pom.xml)"
-	mvn_log=$(mktemp)
-	if ! mvn -B -q -f tests/bench/connect/pom.xml dependency:copy-dependencies \
-		>"$mvn_log" 2>&1; then
-		cat "$mvn_log" >&2
-		rm -f "$mvn_log"
-		echo "bench-deps: Maven could not fetch Connect and Debezium" >&2
-		exit 1
-	fi
-	rm -f "$mvn_log"
-	if ! compgen -G "$dep/debezium-connector-postgres-*.jar" >/dev/null; then
-		echo "bench-deps: Maven ran but $dep has no Debezium jar" >&2
-		exit 1
-	fi
-fi
+tests/env/debezium_deps.sh
 
 # The -rdk systems: the relay on a current librdkafka (the same build
 # make check-rdkafka uses). Without cargo they are skipped, not failed.

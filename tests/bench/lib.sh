@@ -26,12 +26,14 @@
 # controller +1), Connect REST $BENCH_REST_PORT (18383), the relay's
 # health endpoint $BENCH_HTTP_PORT (18384).
 
+# shellcheck source=../env/debezium.sh
+source "$ENV_REPO_ROOT/tests/env/debezium.sh"
+
 BENCH_PGPORT=${BENCH_PGPORT:-25800}
 BENCH_KPORT=${BENCH_KPORT:-19500}
 BENCH_REST_PORT=${BENCH_REST_PORT:-18383}
 BENCH_HTTP_PORT=${BENCH_HTTP_PORT:-18384}
 BROKERS=127.0.0.1:$BENCH_KPORT
-CONNECT_JARS=${CONNECT_JARS:-$ENV_REPO_ROOT/tests/bench/connect/target/dependency}
 DBZ_HEAP=${DBZ_HEAP:-1g}
 RELAY_BIN=${RELAY_BIN:-$ENV_REPO_ROOT/build/outbox-relay}
 BENCH_TOOL=${BENCH_TOOL:-$ENV_REPO_ROOT/build/bench-tool}
@@ -127,88 +129,36 @@ relay_stop() {
 
 # ---------------------------------------------------------------- Debezium
 
-# Connect standalone: the worker's producer is the one Debezium's records
-# go through. Both profiles: key and value as strings (the value is then
-# the payload's JSON text, the same bytes the relay sends), -Xmx$DBZ_HEAP.
+# Connect standalone (tests/env/debezium.sh): the worker's producer is the
+# one Debezium's records go through. Both profiles: key and value as
+# strings (the value is then the payload's JSON text, the same bytes the
+# relay sends), -Xmx$DBZ_HEAP.
 dbz_start() {
 	local slot=$1 tag=$2 profile=$3 d=$BENCH_DIR/dbz-$2
-	mkdir -p "$d"
-	cat >"$d/worker.properties" <<-EOF
-	bootstrap.servers=$BROKERS
-	key.converter=org.apache.kafka.connect.storage.StringConverter
-	value.converter=org.apache.kafka.connect.storage.StringConverter
-	offset.storage.file.filename=$d/offsets
-	listeners=http://127.0.0.1:$BENCH_REST_PORT
-	plugin.discovery=service_load
-	EOF
-	cat >"$d/connector.properties" <<-EOF
-	name=dbz-$tag
-	connector.class=io.debezium.connector.postgresql.PostgresConnector
-	tasks.max=1
-	plugin.name=pgoutput
-	database.hostname=127.0.0.1
-	database.port=$BENCH_PGPORT
-	database.user=postgres
-	database.password=unused
-	database.dbname=bench
-	topic.prefix=$tag
-	slot.name=$slot
-	publication.name=bench_pub
-	publication.autocreate.mode=disabled
-	table.include.list=public.outbox
-	snapshot.mode=no_data
-	tombstones.on.delete=false
-	transforms=outbox
-	transforms.outbox.type=io.debezium.transforms.outbox.EventRouter
-	transforms.outbox.table.field.event.id=id
-	transforms.outbox.table.field.event.key=aggregate_id
-	transforms.outbox.table.field.event.payload=payload
-	transforms.outbox.route.by.field=aggregate_type
-	transforms.outbox.route.topic.replacement=$tag.\${routedByValue}
-	transforms.outbox.table.fields.additional.placement=event_type:header:event_type
-	EOF
+	local -a worker=() conn=(
+		"topic.prefix=$tag"
+		transforms.outbox.table.field.event.id=id
+		transforms.outbox.table.field.event.key=aggregate_id
+		transforms.outbox.table.field.event.payload=payload
+		transforms.outbox.route.by.field=aggregate_type
+		"transforms.outbox.route.topic.replacement=$tag.\${routedByValue}"
+		transforms.outbox.table.fields.additional.placement=event_type:header:event_type
+	)
 	if [[ $profile == tuned ]]; then
-		cat >>"$d/connector.properties" <<-EOF
-		poll.interval.ms=10
-		max.batch.size=20480
-		max.queue.size=81920
-		EOF
-		cat >>"$d/worker.properties" <<-EOF
-		producer.linger.ms=5
-		producer.enable.idempotence=true
-		producer.acks=all
-		producer.max.in.flight.requests.per.connection=5
-		EOF
+		conn+=(poll.interval.ms=10 max.batch.size=20480 max.queue.size=81920)
+		worker=(producer.linger.ms=5 producer.enable.idempotence=true producer.acks=all
+			producer.max.in.flight.requests.per.connection=5)
 	fi
-	cat >"$d/log4j.properties" <<-EOF
-	log4j.rootLogger=INFO, file
-	log4j.appender.file=org.apache.log4j.FileAppender
-	log4j.appender.file.File=$d/connect.log
-	log4j.appender.file.layout=org.apache.log4j.PatternLayout
-	log4j.appender.file.layout.ConversionPattern=[%d] %p %m (%c)%n
-	EOF
-	(
-		cd "$d"
-		exec java -Xmx"$DBZ_HEAP" -XX:+ExitOnOutOfMemoryError \
-			-Djava.awt.headless=true \
-			-Dlog4j.configuration="file:$d/log4j.properties" \
-			-cp "$CONNECT_JARS/*" org.apache.kafka.connect.cli.ConnectStandalone \
-			worker.properties connector.properties
-	) </dev/null >"$d/stdout.log" 2>&1 &
-	SYS_PID=$!
-	env_on_cleanup "kill -9 $SYS_PID 2>/dev/null || true"
+	dbz_worker_conf "$d" "$BROKERS" "$BENCH_REST_PORT" "${worker[@]}"
+	dbz_connector_conf "$d/connector.properties" "dbz-$tag" "$BENCH_PGPORT" bench \
+		"$slot" bench_pub public.outbox "${conn[@]}"
+	dbz_launch "$d" "$DBZ_HEAP" connector.properties
+	SYS_PID=$DBZ_PID
 }
 
 dbz_stop() {
-	local i
 	[[ -n $SYS_PID ]] || return 0
-	kill -TERM "$SYS_PID" 2>/dev/null || true
-	for ((i = 0; i < 300; i++)); do
-		kill -0 "$SYS_PID" 2>/dev/null || break
-		sleep 0.1
-	done
-	kill -9 "$SYS_PID" 2>/dev/null || true
-	wait "$SYS_PID" 2>/dev/null || true
+	dbz_halt "$SYS_PID"
 	SYS_PID=
 }
 

@@ -33,7 +33,8 @@
 #                             [--rich [--delete-pct P] [--emit-pct P]]
 #   checker.py check --expected FILE [--ids FILE] [--topic T] [--no-dups]
 #                    [--faults N] [--notes]
-#                    [--covered LSN=SNAPSHOT]... [--quiet] RECORDS.json...
+#                    [--covered LSN=SNAPSHOT]... [--key-json] [--lsn-optional]
+#                    [--quiet] RECORDS.json...
 #
 # check: RECORDS are kcat -C -J outputs (one JSON object a line: topic,
 # partition, offset, key, payload, headers = [name, value, ...]). FILE
@@ -63,7 +64,12 @@
 #       N restarts per key; anything else (A1 A2 A1 A3, A1 A3 A2) is an
 #       order violation. --faults 0: no duplicate at all;
 #   (h) with --notes: each payload's "note" is the text the rich workload
-#       derives from (agg, seq), byte for byte after JSON decoding.
+#       derives from (agg, seq), byte for byte after JSON decoding;
+#   (i) with --key-json the key is the agg as a JSON string ("st-1", quoted:
+#       what Connect's JsonConverter writes, and key.format = json); with
+#       --lsn-optional a record with neither pg_lsn nor pg_xid header (one
+#       that Debezium wrote, in the cutover test) is accepted and left out
+#       of the LSN checks, the rest still checked.
 # Prints one summary line (committed, consumed, missing, duplicates,
 # leaked = rolled back but published, order violations, keys split over
 # partitions, ...). Exit status: 0 all good; 1 a violation (or duplicates
@@ -337,7 +343,7 @@ def where(r):
 
 
 def check(recs, expected, ids=None, topic=None, no_dups=False, covered=(),
-          faults=None, notes=False):
+          faults=None, notes=False, key_json=False, lsn_optional=False):
     res = Result()
     leaked = 0
     # Offsets are unique per topic-partition: a repeated one means the
@@ -380,12 +386,14 @@ def check(recs, expected, ids=None, topic=None, no_dups=False, covered=(),
         if notes and p.get("note") != note_of(agg, seq):
             res.bad("note", f"{w}: ({agg}, {seq}) note {p.get('note')!r}, "
                     f"want {note_of(agg, seq)!r}")
-        if key != agg:
-            res.bad("key", f"{w}: key {key!r} but payload agg {agg!r}")
+        if key != (json.dumps(agg, ensure_ascii=False) if key_json else agg):
+            res.bad("key", f"{w}: key {key!r} but payload agg {agg!r}"
+                    f"{' (--key-json)' if key_json else ''}")
         h = headers_of(r)
         if h is None:
             res.bad("headers", f"{w}: headers are not name/value pairs")
             h = {}
+        no_lsn = lsn_optional and "pg_lsn" not in h and "pg_xid" not in h
         ids_h = h.get("id", [])
         if len(ids_h) != 1 or not ids_h[0]:
             res.bad("id", f"{w}: ({agg}, {seq}): want one id header, got {ids_h!r}")
@@ -395,12 +403,13 @@ def check(recs, expected, ids=None, topic=None, no_dups=False, covered=(),
         lsn_h = h.get("pg_lsn", [])
         lsn = lsn_parse(lsn_h[0]) if len(lsn_h) == 1 else None
         if lsn is None:
-            res.bad("pg_lsn", f"{w}: ({agg}, {seq}): pg_lsn header {lsn_h!r} "
-                    f"is not one X/X LSN")
+            if not no_lsn:
+                res.bad("pg_lsn", f"{w}: ({agg}, {seq}): pg_lsn header {lsn_h!r} "
+                        f"is not one X/X LSN")
         else:
             max_lsn = lsn if max_lsn is None else max(max_lsn, lsn)
         xid_h = h.get("pg_xid", [])
-        if len(xid_h) != 1 or not re.match(r"^[0-9]+$", xid_h[0] or ""):
+        if not no_lsn and (len(xid_h) != 1 or not re.match(r"^[0-9]+$", xid_h[0] or "")):
             res.bad("pg_xid", f"{w}: ({agg}, {seq}): pg_xid header {xid_h!r}")
         r["_id"], r["_lsn"] = eid, lsn
         r["_xid"] = xid_h[0] if len(xid_h) == 1 else None
@@ -425,7 +434,8 @@ def check(recs, expected, ids=None, topic=None, no_dups=False, covered=(),
             if eid != first["_id"]:
                 res.bad("id", f"{w}: duplicate of ({agg}, {seq}) has id {eid}, "
                         f"the first copy ({where(first)}) {first['_id']}")
-            if lsn != first["_lsn"] or r["_xid"] != first["_xid"]:
+            both = not lsn_optional or (lsn is not None and first["_lsn"] is not None)
+            if both and (lsn != first["_lsn"] or r["_xid"] != first["_xid"]):
                 res.bad("pg_lsn", f"{w}: duplicate of ({agg}, {seq}) has "
                         f"pg_lsn/pg_xid {lsn_h}/{xid_h}, the first copy "
                         f"({where(first)}) {lsn_fmt(first['_lsn']) if first['_lsn'] is not None else None}"
@@ -599,7 +609,8 @@ def cmd_check(args):
             raise InputError(f"--covered {spec!r}: want LSN=FILE")
         covered.append((lsn, path, read_records([path])))
     res = check(recs, expected, ids=ids, topic=args.topic, no_dups=args.no_dups,
-                covered=covered, faults=args.faults, notes=args.notes)
+                covered=covered, faults=args.faults, notes=args.notes,
+                key_json=args.key_json, lsn_optional=args.lsn_optional)
     return report(res, args.no_dups, args.quiet)
 
 
@@ -688,6 +699,22 @@ def self_test():
         ("duplicate with another pg_lsn",
          mutate(stream([1, 2, 3, 3]), 3, lsn="0/99999"), exp, {}, EXIT_VIOLATION,
          "pg_lsn"),
+        # --key-json / --lsn-optional (the Debezium cutover): a quoted key,
+        # and a record without pg_lsn/pg_xid (Debezium's) beside the relay's.
+        ("--key-json: quoted keys",
+         [dict(r, key=json.dumps(r["key"])) for r in stream([1, 2, 3])], exp,
+         {"key_json": True}, EXIT_OK, None),
+        ("--key-json: a bare key", stream([1, 2, 3]), exp, {"key_json": True},
+         EXIT_VIOLATION, "key"),
+        ("no pg_lsn header without --lsn-optional",
+         mutate(stream([1, 2, 3]), 1, headers=["id", "id-st-1-2", "__debezium.context.connectorName", "postgresql"]), exp, {},
+         EXIT_VIOLATION, "pg_lsn"),
+        ("--lsn-optional: a Debezium record and its duplicate from the relay",
+         mutate(stream([1, 2, 2, 3]), 1, headers=["id", "id-st-1-2", "__debezium.context.connectorName", "postgresql"]), exp,
+         {"lsn_optional": True}, EXIT_OK, None),
+        ("--lsn-optional: order still checked",
+         mutate(stream([1, 3, 2]), 1, headers=["id", "id-st-1-3", "__debezium.context.connectorName", "postgresql"]), exp,
+         {"lsn_optional": True}, EXIT_VIOLATION, "order"),
         ("commit LSN goes back", mutate(stream([1, 2, 3]), 2, lsn="0/1"), exp, {},
          EXIT_VIOLATION, "order"),
         ("payload not JSON", mutate(stream([1, 2, 3]), 0, payload="{oops"), exp,
@@ -804,6 +831,8 @@ def main(argv=None):
     c.add_argument("--covered", action="append", metavar="LSN=SNAPSHOT")
     c.add_argument("--faults", type=int, metavar="N")
     c.add_argument("--notes", action="store_true")
+    c.add_argument("--key-json", action="store_true")
+    c.add_argument("--lsn-optional", action="store_true")
     c.add_argument("--quiet", action="store_true")
     c.add_argument("records", nargs="+")
     s = sub.add_parser("setup-sql")

@@ -6,6 +6,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define RELAY_VERSION "0.1.0"
 
@@ -43,6 +44,11 @@ void *xcalloc(size_t n, size_t m);
 void *xrealloc(void *p, size_t n);
 char *xstrdup(const char *s);
 char *xstrndup(const char *s, size_t n);
+
+/* Reads what is left of f into a buffer the caller frees, its length in
+ * *len (no terminator is added). Returns NULL when the read fails (errno
+ * says why); f stays open. */
+char *xread_stream(FILE *f, size_t *len);
 
 /* Parses "X/X" into *out. Returns 0, or -1 when s is not an LSN. */
 int lsn_parse(const char *s, size_t len, uint64_t *out) RELAY_MUSTCHECK;

@@ -861,8 +861,8 @@ int act_from_debezium(const struct relay_config *cfg,
                       const struct cli_args *a)
 {
 	FILE *f = fopen(a->arg, "r");
-	char *text = NULL, err[768];
-	size_t len = 0, cap = 0, n;
+	char *text, err[768];
+	size_t len;
 	int rc;
 
 	(void)cfg;
@@ -871,15 +871,13 @@ int act_from_debezium(const struct relay_config *cfg,
 		        strerror(errno));
 		return RELAY_EXIT_CONFIG;
 	}
-	do {
-		if (cap - len < 4096) {
-			cap = cap ? cap * 2 : 16384;
-			text = xrealloc(text, cap);
-		}
-		n = fread(text + len, 1, cap - len, f);
-		len += n;
-	} while (n > 0);
+	text = xread_stream(f, &len);
 	fclose(f);
+	if (text == NULL) {
+		cli_err("--from-debezium: cannot read %s: %s", a->arg,
+		        strerror(errno));
+		return RELAY_EXIT_CONFIG;
+	}
 	rc = dbz_convert(text, len, a->arg, stdout, stderr, err, sizeof(err));
 	if (rc != 0)
 		cli_err("--from-debezium: %s", err);

@@ -2,6 +2,7 @@
 /* common.c -- allocation wrappers, LSN text, clocks. */
 #include <math.h>
 #include <stdarg.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +39,29 @@ void *xrealloc(void *p, size_t n)
 	if (q == NULL)
 		oom(n);
 	return q;
+}
+
+char *xread_stream(FILE *f, size_t *len)
+{
+	char *text = NULL;
+	size_t cap = 0, n;
+
+	*len = 0;
+	do {
+		if (cap - *len < 4096) {
+			cap = cap ? cap * 2 : 8192;
+			text = xrealloc(text, cap);
+		}
+		n = fread(text + *len, 1, cap - *len, f);
+		*len += n;
+	} while (n > 0);
+	if (ferror(f)) {
+		int e = errno;
+		free(text);
+		errno = e;
+		return NULL;
+	}
+	return text;
 }
 
 char *xstrdup(const char *s)

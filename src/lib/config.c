@@ -1027,23 +1027,16 @@ int cfg_load_file(struct relay_config *cfg, const char *path, char *err,
                   size_t errlen)
 {
 	FILE *f = fopen(path, "r");
-	char *text = NULL;
-	size_t len = 0, cap = 0, n;
+	char *text;
+	size_t len;
 	int rc;
 
 	if (f == NULL) {
 		errbuf_set(err, errlen, "%s: cannot open: %s", path, strerror(errno));
 		return -1;
 	}
-	do {
-		if (cap - len < 4096) {
-			cap = cap ? cap * 2 : 8192;
-			text = xrealloc(text, cap);
-		}
-		n = fread(text + len, 1, cap - len, f);
-		len += n;
-	} while (n > 0);
-	if (ferror(f)) {
+	text = xread_stream(f, &len);
+	if (text == NULL) {
 		errbuf_set(err, errlen, "%s: read error: %s", path, strerror(errno));
 		rc = -1;
 	} else {

@@ -46,6 +46,9 @@ convert json connector.json \
 	"outbox.table = public.outbox # file" \
 	"table.field.event.key = aggregateid # file" \
 	"route.by.field = aggregatetype # file" \
+	"key.format = json # file" \
+	"value.format = string # file" \
+	"table.fields.additional.placement = type:header:eventType # file" \
 	"poison.policy = dlq # file" \
 	"poison.dlq.topic = orders.dlq # file" \
 	"topic.creation.default.partitions = 6 # file" \
@@ -66,4 +69,9 @@ it_check "connector.properties: stderr says the relay never snapshots" \
 it_run_relay none --from-debezium "$fx/not_outbox.json"
 it_expect_err none 78 "not an outbox connector" "not an outbox connector"
 it_check "not an outbox connector: nothing on stdout" test ! -s "$IT_TEST_DIR/none.out"
+
+# A path that opens but cannot be read (a directory): an error, not an
+# empty connector.
+it_run_relay dir --from-debezium "$fx"
+it_expect_err dir 78 "directory: cannot read" "cannot read $fx: Is a directory"
 it_summary

@@ -107,6 +107,12 @@ static void fuzz_check(const struct record *rec, const uint8_t *m,
 		    (rec->transactional != (rec->xid >= 0)))
 			fuzz_fail("message fields", m, len);
 		break;
+	case REC_UPDATE:
+		/* Only an Update of the outbox's relation, and nothing decoded
+		 * from it (an update is never an event). */
+		if (m[0] != 'U' || rec->root_ != NULL)
+			fuzz_fail("update of the outbox is not of an Update", m, len);
+		break;
 	case REC_SKIP:
 		if (rec->root_ != NULL || len == 0 ||
 		    memchr("RUDTYOI", m[0], 7) == NULL)

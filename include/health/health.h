@@ -74,6 +74,8 @@ struct relay_figures {
 	                             * (poison.policy = dlq) */
 	uint64_t poison_skipped;    /* poison events skipped
 	                             * (poison.policy = skip) */
+	uint64_t invalid_ops;       /* updates of outbox rows met, logged
+	                             * (table.op.invalid.behavior) */
 	uint64_t producer_errors;
 	int64_t heartbeat_rtt_us;   /* last heartbeat round trip; -1 none */
 	uint64_t heartbeats_seen;

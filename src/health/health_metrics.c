@@ -352,6 +352,9 @@ static const struct {
 	   "dlq), each once: its dead-letter record produced."),
 	RU(poison_skipped, "poison_skipped_total", "counter",
 	   "Poison events skipped (poison.policy = skip)."),
+	RU(invalid_ops, "invalid_ops_total", "counter",
+	   "Updates of outbox rows met in the stream and logged, never "
+	   "published (table.op.invalid.behavior = warn or error)."),
 	RU(failovers, "failovers_total", "counter",
 	   "Promotions of a standby followed: new timelines that hold "
 	   "everything published."),

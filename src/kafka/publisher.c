@@ -515,8 +515,13 @@ enum pub_send_result pub_send(struct publisher *p, const char *topic,
 	 * for good (this event's topic cannot be had: a poison event, as for
 	 * a record the broker refuses); no answer rebuilds and replays. */
 	if (strcmp(topic, p->cfg->slot_ledger_topic) != 0) {
-		switch (ta_ensure(p->rk, p->cfg, topic,
-		                  (int)p->cfg->kafka_contact_timeout_ms, err,
+		/* The loop waits here: within half of /livez's bound, so that a
+		 * broker that does not answer fails the session (rebuild, replay)
+		 * instead of the liveness probe restarting the process. */
+		int64_t wait_ms = p->cfg->kafka_contact_timeout_ms;
+		if (p->cfg->http_livez_timeout_ms / 2 < wait_ms)
+			wait_ms = p->cfg->http_livez_timeout_ms / 2;
+		switch (ta_ensure(p->rk, p->cfg, topic, (int)wait_ms, err,
 		                  errlen)) {
 		case TA_CREATED:
 		case TA_EXISTED:

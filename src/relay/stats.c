@@ -107,6 +107,7 @@ void fill_figures(struct relay *r, struct relay_figures *f)
 	f->events_republished = lsn_replayed(&r->lt);
 	f->poison_parked = r->pz.n_parked;
 	f->poison_skipped = r->pz.n_skipped;
+	f->invalid_ops = r->ctr.n_invalid_ops;
 	f->failovers = (uint64_t)lsn_promotions(&r->lt);
 	f->producer_errors = r->ctr.kafka_restarts + r->kp->error_count(r->pub);
 	f->heartbeat_rtt_us = r->ctr.hb_seen > 0 ? r->ctr.hb_rtt_us : -1;

@@ -114,6 +114,9 @@ if it_wait_log "$log" 'WARN .*UPDATE of a row of the outbox table public\.outbox
 else
 	not_ok "the UPDATE is logged at WARN with table and LSN" "$(it_show_log "$log" 20)"
 fi
+port=$(it_health_port "$log" 5 || true)
+n=$(it_metric "$port" outbox_relay_invalid_ops_total)
+it_check "the UPDATE is counted (invalid_ops_total $n)" test "${n:-}" = 1
 it_stop_checked "relay exits 0 on SIGTERM"
 
 # A regex POSIX cannot read: refused at start, exit 78, the construct named.

@@ -67,6 +67,7 @@ static void base(struct slot_figures *sf, struct relay_figures *rf,
 	rf->reconnects = 3;
 	rf->poison_parked = 4;
 	rf->poison_skipped = 2;
+	rf->invalid_ops = 4;
 	rf->producer_errors = 4;
 	rf->heartbeat_rtt_us = -1;
 	rf->heartbeats_seen = 17;
@@ -819,6 +820,7 @@ START_TEST(test_slot_json_fields)
 		jint(root, "relay.reconnects", 3);
 		jint(root, "relay.poison_parked", 4);
 		jint(root, "relay.poison_skipped", 2);
+		jint(root, "relay.invalid_ops", 4);
 		jint(root, "relay.producer_errors", 4);
 		jnull(root, "relay.kafka_broker_rtt_seconds");
 		jnull(root, "relay.kafka_queue_messages");
@@ -1356,7 +1358,7 @@ static struct prom *render_prom(const struct health_snapshot *s)
 		ck_abort_msg("%s", p->err);
 	}
 	/* Every family, with or without samples, is announced. */
-	ck_assert_uint_eq(p->nf, 60);
+	ck_assert_uint_eq(p->nf, 61);
 	for (size_t i = 0; i < p->nf; i++)
 		ck_assert_msg(strncmp(p->f[i].name, PFX, strlen(PFX)) == 0, "%s",
 		              p->f[i].name);
@@ -1490,6 +1492,7 @@ START_TEST(test_metrics_values)
 	pval(p, PFX "reconnects_total", "", 3);
 	pval(p, PFX "poison_parked_total", "", 4);
 	pval(p, PFX "poison_skipped_total", "", 2);
+	pval(p, PFX "invalid_ops_total", "", 4);
 	pval(p, PFX "producer_errors_total", "", 4);
 	pval(p, PFX "kafka_broker_rtt_seconds", "", 0.00025);
 	pval(p, PFX "kafka_queue_messages", "", 33);

@@ -178,10 +178,11 @@ check-pg-matrix: deps
 # The tests that exercise the broker's protocol, against Apache Kafka 4.x
 # (tests/kafka4/pom.xml; its jars fetched by deps.sh kafka4 when missing,
 # never by make check): delivery and order, the broker killed, relay
-# kill -9 loops, the slot ledger, broker refusals, topics created on
-# first use, health, the runbook's commands and --check. About 4 to 5 min
-# on 2 CPUs. make check runs the whole suite on 3.9.1.
-KAFKA4_TESTS := t000 t100 t120 t130 t185 t250 t265 t300 t420
+# kill -9 loops, the slot ledger, broker refusals, the dead-letter
+# topic, topics created on first use (by the broker, and by the relay
+# through the admin API), health, the runbook's commands and --check.
+# About 4 to 5 min on 2 CPUs. make check runs the whole suite on 3.9.1.
+KAFKA4_TESTS := t000 t100 t120 t130 t185 t205 t250 t265 t267 t300 t420
 check-kafka4:
 	@tests/env/deps.sh kafka4
 	$(MAKE) all test-build $(BUILD)/kafka-mock $(BUILD)/tcp-proxy

@@ -34,7 +34,7 @@
 #   checker.py check --expected FILE [--ids FILE] [--topic T] [--no-dups]
 #                    [--faults N] [--notes]
 #                    [--covered LSN=SNAPSHOT]... [--key-json] [--lsn-optional]
-#                    [--quiet] RECORDS.json...
+#                    [--uncommitted RU.json]... [--quiet] RECORDS.json...
 #
 # check: RECORDS are kcat -C -J outputs (one JSON object a line: topic,
 # partition, offset, key, payload, headers = [name, value, ...]). FILE
@@ -69,7 +69,17 @@
 #       what Connect's JsonConverter writes, and key.format = json); with
 #       --lsn-optional a record with neither pg_lsn nor pg_xid header (one
 #       that Debezium wrote, in the cutover test) is accepted and left out
-#       of the LSN checks, the rest still checked.
+#       of the LSN checks, the rest still checked;
+#   (j) with --uncommitted RU.json (repeatable; a kcat -J consume with
+#       isolation.level=read_uncommitted of the same topic, RECORDS being
+#       the read_committed one): RU is checked the same way but for
+#       --no-dups, --faults and --covered (copies from aborted Kafka
+#       transactions are allowed there) and a second line compares the
+#       two: "checker: isolation committed=N rc_records= rc_distinct=
+#       rc_duplicates= rc_missing= rc_order_violations= ru_records= ...
+#       ru_aborted=" (ru_aborted: RU records at an offset RECORDS does not
+#       have, i.e. of aborted or still open transactions). The exit
+#       status stays that of RECORDS' check.
 # Prints one summary line (committed, consumed, missing, duplicates,
 # leaked = rolled back but published, order violations, keys split over
 # partitions, ...). Exit status: 0 all good; 1 a violation (or duplicates
@@ -597,6 +607,26 @@ def report(res, no_dups, quiet=False):
     return code
 
 
+ISO_FIELDS = (("records", "records"), ("distinct", "events"),
+              ("duplicates", "duplicates"), ("missing", "missing"),
+              ("order_violations", "order_violations"), ("leaked", "leaked"))
+
+
+def isolation_line(rc, ru, rc_recs, ru_recs):
+    """One line with the read_committed (rc) and read_uncommitted (ru)
+    figures side by side; ru_aborted counts the RU records at offsets the
+    read_committed consume does not have (aborted or open transactions)."""
+    rc_off = {(r["topic"], r["partition"], r["offset"]) for r in rc_recs}
+    aborted = sum(1 for r in ru_recs
+                  if (r["topic"], r["partition"], r["offset"]) not in rc_off)
+    parts = ["checker: isolation committed=%d" % rc.stats["committed"]]
+    for pre, res in (("rc", rc), ("ru", ru)):
+        parts += ["%s_%s=%d" % (pre, name, res.stats[key])
+                  for name, key in ISO_FIELDS]
+    parts.append("ru_aborted=%d" % aborted)
+    return " ".join(parts)
+
+
 def cmd_check(args):
     expected = read_expected(args.expected)
     ids = read_ids(args.ids) if args.ids else None
@@ -608,10 +638,19 @@ def cmd_check(args):
         if not sep or lsn is None:
             raise InputError(f"--covered {spec!r}: want LSN=FILE")
         covered.append((lsn, path, read_records([path])))
+    ru_recs = read_records(args.uncommitted) if args.uncommitted else None
     res = check(recs, expected, ids=ids, topic=args.topic, no_dups=args.no_dups,
                 covered=covered, faults=args.faults, notes=args.notes,
                 key_json=args.key_json, lsn_optional=args.lsn_optional)
-    return report(res, args.no_dups, args.quiet)
+    code = report(res, args.no_dups, args.quiet)
+    if ru_recs is not None:
+        ru = check(ru_recs, expected, ids=ids, topic=args.topic, notes=args.notes,
+                   key_json=args.key_json, lsn_optional=args.lsn_optional)
+        print(isolation_line(res, ru, recs, ru_recs))
+        if not args.quiet:
+            for kind, msg in ru.violations[:MAX_SHOWN]:
+                print(f"checker: read_uncommitted violation [{kind}]: {msg}")
+    return code
 
 
 # ---------------------------------------------------------------- self-test
@@ -800,6 +839,46 @@ def self_test():
             if not good:
                 print("  " + out.replace("\n", "\n  "))
             failures += not good
+        # --uncommitted: an aborted Kafka transaction's copies (A2 A3 at
+        # offsets 1-2, its marker at 3) are seen read_uncommitted only;
+        # the read_committed consume stays duplicate-free and decides.
+        rc_recs = [_rec(T, 0, 0, A, 1), _rec(T, 0, 4, A, 2), _rec(T, 0, 5, A, 3),
+                   _rec(T, 1, 0, B, 1), _rec(T, 1, 1, B, 2)]
+        ru_recs = [_rec(T, 0, 0, A, 1), _rec(T, 0, 1, A, 2), _rec(T, 0, 2, A, 3),
+                   _rec(T, 0, 4, A, 2), _rec(T, 0, 5, A, 3),
+                   _rec(T, 1, 0, B, 1), _rec(T, 1, 1, B, 2)]
+        rcf, ruf = os.path.join(d, "rc.json"), os.path.join(d, "ru.json")
+        for path, recs in ((rcf, rc_recs), (ruf, ru_recs)):
+            with open(path, "w") as f:
+                for r in recs:
+                    f.write(json.dumps(r) + "\n")
+        iso_cases = [
+            ("read_committed clean, read_uncommitted with aborted copies",
+             [rcf], EXIT_OK,
+             ["checker: isolation committed=5 rc_records=5 rc_distinct=5 "
+              "rc_duplicates=0 rc_missing=0 rc_order_violations=0 rc_leaked=0 "
+              "ru_records=7 ru_distinct=5 ru_duplicates=2 ru_missing=0 "
+              "ru_order_violations=0 ru_leaked=0 ru_aborted=2"]),
+            # The read_uncommitted file where the read_committed one belongs:
+            # its copies are duplicates, --no-dups fails, the line still comes.
+            ("duplicates read_committed fail under --no-dups", [ruf],
+             EXIT_VIOLATION, ["rc_duplicates=2", "ru_duplicates=2", "ru_aborted=0"]),
+        ]
+        for name, recs_f, want, needles in iso_cases:
+            code, out = _run_main(["check", "--expected", ef, "--no-dups",
+                                   "--uncommitted", ruf] + recs_f)
+            good = code == want and all(n in out for n in needles)
+            print(f"self-test: {'ok' if good else 'FAILED'}: --uncommitted, "
+                  f"{name}: exit {code} (want {want})")
+            if not good:
+                print("  " + out.replace("\n", "\n  "))
+            failures += not good
+        # Without --uncommitted no isolation line.
+        code, out = _run_main(["check", "--expected", ef, rcf])
+        good = code == EXIT_OK and "isolation" not in out
+        print(f"self-test: {'ok' if good else 'FAILED'}: no isolation line "
+              f"without --uncommitted")
+        failures += not good
         # The pgbench script and setup SQL render.
         try:
             assert "\\if :r <= 10" in pgbench_script(200, 10, 25)
@@ -833,6 +912,7 @@ def main(argv=None):
     c.add_argument("--notes", action="store_true")
     c.add_argument("--key-json", action="store_true")
     c.add_argument("--lsn-optional", action="store_true")
+    c.add_argument("--uncommitted", action="append", metavar="RU.json")
     c.add_argument("--quiet", action="store_true")
     c.add_argument("records", nargs="+")
     s = sub.add_parser("setup-sql")

@@ -56,9 +56,19 @@
 #   it_wait_slot_active DB SLOT [SECS]
 #   it_wait_exit PID SECS            true once PID has exited
 #   it_consume TOPIC OUTFILE         all records, one kcat JSON object a line
+#                                    (kcat's default isolation.level,
+#                                    read_committed)
+#   it_consume_uncommitted TOPIC OUTFILE   the same read_uncommitted: what
+#                                    a consumer sees of aborted Kafka
+#                                    transactions too
+#   it_eos                           true under RELAY_DELIVERY=exactly-once
+#   it_alo_only DESC REASON          under exactly-once: one SKIP and the
+#                                    test ends (an at-least-once check)
 #   it_consume_wait TOPIC OUTFILE N [SECS]  until at least N records
 #   it_count FILE                    records in an it_consume file
 #   it_wait_checked TOPIC OUT SECS ARGS...  checker.py until complete
+#                                    (with --no-dups added under
+#                                    exactly-once unless IT_ALLOW_DUPS=1)
 #   it_check_confirmed_past DB SUMMARY DESC [SUFFIX]   the slot confirms
 #                                    past the checker's max_pg_lsn
 #   it_kafka_topic TOPIC [KEY=VALUE...]  creates TOPIC (the broker's
@@ -121,6 +131,10 @@
 #
 # Knobs: RELAY_PLUGIN (wal2json or pgoutput: the plugin of the slots
 # it_setup_db creates and the slot.plugin it_write_config writes),
+# RELAY_DELIVERY (at-least-once, the default, or exactly-once: the
+# delivery.guarantee it_write_config writes; a read_committed consumer
+# -- kcat's default -- must then see no duplicate, so it_wait_checked
+# passes --no-dups),
 # IT_PGPORT (25450), IT_KAFKA_PORT (19150, controller +1), RELAY_BIN
 # (build/test/outbox-relay: the test hooks), IT_CONSUME_TIMEOUT (30 s per kcat run),
 # IT_RELAY_STOP_TIMEOUT (30 s), ENV_KEEP_TMP=1 (keep the temp dir). Also
@@ -145,6 +159,14 @@ wal2json | pgoutput) ;;
 esac
 # The relay's default slot.publication.
 IT_PUBLICATION=outbox_pub
+RELAY_DELIVERY=${RELAY_DELIVERY:-at-least-once}
+case $RELAY_DELIVERY in
+at-least-once | exactly-once) ;;
+*)
+	echo "RELAY_DELIVERY must be at-least-once or exactly-once, not '$RELAY_DELIVERY'" >&2
+	exit 1
+	;;
+esac
 RELAY_BIN=${RELAY_BIN:-$IT_ROOT/build/test/outbox-relay}
 IT_CONSUME_TIMEOUT=${IT_CONSUME_TIMEOUT:-30}
 IT_RELAY_STOP_TIMEOUT=${IT_RELAY_STOP_TIMEOUT:-30}
@@ -351,6 +373,19 @@ it_wal2json_only() {
 	it_summary
 }
 
+# it_eos: true when the relays of this run publish exactly-once
+# (RELAY_DELIVERY=exactly-once: transactions, the ledger's skip at start).
+it_eos() { [[ $RELAY_DELIVERY == exactly-once ]]; }
+
+# it_alo_only REASON: for a test (or the rest of one) that asserts what
+# only at-least-once does (a replay counted, a record published twice on
+# purpose): under exactly-once one SKIP with REASON, and the test ends.
+it_alo_only() {
+	it_eos || return 0
+	skip "${IT_TEST_NAME:-$(basename "$0" .sh)} under delivery.guarantee = exactly-once" "$1"
+	it_summary
+}
+
 # Whether the server has a setting: minors differ (output_plugin_libraries
 # exists only in recent 15.x releases), and tests assert a setting's
 # behaviour only where it exists.
@@ -478,6 +513,8 @@ it_write_config() {
 		echo "kafka.bootstrap.servers = $KAFKA_BROKERS"
 		echo "slot.name = $slot"
 		[[ $RELAY_PLUGIN == wal2json ]] || echo "slot.plugin = $RELAY_PLUGIN"
+		[[ $RELAY_DELIVERY == at-least-once ]] ||
+			echo "delivery.guarantee = $RELAY_DELIVERY"
 		# Several relays run at once in some tests: a free port each.
 		echo "http.listen = 127.0.0.1:0"
 		for kv in "$@"; do
@@ -561,8 +598,9 @@ it_stop_relay() {
 # yet is an empty result, not an error.
 it_consume() {
 	local topic=$1 out=$2 err rc=0
+	shift 2
 	err=$(timeout "$IT_CONSUME_TIMEOUT" kcat -b "$KAFKA_BROKERS" -C -t "$topic" \
-		-o beginning -e -q -J 2>&1 >"$out") || rc=$?
+		"$@" -o beginning -e -q -J 2>&1 >"$out") || rc=$?
 	if ((rc != 0)); then
 		if [[ $err == *"Unknown topic or partition"* ]]; then
 			: >"$out"
@@ -571,6 +609,14 @@ it_consume() {
 		echo "it_consume $topic: kcat exit $rc: $err" >&2
 		return "$rc"
 	fi
+}
+
+# it_consume_uncommitted TOPIC OUTFILE: it_consume with
+# isolation.level=read_uncommitted: the records of aborted Kafka
+# transactions too (and of open ones, up to the high watermark), each
+# still one line; offsets skip the transaction markers either way.
+it_consume_uncommitted() {
+	it_consume "$1" "$2" -X isolation.level=read_uncommitted
 }
 
 it_count() {
@@ -602,6 +648,10 @@ it_consume_wait() {
 it_wait_checked() {
 	local topic=$1 out=$2 secs=$3 deadline rc
 	shift 3
+	# A read_committed consumer of exactly-once sees each event once.
+	if it_eos && [[ -z ${IT_ALLOW_DUPS:-} && " $* " != *" --no-dups "* ]]; then
+		set -- "$@" --no-dups
+	fi
 	deadline=$((SECONDS + secs))
 	while :; do
 		rc=0

@@ -48,7 +48,17 @@
 #   load_checked TOPIC SECS ARGS...  it_wait_checked with --expected and
 #                             ARGS (the parts of load_check a test wants:
 #                             --ids, --topic, --faults, --covered, --notes);
-#                             sets LOAD_RC, LOAD_SUMMARY, LOAD_OUT
+#                             sets LOAD_RC, LOAD_SUMMARY, LOAD_OUT; under
+#                             RELAY_DELIVERY=exactly-once it_wait_checked
+#                             adds --no-dups, and load_isolation follows
+#   load_isolation TOPIC ARGS...  TOPIC consumed read_uncommitted too
+#                             (LOAD_OUT.ru) and checker.py check with
+#                             --uncommitted: LOAD_ISO, its "checker:
+#                             isolation ..." line (both consumers' records,
+#                             distinct, duplicates, missing, order
+#                             violations; ru_aborted)
+#   load_iso_stat NAME        a NAME=N figure of LOAD_ISO (rc_duplicates,
+#                             ru_records, ru_aborted, ...)
 #   load_kill9 CONF LOG MIN SPREAD  a relay on CONF (log LOG) killed with
 #                             SIGKILL after MIN + (RANDOM % SPREAD) / 10
 #                             seconds and reaped; LOAD_NAP is how long it
@@ -67,8 +77,11 @@
 #                             dup_events, replays, max_pg_lsn, committed,
 #                             consumed, leaked, order_violations, ...)
 #   load_row SCENARIO ROUNDS  "# row: scenario=... rounds=... <the checker's
-#                             figures> wall=Ns", the line
+#                             figures> mode=... [ru_...] wall=Ns", the line
 #                             tests/reliability/run.sh puts in its table
+#   load_row_extra            "mode=RELAY_DELIVERY" and, when LOAD_ISO is
+#                             set, the read_uncommitted figures: for the
+#                             tests that print their own row
 #   load_ms                   the wall clock in milliseconds
 #   load_wait_log FILE ERE N SECS   until FILE has N lines matching ERE;
 #                             prints the milliseconds it took
@@ -96,6 +109,7 @@ LOAD_COMMITTED=
 LOAD_OUT=
 LOAD_NAP=
 LOAD_FAULTS=
+LOAD_ISO=
 _LOAD_PID=
 _LOAD_HOOKED=
 
@@ -182,6 +196,36 @@ load_checked() {
 	it_wait_checked "$topic" "$LOAD_OUT" "$secs" \
 		--expected "$IT_TEST_DIR/expected" "$@" || LOAD_RC=$?
 	LOAD_SUMMARY=$(grep '^checker:' "$LOAD_OUT.check" | head -n1 || true)
+	LOAD_ISO=
+	# Exactly-once: what a read_uncommitted consumer sees, beside it.
+	if it_eos && ((LOAD_RC != 2 && LOAD_RC != 3)); then
+		load_isolation "$topic" "$@" || true
+	fi
+}
+
+load_isolation() {
+	local topic=$1 ru=${LOAD_OUT%.json}.ru.json
+	shift
+	LOAD_ISO=
+	it_consume_uncommitted "$topic" "$ru" 2>"$ru.err" || return 1
+	python3 "$LOAD_CHECKER" check --expected "$IT_TEST_DIR/expected" "$@" \
+		--uncommitted "$ru" "$LOAD_OUT" >"$ru.check" 2>&1 || true
+	LOAD_ISO=$(grep '^checker: isolation' "$ru.check" | head -n1 || true)
+	[[ -n $LOAD_ISO ]]
+}
+
+load_iso_stat() {
+	sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<<"$LOAD_ISO"
+}
+
+load_row_extra() {
+	local f extra="mode=$RELAY_DELIVERY"
+	if [[ -n $LOAD_ISO ]]; then
+		for f in records duplicates missing order_violations aborted; do
+			extra+=" ru_$f=$(load_iso_stat "ru_$f")"
+		done
+	fi
+	echo "$extra"
 }
 
 # The relay killed at a random moment: how long it ran varies from round
@@ -226,7 +270,7 @@ load_stat() {
 }
 
 load_row() {
-	it_diag "row: scenario=$1 rounds=$2 $(sed 's/^checker: [A-Z]* //' <<<"$LOAD_SUMMARY") wall=${SECONDS}s"
+	it_diag "row: scenario=$1 rounds=$2 $(sed 's/^checker: [A-Z]* //' <<<"$LOAD_SUMMARY") $(load_row_extra) wall=${SECONDS}s"
 }
 
 # Milliseconds of the wall clock, for measuring how long a reaction took.

@@ -19,6 +19,8 @@
 #                    and KAFKA4_TESTS on Kafka 3.9.1 with that build
 #   make check-kafka-cluster  t800: a three-node KRaft cluster (RF 3,
 #                    min.insync.replicas 2), leaders killed under load
+#   make check-kafka-cluster-eos  the same with delivery.guarantee =
+#                    exactly-once (no duplicate read_committed)
 #   make check-debezium  t850: the cutover from real Debezium to the relay
 #                    and back under load (docs/migrating-from-debezium.md)
 #   make boundaries  the module boundary rules (tests/lint/boundaries.sh)
@@ -87,10 +89,10 @@ UNIT_SRCS := $(wildcard tests/unit/*.c)
 UNIT_OBJS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/obj/unit/%.o)
 
 .PHONY: all test-build deps check unit integration integration-pgoutput check-pg-matrix \
-        check-kafka4 check-rdkafka rdkafka-build check-kafka-cluster check-debezium \
+        check-kafka4 check-rdkafka rdkafka-build check-kafka-cluster check-kafka-cluster-eos check-debezium \
         debezium-deps boundaries demo bench-smoke \
         bench-decode bench bench-full bench-deps clean install \
-        reliability soak image check-image check-deploy \
+        reliability reliability-eos soak image check-image check-deploy \
         fuzz fuzz-build fuzz-regress check-asan check-valgrind lint \
         asan-build ci-build
 
@@ -241,6 +243,13 @@ check-kafka-cluster: deps
 	$(MAKE) all test-build
 	IT_KAFKA_CLUSTER=1 tests/integration/run.sh t800
 
+# t800 with delivery.guarantee = exactly-once: transactions on the cluster
+# (transaction.state.log RF 3, min.isr 2), the checker with --no-dups and
+# the read_uncommitted figures beside it.
+check-kafka-cluster-eos: deps
+	$(MAKE) all test-build
+	RELAY_DELIVERY=exactly-once IT_KAFKA_CLUSTER=1 tests/integration/run.sh t800
+
 # t850 on its own: the cutover from Debezium to the relay and back, with
 # real Debezium (3.6.1.Final on a Kafka Connect 4.3.0 worker, the jars of
 # make bench, fetched by debezium-deps) under load; about 2 min, so not
@@ -294,12 +303,19 @@ demo: deps
 
 # The fault matrix (docs/reliability.md): one row per scenario.
 reliability: deps
-	$(MAKE) all test-build $(BUILD)/kafka-mock
+	$(MAKE) all test-build $(BUILD)/kafka-mock $(BUILD)/tcp-proxy
 	tests/reliability/run.sh
+
+# The matrix with delivery.guarantee = exactly-once (RELAY_DELIVERY): no
+# duplicate for a read_committed consumer, the read_uncommitted copies
+# in their own column.
+reliability-eos: deps
+	$(MAKE) all test-build $(BUILD)/kafka-mock $(BUILD)/tcp-proxy
+	RELAY_DELIVERY=exactly-once tests/reliability/run.sh
 
 # The same with more rounds (F1 100 kills, a 300 s crash loop).
 soak: deps
-	$(MAKE) all test-build $(BUILD)/kafka-mock
+	$(MAKE) all test-build $(BUILD)/kafka-mock $(BUILD)/tcp-proxy
 	SOAK=1 tests/reliability/run.sh
 
 bench-smoke: deps

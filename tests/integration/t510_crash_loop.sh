@@ -60,7 +60,7 @@ else
 fi
 consumed=$(it_count "$out")
 ratio=$(awk -v c="$consumed" -v n="$committed" 'BEGIN { if (n > 0) printf "%.2f", c / n }')
-it_diag "row: scenario=crash-loop rounds=$kills committed=$committed consumed=$consumed ratio=$ratio $(sed 's/^checker: [A-Z]* //' <<<"$summary") wall=$((SECONDS - t0))s"
+it_diag "row: scenario=crash-loop rounds=$kills committed=$committed consumed=$consumed ratio=$ratio $(sed 's/^checker: [A-Z]* //' <<<"$summary") $(load_row_extra) wall=$((SECONDS - t0))s"
 it_stop_checked "the draining relay exits 0"
 
 it_summary

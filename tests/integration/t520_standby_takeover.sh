@@ -69,7 +69,7 @@ if ((rc == 0)); then
 else
 	not_ok "F19: $committed events over $KILLS takeovers" "exit $rc: $(head -n 30 "$out.check")"
 fi
-it_diag "row: scenario=F19 rounds=$KILLS takeover_ms=${takes[*]:-none} $(sed 's/^checker: [A-Z]* //' <<<"$summary") wall=$((SECONDS - t0))s"
+it_diag "row: scenario=F19 rounds=$KILLS takeover_ms=${takes[*]:-none} $(sed 's/^checker: [A-Z]* //' <<<"$summary") $(load_row_extra) wall=$((SECONDS - t0))s"
 rc=0
 IT_RELAY_PID=$a
 it_stop_relay || rc=$?

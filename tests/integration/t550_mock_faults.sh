@@ -83,7 +83,7 @@ else
 	not_ok "F7/F8: $committed events through $faults mock-cluster faults" "exit $rc: $(head -n 30 "$out.check")
 $(it_show_log "$log" 20)"
 fi
-it_diag "row: scenario=F7/F8 rounds=$faults $(sed 's/^checker: [A-Z]* //' <<<"$summary") wall=$((SECONDS - t0))s"
+it_diag "row: scenario=F7/F8 rounds=$faults $(sed 's/^checker: [A-Z]* //' <<<"$summary") $(load_row_extra) wall=$((SECONDS - t0))s"
 it_stop_checked "relay exits 0 on SIGTERM"
 rc=0
 mock_stop || rc=$?

@@ -267,7 +267,7 @@ it_check_confirmed_past "$db" "$summary" "confirmed_flush_lsn passed the last ou
 errs=$(grep -ciE 'unsupported|protocol error|invalid request|UNSUPPORTED_VERSION' "$log" || true)
 it_check "no protocol error in the relay's log" test "$errs" = 0
 it_diag "relay log: $(grep -cE 'replaying from slot' "$log" || true) replays, $(grep -ciE 'producer rebuilt|rebuilding' "$log" || true) producer rebuilds"
-it_diag "row: scenario=cluster rounds=$kills committed=$committed consumed=$consumed ratio=$ratio $(sed 's/^checker: [A-Z]* //' <<<"$summary") wall=$((SECONDS - t0))s"
+it_diag "row: scenario=cluster rounds=$kills committed=$committed consumed=$consumed ratio=$ratio $(sed 's/^checker: [A-Z]* //' <<<"$summary") $(load_row_extra) wall=$((SECONDS - t0))s"
 it_stop_checked "relay exits 0 on SIGTERM"
 rc=$STOP_RC
 ((rc == 0)) || it_diag "$(it_show_log "$log" 20)"

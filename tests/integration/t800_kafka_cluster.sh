@@ -23,6 +23,12 @@
 # per-key order with re-deliveries only repeating a suffix, at most one
 # per fault); the duplicate factor (consumed / committed) is printed, the
 # slot confirms the last commit and the relay exits 0 on SIGTERM.
+# Under RELAY_DELIVERY=exactly-once (make check-kafka-cluster-eos) the
+# relay publishes in Kafka transactions (their coordinator's log has
+# replication factor 3, min.isr 2, like the topics): each round also waits
+# for __transaction_state to be in sync, the checker wants no duplicate
+# from its read_committed consumer (--no-dups) and the read_uncommitted
+# figures are printed beside it.
 # Heavy (three more JVMs; 2.5 min on 2 CPUs, more when busy): `make
 # check-kafka-cluster` runs it (IT_KAFKA_CLUSTER=1), not `make check`,
 # where it is one SKIP with that reason.
@@ -141,11 +147,19 @@ published_at_least() {
 }
 it_check "events acknowledged before the first kill" published_at_least 500 60
 
+# Exactly-once: the transaction coordinators' log in sync too before a
+# kill (the relay's first transaction created it); at-least-once: nothing.
+txn_log_in_sync() {
+	it_eos || return 0
+	kc_wait_isr "$IT_TEST_DIR" __transaction_state 3 60
+}
+
 kills=0
 for ((r = 1; r <= ROUNDS; r++)); do
 	rt=$SECONDS
 	if ! kc_wait_isr "$IT_TEST_DIR" "$topic" 3 90 ||
-		! kc_wait_isr "$IT_TEST_DIR" "$ledger_topic" 3 30; then
+		! kc_wait_isr "$IT_TEST_DIR" "$ledger_topic" 3 30 ||
+		! txn_log_in_sync; then
 		not_ok "round $r: every replica in sync before the kill"
 		break
 	fi
@@ -186,7 +200,8 @@ $(it_show_log "$log" 15)"
 done
 
 # -- one in-sync replica left: two nodes killed, the quorum with them.
-if kc_wait_isr "$IT_TEST_DIR" "$topic" 3 90 && kc_wait_isr "$IT_TEST_DIR" "$ledger_topic" 3 30; then
+if kc_wait_isr "$IT_TEST_DIR" "$topic" 3 90 && kc_wait_isr "$IT_TEST_DIR" "$ledger_topic" 3 30 &&
+	txn_log_in_sync; then
 	rt=$SECONDS
 	first=$(kc_top_leader "$IT_TEST_DIR" "$topic")
 	kc_kill "$IT_TEST_DIR" "$first"
@@ -255,10 +270,11 @@ load_checked "$topic" 120 --ids "$IT_TEST_DIR/ledger" --topic "$topic" \
 	--faults "$kills" --notes
 rc=$LOAD_RC summary=$LOAD_SUMMARY out=$LOAD_OUT
 it_diag "$summary"
+[[ -z $LOAD_ISO ]] || it_diag "$LOAD_ISO"
 consumed=$(it_count "$out")
 ratio=$(awk -v c="$consumed" -v n="$committed" 'BEGIN { if (n > 0) printf "%.3f", c / n }')
 if ((rc == 0)); then
-	ok "$committed events after $kills broker kills: none missing, none leaked, per-key order, re-deliveries only suffixes (duplicate factor $ratio)"
+	ok "$committed events after $kills broker kills: none missing, none leaked, per-key order, $(it_eos && echo "no duplicate read_committed (exactly-once)" || echo "re-deliveries only suffixes") (duplicate factor $ratio)"
 else
 	not_ok "$committed events after $kills broker kills" "exit $rc: $(head -n 30 "$out.check")
 $(it_show_log "$log" 20)"

@@ -132,6 +132,7 @@ else
 $(it_show_log "$log" 20)"
 fi
 it_diag "$summary"
+load_row broker-stop 1
 # Duplicates are allowed; if the relay replayed, say why.
 replayed=$(tail -c +$((log_off + 1)) "$log" |
 	grep -E 'delivery failed|fatal|replaying from slot|restart' | grep -v 'stats:' |

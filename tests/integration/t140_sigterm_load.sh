@@ -95,6 +95,7 @@ else
 $(it_show_log "$log2" 20)"
 fi
 it_diag "$summary"
+load_row F21 1
 dups=$(load_stat duplicates)
 it_diag "duplicates after SIGTERM + restart: ${dups:-?}"
 it_check "duplicates (${dups:-?}) at most one cut transaction's events ($max_events_per_txn)" \

@@ -41,6 +41,7 @@ matrix=(
 	"F11|t320_slot_lost|slot invalidated: exit 69, never recreated"
 	"F12|t180_slot_recreated|slot dropped and created again: refused"
 	"restore|t170_back_in_time|database restored to an earlier copy: exit 69, nothing lost afterwards"
+	"restore EOS|t196_eos_restore|exactly-once only: a restored database whose WAL passed the ledger's LSN: the events it commits arrive, or exit 69 (never skipped)"
 	"reconnect|t160_reconnect_no_replay|walsender terminated, server crash: nothing acked published again"
 	"F13|t330_heartbeat_idle|idle database next to a busy one: WAL released"
 	"F15|t230_big_txn_memory|1,000,000-row transaction: bounded RSS, nothing lost"

@@ -14,6 +14,11 @@
 #      that happens): the WAL end alone cannot tell; the newest commit the
 #      relay confirmed is not there any more. Exit 69, the same message;
 #      the 10 events committed after the restore arrive with a new relay.
+# Under RELAY_DELIVERY=exactly-once the slot ledger is the relay's memory
+# across processes: in (a) a new relay stops with 69 as well, and starts
+# from the slot once --accept-slot --yes recorded its position; in (b)
+# the ledger's LSN is below the WAL end, and the new relay must still not
+# skip the events committed since (t196 has that case alone).
 set -euo pipefail
 # shellcheck source=lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -67,6 +72,21 @@ fi
 own_check_slot_behind "(a)"
 IT_EVENTS_PORT=$OWN_PORT it_events "$db" "$type" 30 restored 5 0
 log=$IT_TEST_DIR/relay.a2.log
+if it_eos; then
+	# Exactly-once remembers across processes: the slot ledger says Kafka
+	# holds commits up to an LSN past this server's WAL end, so a new
+	# relay stops too, until the operator records the slot's position
+	# (runbook: --accept-slot --yes, after reconciling).
+	it_start_relay "$conf" "$log"
+	it_expect_relay_exit "$IT_RELAY_PID" 30 69 \
+		"(a) exactly-once: a new relay stops too (exit 69: the ledger is past the WAL end)" \
+		"(a) exactly-once: a new relay stops too" "$log"
+	it_check "(a) ... saying the database went back in time" \
+		grep -q 'the database went back in time' "$log"
+	it_run_relay accept --config "$conf" --accept-slot --yes
+	it_expect_exit accept 0 "(a) exactly-once: --accept-slot --yes records the slot's position"
+	log=$IT_TEST_DIR/relay.a3.log
+fi
 it_start_relay "$conf" "$log"
 it_check "(a) a new relay publishes the 30 events committed after the restore" \
 	own_all_arrived "$topic" restored 30 30

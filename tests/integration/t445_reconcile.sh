@@ -21,7 +21,9 @@
 #      types, the duplicate still counted once;
 #  (d) a --since PostgreSQL cannot read is exit 64 with its message; a
 #      window that ends before it starts, 64; no reconcile type, 78;
-#  (e) the password of pg.password.file is in no output.
+#  (e) the password of pg.password.file is in no output;
+#  (f) Kafka unreachable: exit 69 within --timeout-ms, and the metrics
+#      file says so (last_run_success 0, no per-type gauge).
 set -euo pipefail
 # shellcheck source=lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -145,6 +147,15 @@ it_expect_err d2 64 "(d) a window that ends before it starts" "must be before --
 it_write_config "$IT_TEST_DIR/none.conf" "$db"
 it_run_relay d3 --config "$IT_TEST_DIR/none.conf" --reconcile --since "1 hour" --until "1 second"
 it_expect_err d3 78 "(d) no reconcile type" "no event type configured"
+
+# ------------------------------------------------------------ (f)
+# Kafka unreachable: 69 within --timeout-ms, and the metrics file says the
+# run failed (no per-type gauge, last_run_success 0).
+it_run_relay f --config "$conf" --set kafka.bootstrap.servers=127.0.0.1:1 \
+	--reconcile --since "$since" --until "$until" --timeout-ms 3000 --metrics-file "$metrics"
+it_expect_exit f 69 "(f) Kafka unreachable"
+it_check "(f) metrics: last_run_success 0, no missing_events gauge" \
+	test "$(it_metric_in "$metrics" outbox_relay_reconcile_last_run_success)/$(grep -c missing_events "$metrics")" = 0/0
 
 # ------------------------------------------------------------ (e)
 if grep -l -- "$pw" "$IT_TEST_DIR"/*.out "$IT_TEST_DIR"/*.err "$log" 2>/dev/null; then

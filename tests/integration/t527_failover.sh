@@ -168,6 +168,10 @@ ledger() {
 check_until() {
 	local topic=$1 dir=$2 secs=$3 pid=$4 deadline gone=
 	shift 4
+	# Exactly-once: no duplicate read_committed (as it_wait_checked).
+	if it_eos && [[ -z ${IT_ALLOW_DUPS:-} ]]; then
+		set -- "$@" --no-dups
+	fi
 	deadline=$((SECONDS + secs))
 	while :; do
 		CK_RC=0

@@ -219,6 +219,7 @@ static void check_transactions(struct cli_checks *c,
 		"state.log.min.isr met; for the relay's principal: WRITE and "
 		"DESCRIBE on the transactional ids prefixed outbox-relay:";
 	char id[128], err[512], kerr[512];
+	const struct kc_extra txn[] = { { "transactional.id", id, true } };
 	rd_kafka_conf_t *kc;
 	rd_kafka_error_t *e;
 	rd_kafka_t *rk;
@@ -228,16 +229,14 @@ static void check_transactions(struct cli_checks *c,
 		return;
 	snprintf(id, sizeof(id), "outbox-relay:check/%s/%ld", cfg->slot_name,
 	         (long)getpid());
-	kc = kc_conf_new(cfg, KC_RUNBOOK, NULL, 0, err, sizeof(err));
+	kc = kc_conf_new(cfg, KC_RUNBOOK, txn, 1, err, sizeof(err));
 	if (kc == NULL) {
 		check_item(c, "kafka_transactions", CHECK_FAIL, RELAY_EXIT_CONFIG,
 		           NULL, "%s", err);
 		return;
 	}
-	if (rd_kafka_conf_set(kc, "transactional.id", id, kerr, sizeof(kerr)) !=
-	        RD_KAFKA_CONF_OK ||
-	    (rk = rd_kafka_new(RD_KAFKA_PRODUCER, kc, kerr, sizeof(kerr))) ==
-	        NULL) {
+	if ((rk = rd_kafka_new(RD_KAFKA_PRODUCER, kc, kerr, sizeof(kerr))) ==
+	    NULL) {
 		rd_kafka_conf_destroy(kc);
 		check_item(c, "kafka_transactions", CHECK_FAIL, RELAY_EXIT_CONFIG,
 		           NULL, "a transactional producer cannot be made: %s",

@@ -74,5 +74,17 @@ else
 fi
 it_diag "new relay: $(grep -E 'exactly-once: Kafka holds|went back in time' "$log" | cut -c1-260 | head -n 2)"
 it_relay_alive "$pid" && it_stop_relay "$pid" >/dev/null 2>&1 || true
+# The runbook's way on after a stop (the database went back in time):
+# --accept-slot --yes records the slot's position, and the next relay
+# publishes what the restored database committed.
+if [[ -n $stopped && -z $arrived ]]; then
+	it_run_relay accept --config "$conf" --accept-slot --yes
+	it_expect_exit accept 0 "--accept-slot --yes after the stop"
+	it_diag "--accept-slot: $(head -c 300 "$IT_TEST_DIR/accept.out" | tr '\n' ' ')"
+	log=$IT_TEST_DIR/relay.3.log
+	it_start_relay "$conf" "$log"
+	it_check "then a new relay publishes the 10 events" own_all_arrived "$topic" restored 10 30
+	it_stop_checked "that relay exits 0 on SIGTERM"
+fi
 
 it_summary

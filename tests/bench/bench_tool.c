@@ -12,8 +12,9 @@
  *       and no -n), after SECS (60), or on SIGTERM/SIGINT. Exit 0; 1 when
  *       COUNT was given and not reached.
  *   bench-tool consume -b BROKERS -t TOPIC [-n COUNT] [-I IDLE_MS] [-T SECS]
- *                      [-o FILE]
- *       reads TOPIC from the beginning (every partition, no group), one
+ *                      [-o FILE] [-X prop=value]...
+ *       reads TOPIC from the beginning (every partition, no group) with
+ *       isolation.level=read_committed (-X overrides it), one
  *       line per record: partition offset key c s t_us create_ms recv_us,
  *       where c, s and t are the payload's "c" (writer), "s" (its
  *       sequence) and "t" (statement time, epoch microseconds) members,
@@ -328,11 +329,18 @@ static long long member(const char *s, size_t len, const char *name)
 
 static int cmd_consume(struct opts *o)
 {
-	static const char *const props[] = {
+	/* isolation.level is librdkafka's default, set all the same: the
+	 * latency measured is what a read_committed consumer sees (records
+	 * of an exactly-once relay appear at their transaction's commit).
+	 * -X after these overrides them (isolation.level=read_uncommitted). */
+	static const char *const defaults[] = {
 		"group.id=bench-tool", "enable.auto.commit=false",
 		"enable.partition.eof=false", "fetch.wait.max.ms=100",
 		"fetch.min.bytes=1", "queued.max.messages.kbytes=65536",
+		"isolation.level=read_committed",
 	};
+	const char *props[MAX_PROPS + 8];
+	int np = 0;
 	FILE *out = open_out(o->out);
 	rd_kafka_t *rk;
 	rd_kafka_topic_partition_list_t *tl;
@@ -344,8 +352,11 @@ static int cmd_consume(struct opts *o)
 
 	if (o->topic == NULL)
 		usage();
-	rk = client(RD_KAFKA_CONSUMER, o->brokers, props,
-	            (int)(sizeof(props) / sizeof(props[0])));
+	for (size_t i = 0; i < sizeof(defaults) / sizeof(defaults[0]); i++)
+		props[np++] = defaults[i];
+	for (int i = 0; i < o->nprops; i++)
+		props[np++] = o->props[i];
+	rk = client(RD_KAFKA_CONSUMER, o->brokers, props, np);
 	while (!stop && now_wall() < deadline &&
 	       (nparts = partitions_of(rk, o->topic)) == 0)
 		usleep(200 * 1000);

@@ -48,7 +48,10 @@
 #       BENCH_EOS_RATES (1000 5000) for BENCH_EOS_SECS (10) each; every
 #       figure from a read_committed consumer (commit -> visible),
 #       relay / walsender / broker CPU per event, relay RSS, Kafka
-#       transactions. BENCH_EOS_SET: the exactly-once mode's settings
+#       transactions. The drain has BENCH_EOS_DRAIN_ROUNDS (5, or
+#       BENCH_ROUNDS when more): short and the noisiest figure.
+#       BENCH_EOS_PERF=1: perf record -g of the relay through every drain
+#       and series (OUT/raw/TAG.perf). BENCH_EOS_SET: the exactly-once mode's settings
 #       ("delivery.guarantee=exactly-once"), BENCH_EOS_ALO_SET the other's
 #       (empty: the default, at-least-once)
 #   eos-sweep  (BENCH_EOS_SWEEP=1 adds it to the quick profile) the
@@ -119,6 +122,8 @@ esac
 : "${BENCH_KNOBS_SECS:=20}"
 : "${BENCH_JMX_PORT:=18385}"
 : "${BENCH_EOS_EVENTS:=300000}"
+: "${BENCH_EOS_DRAIN_ROUNDS:=$((BENCH_ROUNDS > 5 ? BENCH_ROUNDS : 5))}"
+: "${BENCH_EOS_PERF:=}"
 : "${BENCH_EOS_RATES:=1000 5000}"
 : "${BENCH_EOS_SECS:=10}"
 : "${BENCH_EOS_SET=delivery.guarantee=exactly-once}"
@@ -654,6 +659,21 @@ w6() {
 
 # ------------------------------------------------------------------ EOS
 
+# BENCH_EOS_PERF: the relay's profile through a drain or a series.
+PERF_PID=
+perf_start() { # TAG
+	[[ -n $BENCH_EOS_PERF ]] || return 0
+	perf record -q -F 499 -g -p "$SYS_PID" -o "$OUT/raw/$1.perf" >/dev/null 2>&1 &
+	PERF_PID=$!
+	env_on_cleanup "kill -INT $PERF_PID 2>/dev/null || true"
+}
+perf_stop() {
+	[[ -n $PERF_PID ]] || return 0
+	kill -INT "$PERF_PID" 2>/dev/null || true
+	wait "$PERF_PID" 2>/dev/null || true
+	PERF_PID=
+}
+
 # The settings of a mode: alo (at-least-once) or eos (exactly-once).
 mode_set() {
 	case $1 in
@@ -688,6 +708,7 @@ eos_drain() { # WORKLOAD MODE ROUND SRC N SEQ0 SEQ1 VARIANT [KEY=VALUE...]
 	"$BENCH_TOOL" sample -b "$BROKERS" -p "$SYS_PID,$wpid,$(broker_pid)" \
 		-T 900 -o "$samp" &
 	spid=$!
+	perf_start "$tag"
 	while kill -0 "$cpid" 2>/dev/null; do
 		if ! kill -0 "$SYS_PID" 2>/dev/null; then
 			sleep 3
@@ -705,6 +726,7 @@ eos_drain() { # WORKLOAD MODE ROUND SRC N SEQ0 SEQ1 VARIANT [KEY=VALUE...]
 	wait "$spid" || true
 	j1=$(jmx)
 	x1=$(relay_txns)
+	perf_stop
 	relay_stop
 	emit workload="$wl-drain" system="$mode" variant="$variant" round="$r" \
 		events="$n" t0="$t0" t1="$t1" samples="$samp" \
@@ -737,9 +759,11 @@ eos_series() { # WORKLOAD MODE ROUND VARIANT RATES SECS [KEY=VALUE...]
 	# shellcheck disable=SC2046 # KEY=VALUE words
 	series_start relay "$tag" $(mode_set "$mode") "$@"
 	SERIES_BASE=$(($(seq_total) - $(wc -l <"$SERIES_CONS")))
+	perf_start "$tag"
 	for rate in $rates; do
 		w2_window "$wl-steady" "$mode" "$tag" "$r" "$rate" "$secs" "$variant"
 	done
+	perf_stop
 	series_stop relay
 	series_check "$wl-steady" "$mode" "$tag" "$variant"
 	[[ -n ${BENCH_KEEP_RAW:-} ]] || rm -f "$SERIES_CONS"
@@ -750,7 +774,7 @@ eos_series() { # WORKLOAD MODE ROUND VARIANT RATES SECS [KEY=VALUE...]
 eos() {
 	local r mode order
 	eos_load eos_src "$BENCH_EOS_EVENTS"
-	for ((r = 1; r <= BENCH_ROUNDS; r++)); do
+	for ((r = 1; r <= BENCH_EOS_DRAIN_ROUNDS; r++)); do
 		# Which mode goes first alternates too.
 		((r % 2)) && order="alo eos" || order="eos alo"
 		for mode in $order; do

@@ -424,6 +424,21 @@ def eos_drain_metrics(run, chk):
     return m
 
 
+def ceil_metrics(run):
+    m = {"system": run["system"], "round": run.get("round"),
+         "txn_events": run.get("txn_events")}
+    try:
+        res = dict(kv.split("=") for kv in str(run.get("result") or "").split())
+        m["rate"] = float(res["rate"])
+    except (KeyError, ValueError):
+        return m
+    rows = read_samples(run["samples"])
+    d = cpu_delta(rows, 0)
+    if d is not None and run.get("events"):
+        m["broker_cpu_1m"] = d / run["events"] * 1e6
+    return m
+
+
 def paired_ratios(alo, eos, f):
     """EOS / ALO per round (the two modes alternate within a round)."""
     out = []
@@ -480,7 +495,7 @@ def eos_report(out, runs, checks, window_metrics_of):
     def get(m, f):
         return f(m) if callable(f) else m.get(f)
 
-    def side_rows(alo, eos, rows):
+    def side_rows(alo, eos, rows, correct=True):
         out.append("| figure | at-least-once | exactly-once | exactly-once ÷ at-least-once |")
         out.append("|---|---|---|---|")
         for label, f, digits in rows:
@@ -490,8 +505,9 @@ def eos_report(out, runs, checks, window_metrics_of):
             rc = ("%s (%s–%s)" % (fmt(med(pr), 2), fmt(min(pr), 2), fmt(max(pr), 2))
                   if len(pr) > 1 else (fmt(pr[0], 2) if pr else "—"))
             out.append("| %s | %s | %s | %s |" % (label, cell(a, digits), cell(e, digits), rc))
-        out.append("| correct (every event once, per-key order) | %s | %s | |" % (
-            correct_cell(alo), correct_cell(eos)))
+        if correct:
+            out.append("| correct (every event once, per-key order) | %s | %s | |" % (
+                correct_cell(alo), correct_cell(eos)))
         out.append("")
 
     dr = drains("eos-drain")
@@ -526,6 +542,28 @@ def eos_report(out, runs, checks, window_metrics_of):
             ("Kafka transactions", "txns", 0),
             ("events / transaction", "events_per_txn", 0),
         ])
+        ce = [ceil_metrics(r) for r in runs if r["workload"] == "eos-ceil"]
+        if ce:
+            calo = [m for m in ce if m["system"] == "alo"]
+            ceos = [m for m in ce if m["system"] == "eos"]
+            k = next((m["txn_events"] for m in ceos if m.get("txn_events")), None)
+            out.append("Kafka alone, after each drain: `bench-tool produce` of as many "
+                       "650-byte records with the relay's producer settings, plain, or "
+                       "transactional with %s records a transaction:" % fmt(k))
+            out.append("")
+            side_rows(calo, ceos, [
+                ("producer events/s", "rate", 0),
+                ("broker CPU µs / event", "broker_cpu_1m", 2),
+            ], correct=False)
+            rel = {}
+            for m in alo + eos:
+                c = [x for x in ce if x["system"] == m["system"] and x["round"] == m["round"]]
+                if c and m.get("rate") and c[0].get("rate"):
+                    rel.setdefault(m["system"], []).append(m["rate"] / c[0]["rate"])
+            out.append("The relay's drain as a fraction of its mode's producer (same round): "
+                       "at-least-once %s, exactly-once %s." % (
+                           cell(rel.get("alo", []), 2), cell(rel.get("eos", []), 2)))
+            out.append("")
     if st:
         for rate in sorted({m["rate"] for m in st}):
             alo = [m for m in st if m["system"] == "alo" and m["rate"] == rate]

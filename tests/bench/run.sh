@@ -49,7 +49,10 @@
 #       figure from a read_committed consumer (commit -> visible),
 #       relay / walsender / broker CPU per event, relay RSS, Kafka
 #       transactions. The drain has BENCH_EOS_DRAIN_ROUNDS (5, or
-#       BENCH_ROUNDS when more): short and the noisiest figure.
+#       BENCH_ROUNDS when more): short and the noisiest figure. Each
+#       drain is followed by Kafka's own cost of its mode: bench-tool
+#       produce of as many records, plain or transactional with
+#       BENCH_EOS_CEIL_TXN (5000) records a transaction.
 #       BENCH_EOS_PERF=1: perf record -g of the relay through every drain
 #       and series (OUT/raw/TAG.perf). BENCH_EOS_SET: the exactly-once mode's settings
 #       ("delivery.guarantee=exactly-once"), BENCH_EOS_ALO_SET the other's
@@ -124,6 +127,7 @@ esac
 : "${BENCH_EOS_EVENTS:=300000}"
 : "${BENCH_EOS_DRAIN_ROUNDS:=$((BENCH_ROUNDS > 5 ? BENCH_ROUNDS : 5))}"
 : "${BENCH_EOS_PERF:=}"
+: "${BENCH_EOS_CEIL_TXN:=5000}"
 : "${BENCH_EOS_RATES:=1000 5000}"
 : "${BENCH_EOS_SECS:=10}"
 : "${BENCH_EOS_SET=delivery.guarantee=exactly-once}"
@@ -738,6 +742,27 @@ eos_drain() { # WORKLOAD MODE ROUND SRC N SEQ0 SEQ1 VARIANT [KEY=VALUE...]
 	slot_drop "$slot"
 }
 
+# Kafka's own cost of the mode, without the relay: bench-tool produce
+# (the relay's producer settings, 650 B records under 2,000 keys), plain
+# or transactional with BENCH_EOS_CEIL_TXN records a transaction; broker
+# CPU sampled over it.
+eos_ceiling() { # MODE ROUND N
+	local mode=$1 r=$2 n=$3 tag samp spid res
+	tag=eos-c-$mode-r$r
+	samp=$OUT/raw/$tag.samples
+	bench_log "eos round $r: producer ceiling, $mode"
+	"$BENCH_TOOL" sample -b "$BROKERS" -p "$(broker_pid)" -T 900 -o "$samp" &
+	spid=$!
+	res=$("$BENCH_TOOL" produce -b "$BROKERS" -t "$tag.bench" -n "$n" -s 650 -k 2000 \
+		$([[ $mode == eos ]] && echo "-x $BENCH_EOS_CEIL_TXN")) ||
+		bench_log "eos: producer ceiling ($mode) failed"
+	kill -TERM "$spid" 2>/dev/null || true
+	wait "$spid" || true
+	emit workload=eos-ceil system="$mode" round="$r" events="$n" result="$res" \
+		samples="$samp" pids='["broker"]' \
+		txn_events="$([[ $mode == eos ]] && echo "$BENCH_EOS_CEIL_TXN" || echo 0)"
+}
+
 # A backlog of N events (100-row transactions) in a new slot SLOT, read
 # by no one: EOS_SEQ0 and EOS_SEQ1, the writers' positions around it.
 eos_load() { # SLOT N
@@ -780,6 +805,7 @@ eos() {
 		for mode in $order; do
 			eos_drain eos "$mode" "$r" eos_src "$BENCH_EOS_EVENTS" \
 				"$EOS_SEQ0" "$EOS_SEQ1" ""
+			eos_ceiling "$mode" "$r" "$BENCH_EOS_EVENTS"
 		done
 	done
 	slot_drop eos_src

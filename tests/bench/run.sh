@@ -54,7 +54,10 @@
 #       produce of as many records, plain or transactional with
 #       BENCH_EOS_CEIL_TXN (5000) records a transaction.
 #       BENCH_EOS_PERF=1: perf record -g of the relay through every drain
-#       and series (OUT/raw/TAG.perf). BENCH_EOS_SET: the exactly-once mode's settings
+#       and series (OUT/raw/TAG.perf). BENCH_EOS_LIBDIR=DIR: both
+#       modes' relay on the librdkafka in DIR (build/deps/librdkafka-
+#       2.12.1/lib: Debian's 2.0.2 spins its main thread through every
+#       transaction). BENCH_EOS_SET: the exactly-once mode's settings
 #       ("delivery.guarantee=exactly-once"), BENCH_EOS_ALO_SET the other's
 #       (empty: the default, at-least-once)
 #   eos-sweep  (BENCH_EOS_SWEEP=1 adds it to the quick profile) the
@@ -128,6 +131,7 @@ esac
 : "${BENCH_EOS_DRAIN_ROUNDS:=$((BENCH_ROUNDS > 5 ? BENCH_ROUNDS : 5))}"
 : "${BENCH_EOS_PERF:=}"
 : "${BENCH_EOS_CEIL_TXN:=5000}"
+: "${BENCH_EOS_LIBDIR:=}"
 : "${BENCH_EOS_RATES:=1000 5000}"
 : "${BENCH_EOS_SECS:=10}"
 : "${BENCH_EOS_SET=delivery.guarantee=exactly-once}"
@@ -667,7 +671,7 @@ w6() {
 PERF_PID=
 perf_start() { # TAG
 	[[ -n $BENCH_EOS_PERF ]] || return 0
-	perf record -q -F 499 -g -p "$SYS_PID" -o "$OUT/raw/$1.perf" >/dev/null 2>&1 &
+	perf record -q -F 499 --call-graph dwarf,8192 -p "$SYS_PID" -o "$OUT/raw/$1.perf" >/dev/null 2>&1 &
 	PERF_PID=$!
 	env_on_cleanup "kill -INT $PERF_PID 2>/dev/null || true"
 }
@@ -707,7 +711,8 @@ eos_drain() { # WORKLOAD MODE ROUND SRC N SEQ0 SEQ1 VARIANT [KEY=VALUE...]
 	j0=$(jmx)
 	t0=$(date +%s.%N)
 	# shellcheck disable=SC2046,SC2086 # KEY=VALUE words
-	relay_start "$slot" "$tag" ${BENCH_RELAY_SET:-} $(mode_set "$mode") "$@"
+	RELAY_LIBDIR=$BENCH_EOS_LIBDIR relay_start "$slot" "$tag" ${BENCH_RELAY_SET:-} \
+		$(mode_set "$mode") "$@"
 	wpid=$(walsender_pid "$slot" 120) || wpid=0
 	"$BENCH_TOOL" sample -b "$BROKERS" -p "$SYS_PID,$wpid,$(broker_pid)" \
 		-T 900 -o "$samp" &
@@ -736,7 +741,8 @@ eos_drain() { # WORKLOAD MODE ROUND SRC N SEQ0 SEQ1 VARIANT [KEY=VALUE...]
 		events="$n" t0="$t0" t1="$t1" samples="$samp" \
 		pids='["system","walsender","broker"]' records="$cons" \
 		seq0="$s0" seq1="$s1" jmx0="$j0" jmx1="$j1" txns1="$x1" \
-		settings="$(mode_set "$mode") $*" ${early:+"exit=$early"}
+		settings="$(mode_set "$mode") $*${BENCH_EOS_LIBDIR:+ (librdkafka of $BENCH_EOS_LIBDIR)}" \
+		${early:+"exit=$early"}
 	"$PY" tests/bench/report.py check --last "$RUNS" || true
 	[[ -n ${BENCH_KEEP_RAW:-} ]] || rm -f "$cons"
 	slot_drop "$slot"
@@ -782,7 +788,7 @@ eos_series() { # WORKLOAD MODE ROUND VARIANT RATES SECS [KEY=VALUE...]
 	tag=$wl-s-$mode${variant:+-$variant}-r$r
 	bench_log "$wl round $r: steady, $mode${variant:+ $variant} at ${rates// /, } events/s, ${secs}s each ($*)"
 	# shellcheck disable=SC2046 # KEY=VALUE words
-	series_start relay "$tag" $(mode_set "$mode") "$@"
+	RELAY_LIBDIR=$BENCH_EOS_LIBDIR series_start relay "$tag" $(mode_set "$mode") "$@"
 	SERIES_BASE=$(($(seq_total) - $(wc -l <"$SERIES_CONS")))
 	perf_start "$tag"
 	for rate in $rates; do

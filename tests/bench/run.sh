@@ -67,8 +67,8 @@
 #       50000), at-least-once first and last as the reference; each point
 #       one steady window at BENCH_EOS_SWEEP_RATE (5000) for
 #       BENCH_EOS_SWEEP_SECS (6) and one drain of BENCH_EOS_SWEEP_EVENTS
-#       (100k); BENCH_EOS_SWEEP_POINTS="NAME:KEY=VALUE,... ..." replaces
-#       the grid
+#       (100k), BENCH_EOS_SWEEP_ROUNDS (1) times;
+#       BENCH_EOS_SWEEP_POINTS="NAME:KEY=VALUE,... ..." replaces the grid
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 REPO=$PWD
@@ -141,6 +141,7 @@ esac
 : "${BENCH_EOS_SWEEP_RATE:=5000}"
 : "${BENCH_EOS_SWEEP_SECS:=6}"
 : "${BENCH_EOS_SWEEP_EVENTS:=100000}"
+: "${BENCH_EOS_SWEEP_ROUNDS:=1}"
 if [[ -z ${BENCH_EOS_SWEEP_POINTS:-} ]]; then
 	BENCH_EOS_SWEEP_POINTS=
 	for _i in $BENCH_EOS_SWEEP_INTERVALS; do
@@ -826,31 +827,35 @@ eos() {
 # The transaction knobs, one short point each, at-least-once first and
 # last as the reference of the same run.
 eos-sweep() {
-	local pts v name kvs
+	local pts v name kvs r
 	pts="alo-first: $BENCH_EOS_SWEEP_POINTS alo-last:"
 	eos_load eos_sweep_src "$BENCH_EOS_SWEEP_EVENTS"
-	for v in $pts; do
-		name=${v%%:*}
-		kvs=()
-		[[ $v == *:?* ]] && IFS=, read -r -a kvs <<<"${v#*:}"
-		if [[ $name == alo-* ]]; then
-			eos_drain eos-sweep alo 1 eos_sweep_src "$BENCH_EOS_SWEEP_EVENTS" \
-				"$EOS_SEQ0" "$EOS_SEQ1" "${name#alo-}"
-		else
-			eos_drain eos-sweep eos 1 eos_sweep_src "$BENCH_EOS_SWEEP_EVENTS" \
-				"$EOS_SEQ0" "$EOS_SEQ1" "$name" "${kvs[@]}"
-		fi
+	for ((r = 1; r <= BENCH_EOS_SWEEP_ROUNDS; r++)); do
+		for v in $pts; do
+			name=${v%%:*}
+			kvs=()
+			[[ $v == *:?* ]] && IFS=, read -r -a kvs <<<"${v#*:}"
+			if [[ $name == alo-* ]]; then
+				eos_drain eos-sweep alo "$r" eos_sweep_src "$BENCH_EOS_SWEEP_EVENTS" \
+					"$EOS_SEQ0" "$EOS_SEQ1" "${name#alo-}"
+			else
+				eos_drain eos-sweep eos "$r" eos_sweep_src "$BENCH_EOS_SWEEP_EVENTS" \
+					"$EOS_SEQ0" "$EOS_SEQ1" "$name" "${kvs[@]}"
+			fi
+		done
 	done
 	slot_drop eos_sweep_src
-	for v in $pts; do
-		name=${v%%:*}
-		kvs=()
-		[[ $v == *:?* ]] && IFS=, read -r -a kvs <<<"${v#*:}"
-		if [[ $name == alo-* ]]; then
-			eos_series eos-sweep alo 1 "${name#alo-}" "$BENCH_EOS_SWEEP_RATE" "$BENCH_EOS_SWEEP_SECS"
-		else
-			eos_series eos-sweep eos 1 "$name" "$BENCH_EOS_SWEEP_RATE" "$BENCH_EOS_SWEEP_SECS" "${kvs[@]}"
-		fi
+	for ((r = 1; r <= BENCH_EOS_SWEEP_ROUNDS; r++)); do
+		for v in $pts; do
+			name=${v%%:*}
+			kvs=()
+			[[ $v == *:?* ]] && IFS=, read -r -a kvs <<<"${v#*:}"
+			if [[ $name == alo-* ]]; then
+				eos_series eos-sweep alo "$r" "${name#alo-}" "$BENCH_EOS_SWEEP_RATE" "$BENCH_EOS_SWEEP_SECS"
+			else
+				eos_series eos-sweep eos "$r" "$name" "$BENCH_EOS_SWEEP_RATE" "$BENCH_EOS_SWEEP_SECS" "${kvs[@]}"
+			fi
+		done
 	done
 }
 

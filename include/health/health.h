@@ -74,6 +74,9 @@ struct relay_figures {
 	                             * (poison.policy = dlq) */
 	uint64_t poison_skipped;    /* poison events skipped
 	                             * (poison.policy = skip) */
+	uint64_t kafka_txn_committed; /* exactly-once: Kafka transactions
+	                             * committed, aborted */
+	uint64_t kafka_txn_aborted;
 	uint64_t invalid_ops;       /* updates of outbox rows met, logged
 	                             * (table.op.invalid.behavior) */
 	uint64_t producer_errors;

@@ -65,12 +65,30 @@ const char *pub_err_name(int err);
 const char *pub_err_str(int err);
 
 /* Creates a producer from cfg's kafka.* properties plus the safety
- * defaults; cfg is borrowed for the producer's lifetime. With
+ * defaults; cfg is borrowed for the producer's lifetime. txn_id non-NULL:
+ * a transactional producer with that transactional.id (kafka.
+ * transactional.id wins), whose records must be produced between
+ * pub_txn_begin() and pub_txn_commit(). With
  * topic.creation.default.partitions set, pub_send() creates a topic
  * before its first record (kafka/topic_admin.h). Returns NULL with err
  * filled. */
-struct publisher *pub_new(const struct relay_config *cfg, pub_dr_fn dr,
-                          void *opaque, char *err, size_t errlen);
+struct publisher *pub_new(const struct relay_config *cfg, const char *txn_id,
+                          pub_dr_fn dr, void *opaque, char *err,
+                          size_t errlen);
+
+/* The transactional producer (librdkafka's init, begin, commit and
+ * abort_transaction). Each returns 0, or -1 with err filled (secrets
+ * redacted); an error librdkafka calls fatal (a fenced producer) also
+ * makes pub_fatal() true. init, commit and abort block up to timeout_ms
+ * and may serve delivery reports meanwhile. */
+int pub_txn_init(struct publisher *p, int timeout_ms, char *err,
+                 size_t errlen) RELAY_MUSTCHECK;
+int pub_txn_begin(struct publisher *p, char *err, size_t errlen)
+	RELAY_MUSTCHECK;
+int pub_txn_commit(struct publisher *p, int timeout_ms, char *err,
+                   size_t errlen) RELAY_MUSTCHECK;
+int pub_txn_abort(struct publisher *p, int timeout_ms, char *err,
+                  size_t errlen) RELAY_MUSTCHECK;
 
 enum pub_send_result {
 	PUB_SENT = 0,

@@ -71,6 +71,9 @@ struct relay_config {
 	int64_t shutdown_timeout_ms;
 	int64_t stats_interval_ms;
 	int64_t kafka_failure_max_replays;
+	char *delivery_guarantee;   /* "at-least-once" or "exactly-once" */
+	int64_t delivery_txn_max_events;
+	int64_t delivery_txn_interval_ms;
 	char *poison_policy;        /* "fail", "dlq" or "skip" */
 	char *poison_dlq_topic;     /* "" unless poison_policy is dlq */
 	int64_t poison_retries;

@@ -29,12 +29,13 @@ struct kp_producer;
 struct kafka_port {
 	void *ctx; /* the implementation's own, passed to open(); borrowed */
 
-	/* A new producer whose reports go to dr(opaque, ...). NULL with err
-	 * filled when it cannot be made (a configuration the client
-	 * refuses). */
+	/* A new producer whose reports go to dr(opaque, ...); transactional
+	 * with this transactional.id unless txn_id is NULL (exactly-once,
+	 * relay/txn.c). NULL with err filled when it cannot be made (a
+	 * configuration the client refuses). */
 	struct kp_producer *(*open)(void *ctx, const struct relay_config *cfg,
-	                            pub_dr_fn dr, void *opaque, char *err,
-	                            size_t errlen);
+	                            const char *txn_id, pub_dr_fn dr,
+	                            void *opaque, char *err, size_t errlen);
 	/* Produces one record; see pub_send(). PUB_FULL: the queue is full,
 	 * serve reports and offer the same record again. */
 	enum pub_send_result (*send)(struct kp_producer *p, const char *topic,
@@ -62,6 +63,21 @@ struct kafka_port {
 	bool (*broker_up)(const struct kp_producer *p);
 	void (*stats)(const struct kp_producer *p, struct pub_stats *out);
 	uint64_t (*error_count)(const struct kp_producer *p);
+	/* A transactional producer's calls (open() with a txn_id). Each
+	 * returns 0, or -1 with err filled: the transaction is lost, and
+	 * the relay closes the producer and replays from the slot. init
+	 * fences every older producer of the same transactional.id and
+	 * aborts what it left open; begin and commit bracket the records
+	 * produced between them; abort drops them (their reports come back
+	 * failed). init, commit and abort block up to timeout_ms and serve
+	 * waiting reports as poll() does. */
+	int (*txn_init)(struct kp_producer *p, int timeout_ms, char *err,
+	                size_t errlen);
+	int (*txn_begin)(struct kp_producer *p, char *err, size_t errlen);
+	int (*txn_commit)(struct kp_producer *p, int timeout_ms, char *err,
+	                  size_t errlen);
+	int (*txn_abort)(struct kp_producer *p, int timeout_ms, char *err,
+	                 size_t errlen);
 	/* Purges what is queued (each record's report comes back failed,
 	 * served inside this call) and frees the producer. */
 	void (*close)(struct kp_producer *p);

@@ -130,6 +130,9 @@ struct lsn_tracker {
 	                        * session, or the newest commit produced when
 	                        * that is later (sent, never acked) */
 	char rewound[512];     /* why LSN_*REWOUND was returned */
+	uint64_t skip_upto;    /* this session: transactions whose commit
+	                        * end is at or below it are skipped
+	                        * (lsn_skip_upto()); 0: none */
 };
 
 void lsn_init(struct lsn_tracker *lt);
@@ -211,6 +214,19 @@ bool lsn_ack(struct lsn_tracker *lt, uint64_t token, bool ok,
  * false when verification is pending and the server is already past the
  * commit being looked for (lt->rewound says so): the database rewound. */
 bool lsn_idle(struct lsn_tracker *lt, uint64_t wal_end) RELAY_MUSTCHECK;
+
+/* This session skips every transaction whose commit end is at or below
+ * end_lsn, a commit end or a keepalive's WAL position (a record
+ * boundary), like those acked before: exactly-once's Kafka transactions
+ * up to there committed (relay/txn.c). The skipped ones move the
+ * watermark as transactions without events do. Call after lsn_resume(). */
+void lsn_skip_upto(struct lsn_tracker *lt, uint64_t end_lsn);
+
+/* Where the stream stands between two transactions: the commit end of
+ * the newest transaction read (with events or not), or the watermark
+ * when that is later (a keepalive). Every transaction at or below it
+ * was read whole. Only meaningful while no transaction is open. */
+uint64_t lsn_read_boundary(const struct lsn_tracker *lt);
 
 /* Records that a record with this LSN was received. */
 void lsn_received(struct lsn_tracker *lt, uint64_t lsn);

@@ -19,6 +19,8 @@
  *               record) into the books and the window
  *   poison.c    pz: the dead-letter policy (poison.policy): poison
  *               events parked in the dead-letter topic or skipped
+ *   txn.c       tx: exactly-once, the Kafka transactions and the acks
+ *               they hold back until they commit
  *   session.c   the session: connect, read, decode, end and restart
  *   loop.c      relay_run(): the poll() loop as named steps
  *
@@ -229,6 +231,31 @@ struct relay {
 		uint64_t n_skipped;         /* poison events skipped */
 	} pz;
 
+	/* Exactly-once (txn.c): delivery.guarantee = exactly-once. */
+	struct {
+		bool on;                    /* the guarantee is exactly-once */
+		char id[300];               /* the producer's transactional.id */
+		bool open;                  /* a Kafka transaction is begun */
+		bool want;                  /* it is due: reading stops at the
+		                             * next commit of the stream */
+		bool committing;            /* its ledger record is produced:
+		                             * reading waits, the commit follows
+		                             * the last report */
+		bool ledger_acked;          /* ... and that record was acked */
+		int64_t begun_us;           /* when it began (mono) */
+		uint64_t events;            /* records produced in it */
+		uint64_t ledger_lsn;        /* the lsn its ledger record holds */
+		/* Records of it Kafka acked, not yet told to the tracker:
+		 * (token, how many) runs, one per PostgreSQL transaction
+		 * mostly. Owned. */
+		struct txn_acks {
+			uint64_t token, n;
+		} *acks;
+		size_t nacks, cap;
+		uint64_t n_commits, n_aborts;
+		uint64_t commit_us;         /* time spent in commits, total */
+	} tx;
+
 	/* Counters and figures (stats.c renders them; each is bumped where
 	 * what it counts happens). */
 	struct {
@@ -293,6 +320,7 @@ bool confirm_due(const struct relay *r);
 bool ledger_due(const struct relay *r);
 void ledger_record(struct relay *r, int64_t now);
 bool ledger_verify(struct relay *r, int64_t now);
+bool ledger_skip_committed(struct relay *r, const struct ledger_entry *e);
 bool ledger_session_start(struct relay *r);
 void ledger_report(struct relay *r, const struct pub_report *rep);
 void send_status(struct relay *r, bool force_log);
@@ -331,6 +359,20 @@ void poison_dlq_report(struct relay *r, const struct pub_report *rep);
 bool poison_retrying(const struct relay *r, uint64_t key);
 int64_t poison_backoff_us(struct relay *r);
 void poison_turn(struct relay *r);
+
+/* txn.c */
+void txn_init_relay(struct relay *r);
+void txn_free(struct relay *r);
+bool txn_name(struct relay *r);
+bool txn_session_start(struct relay *r);
+bool txn_gate(struct relay *r);
+bool txn_hold_ack(struct relay *r, const struct pub_report *rep);
+void txn_ledger_report(struct relay *r, const struct pub_report *rep);
+void txn_after_commit(struct relay *r);
+void txn_turn(struct relay *r, int64_t now);
+void txn_abandon(struct relay *r);
+bool txn_drained(const struct relay *r);
+uint64_t unreported(const struct relay *r);
 
 /* backstop.c */
 void backstop_note(struct relay *r, const char *err, int max);

@@ -248,6 +248,10 @@ static json_t *relay_json(const struct relay_figures *rf)
 	json_object_set_new(o, "poison_parked", j_u64(rf->poison_parked));
 	json_object_set_new(o, "poison_skipped", j_u64(rf->poison_skipped));
 	json_object_set_new(o, "invalid_ops", j_u64(rf->invalid_ops));
+	json_object_set_new(o, "kafka_transactions_committed",
+	                    j_u64(rf->kafka_txn_committed));
+	json_object_set_new(o, "kafka_transactions_aborted",
+	                    j_u64(rf->kafka_txn_aborted));
 	json_object_set_new(o, "producer_errors", j_u64(rf->producer_errors));
 	json_object_set_new(o, "kafka_broker_rtt_seconds",
 	                    rf->broker_rtt_us < 0

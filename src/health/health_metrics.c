@@ -355,6 +355,11 @@ static const struct {
 	RU(invalid_ops, "invalid_ops_total", "counter",
 	   "Updates of outbox rows met in the stream and logged, never "
 	   "published (table.op.invalid.behavior = warn or error)."),
+	RU(kafka_txn_committed, "kafka_transactions_committed_total", "counter",
+	   "Kafka transactions committed (delivery.guarantee = exactly-once)."),
+	RU(kafka_txn_aborted, "kafka_transactions_aborted_total", "counter",
+	   "Kafka transactions aborted (exactly-once): their events are "
+	   "replayed from the slot; read_committed consumers never see them."),
 	RU(failovers, "failovers_total", "counter",
 	   "Promotions of a standby followed: new timelines that hold "
 	   "everything published."),

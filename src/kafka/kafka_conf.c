@@ -196,10 +196,17 @@ rd_kafka_conf_t *kc_conf_new(const struct relay_config *cfg,
 		if (!extra[i].forced && cfg_kafka_get(cfg, extra[i].name) == NULL &&
 		    set(kc, extra[i].name, extra[i].value, false, err, errlen) < 0)
 			goto fail;
-	for (size_t i = 0; i < cfg->kafka_len; i++)
+	for (size_t i = 0; i < cfg->kafka_len; i++) {
+		/* Only the relay's own producer is transactional (exactly-
+		 * once): the ledger's, the runbook's and the consumers are
+		 * not, whatever kafka.transactional.id says. */
+		if (who != KC_RELAY &&
+		    strcmp(cfg->kafka[i].name, "transactional.id") == 0)
+			continue;
 		if (set(kc, cfg->kafka[i].name, cfg->kafka[i].value, false, err,
 		        errlen) < 0)
 			goto fail;
+	}
 	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)
 		if (table[i].forced && applies(cfg, i, who, v) &&
 		    set(kc, table[i].name, table[i].value, consumer, err, errlen) < 0)

@@ -394,16 +394,24 @@ static int on_stats(rd_kafka_t *rk, char *json, size_t len, void *opaque)
 	return 0;
 }
 
-struct publisher *pub_new(const struct relay_config *cfg, pub_dr_fn dr,
-                          void *opaque, char *err, size_t errlen)
+struct publisher *pub_new(const struct relay_config *cfg, const char *txn_id,
+                          pub_dr_fn dr, void *opaque, char *err,
+                          size_t errlen)
 {
 	struct publisher *p = xcalloc(1, sizeof(*p));
 	rd_kafka_conf_t *kc;
 	char kerr[512], num[32];
+	const char *txn_timeout = cfg_kafka_get(cfg, "transaction.timeout.ms");
 	/* librdkafka's queue must hold the relay's whole window, so that
-	 * QUEUE_FULL stays an exception rather than the normal brake. */
+	 * QUEUE_FULL stays an exception rather than the normal brake. A
+	 * transactional producer refuses a message timeout (the relay's
+	 * default: none) longer than its transaction's: a record not
+	 * delivered within the transaction fails it, and the slot replays
+	 * the transaction. */
 	const struct kc_extra extra[] = {
 		{ "queue.buffering.max.messages", num, false },
+		{ "transactional.id", txn_id, false },
+		{ "message.timeout.ms", txn_timeout ? txn_timeout : "60000", false },
 	};
 
 	p->evfd[0] = p->evfd[1] = -1;
@@ -413,7 +421,8 @@ struct publisher *pub_new(const struct relay_config *cfg, pub_dr_fn dr,
 	p->dr = dr;
 	p->opaque = opaque;
 	snprintf(num, sizeof(num), "%lld", (long long)cfg->inflight_max_events + 1024);
-	kc = kc_conf_new(cfg, KC_RELAY, extra, 1, err, errlen);
+	kc = kc_conf_new(cfg, KC_RELAY, extra, txn_id != NULL ? 3 : 1, err,
+	                 errlen);
 	if (kc == NULL)
 		goto fail;
 	{
@@ -677,6 +686,58 @@ void pub_stats(const struct publisher *p, struct pub_stats *out)
 uint64_t pub_error_count(const struct publisher *p)
 {
 	return p ? __atomic_load_n(&p->errors, __ATOMIC_RELAXED) : 0;
+}
+
+/* One librdkafka transaction call's outcome: 0, or -1 with err filled
+ * (and the producer marked fatal when librdkafka says so). */
+static int txn_result(struct publisher *p, rd_kafka_error_t *e,
+                      const char *what, char *err, size_t errlen)
+{
+	char safe[1024];
+	bool fatal;
+
+	if (e == NULL)
+		return 0;
+	fatal = rd_kafka_error_is_fatal(e);
+	redact(p, rd_kafka_error_string(e), safe, sizeof(safe));
+	errbuf_set(err, errlen, "%s: %s (%s)%s", what, safe,
+	           rd_kafka_error_name(e),
+	           rd_kafka_error_code(e) == RD_KAFKA_RESP_ERR__FENCED ||
+	           rd_kafka_error_code(e) == RD_KAFKA_RESP_ERR_PRODUCER_FENCED
+	               ? "; another producer with this transactional.id "
+	                 "started (the relay restarted, or another one took "
+	                 "the slot)" : "");
+	if (fatal)
+		p->fatal = 1;
+	rd_kafka_error_destroy(e);
+	return -1;
+}
+
+int pub_txn_init(struct publisher *p, int timeout_ms, char *err,
+                 size_t errlen)
+{
+	return txn_result(p, rd_kafka_init_transactions(p->rk, timeout_ms),
+	                  "kafka: init_transactions", err, errlen);
+}
+
+int pub_txn_begin(struct publisher *p, char *err, size_t errlen)
+{
+	return txn_result(p, rd_kafka_begin_transaction(p->rk),
+	                  "kafka: begin_transaction", err, errlen);
+}
+
+int pub_txn_commit(struct publisher *p, int timeout_ms, char *err,
+                   size_t errlen)
+{
+	return txn_result(p, rd_kafka_commit_transaction(p->rk, timeout_ms),
+	                  "kafka: commit_transaction", err, errlen);
+}
+
+int pub_txn_abort(struct publisher *p, int timeout_ms, char *err,
+                  size_t errlen)
+{
+	return txn_result(p, rd_kafka_abort_transaction(p->rk, timeout_ms),
+	                  "kafka: abort_transaction", err, errlen);
 }
 
 void pub_free(struct publisher *p)

@@ -169,6 +169,20 @@ static const struct cfg_key cfg_keys[] = {
 	  "5", 1, 1000, 0, "the same transaction failing in Kafka this many "
 	  "times in a row is a poison event (exit 65)" },
 	/* The dead-letter policy (docs/configuration.md, "Poison events"). */
+	/* Exactly-once (relay/txn.c, docs/design.md "Delivery guarantees"). */
+	{ "delivery.guarantee", CFG_STR, OFF(delivery_guarantee),
+	  "at-least-once", 0, 0, CFG_F_REQUIRED, "at-least-once (a crash or a "
+	  "Kafka error may publish an event again) or exactly-once (Kafka "
+	  "transactions: a read_committed consumer sees each event once)" },
+	{ "delivery.transaction.max.events", CFG_INT,
+	  OFF(delivery_txn_max_events), "5000", 1, 10000000, 0, "exactly-once: "
+	  "a Kafka transaction is committed at the first PostgreSQL commit "
+	  "after it holds this many events" },
+	{ "delivery.transaction.interval.ms", CFG_INT,
+	  OFF(delivery_txn_interval_ms), "100", 0, 60000, 0, "exactly-once: "
+	  "... or after it has been open this long (what a read_committed "
+	  "consumer waits at most, beyond the commit itself); 0: at every "
+	  "PostgreSQL commit" },
 	{ "poison.policy", CFG_STR, OFF(poison_policy), "fail", 0, 0,
 	  CFG_F_REQUIRED, "a poison event: fail (stop, exit 65), dlq (write it "
 	  "to poison.dlq.topic and go on) or skip (log, count, go on)" },
@@ -464,6 +478,7 @@ static const struct {
 	{ "table.op.invalid.behavior", { "warn", "error", "fatal" } },
 	{ "table.json.payload.null.behavior", { "ignore", "optional_bytes" } },
 	{ "poison.policy", { "fail", "dlq", "skip" } },
+	{ "delivery.guarantee", { "at-least-once", "exactly-once" } },
 };
 
 /* True (err filled) when key takes one word of a list and value is none
@@ -1279,6 +1294,21 @@ int cfg_validate(struct relay_config *cfg, char *err, size_t errlen)
 			        cfg->poison_dlq_topic);
 			return -1;
 		}
+	}
+	if (strcmp(cfg->delivery_guarantee, "exactly-once") == 0 &&
+	    cfg->slot_ledger_topic[0] == '\0') {
+		errbuf_set(err, errlen, "delivery.guarantee = exactly-once needs "
+		           "slot.ledger.topic: each Kafka transaction records there "
+		           "how far it reaches, and a restarted relay reads it back "
+		           "to skip what was committed");
+		return -1;
+	}
+	if (strcmp(cfg->delivery_guarantee, "exactly-once") != 0 &&
+	    cfg_kafka_get(cfg, "transactional.id") != NULL) {
+		errbuf_set(err, errlen, "kafka.transactional.id makes the producer "
+		           "transactional, which only delivery.guarantee = "
+		           "exactly-once drives: set that, or remove it");
+		return -1;
 	}
 	if (cfg->poison_retry_backoff_max_ms < cfg->poison_retry_backoff_ms) {
 		errbuf_set(err, errlen, "poison.retry.backoff.max.ms (%lld) is below "

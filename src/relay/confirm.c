@@ -61,7 +61,8 @@ bool ledger_due(const struct relay *r)
 {
 	uint64_t w = ledger_target(r);
 
-	return r->lg.key[0] != '\0' && r->lg.verified && r->pub != NULL &&
+	return !r->tx.on && r->lg.key[0] != '\0' && r->lg.verified &&
+	       r->pub != NULL &&
 	       r->have_rs && r->lg.sending == 0 && w > r->lg.lsn &&
 	       w > lsn_confirmed(&r->lt);
 }
@@ -146,6 +147,42 @@ void ledger_report(struct relay *r, const struct pub_report *rep)
 	session_end(r, true, "ledger record failed");
 }
 
+/* Exactly-once: the ledger's record is what Kafka holds, committed (the
+ * read is read_committed, after the older producers were fenced). The
+ * transactions at or below it are skipped, whatever the slot says: a
+ * commit whose confirm was lost (a crash between the two) is not
+ * published again. A record past the server's WAL end names
+ * transactions this server does not have: the database went back in
+ * time, and skipping up to there would skip new ones. */
+bool ledger_skip_committed(struct relay *r, const struct ledger_entry *e)
+{
+	uint64_t slot = repl_slot(&r->rs)->confirmed_lsn;
+
+	if (e->lsn > r->server_wal_end) {
+		log_error("the slot ledger says Kafka holds the transactions of "
+		          "slot \"%s\" up to " LSN_FMT " (recorded by %s at %s), "
+		          "past this server's WAL end " LSN_FMT ": the database "
+		          "went back in time (restored, or a standby that lacked "
+		          "WAL was promoted). Kafka may hold events with commit "
+		          "LSNs (pg_lsn header) above " LSN_FMT " that this "
+		          "database never committed. Nothing was published or "
+		          "confirmed (runbook: the database went back in time)",
+		          r->cfg->slot_name, LSN_ARGS(e->lsn), e->by, e->at,
+		          LSN_ARGS(r->server_wal_end), LSN_ARGS(r->server_wal_end));
+		snprintf(r->reason, sizeof(r->reason), "the database went back in "
+		         "time (see the log)");
+		begin_stop(r, RELAY_EXIT_UNAVAILABLE);
+		return false;
+	}
+	lsn_skip_upto(&r->lt, e->lsn);
+	if (e->lsn > slot)
+		log_info("exactly-once: Kafka holds the transactions up to "
+		         LSN_FMT " (slot ledger), the slot is at " LSN_FMT ": "
+		         "the commits between are skipped, not published again",
+		         LSN_ARGS(e->lsn), LSN_ARGS(slot));
+	return true;
+}
+
 /* Reads the slot's ledger record and checks the slot against it (see
  * ledger_session_start()). Returns false when the slot is refused (the
  * relay stops); a failed read returns true with lg.verified still false
@@ -164,6 +201,16 @@ bool ledger_verify(struct relay *r, int64_t now)
 	}
 	if (ledger_read(r->lg.ledger, r->lg.key, true, &e, LEDGER_READ_TIMEOUT_MS,
 	                err, sizeof(err)) < 0) {
+		/* Exactly-once cannot publish before it knows what Kafka
+		 * holds: the session starts again instead. */
+		if (r->tx.on) {
+			log_warn("%s; exactly-once publishes nothing before the "
+			         "ledger is read: the session starts again", err);
+			snprintf(r->reason, sizeof(r->reason), "the slot ledger "
+			         "cannot be read (see the log)");
+			session_end(r, false, "ledger unreadable");
+			return false;
+		}
 		if (r->lg.retry_us == 0)
 			log_warn("%s; streaming on, but nothing is confirmed past the "
 			         "slot's position until the ledger can be read (retried "
@@ -192,11 +239,14 @@ bool ledger_verify(struct relay *r, int64_t now)
 	else if (!e.found)
 		r->lg.lsn = 0;
 	r->lg.verified = true;
+	if (r->tx.on && e.found && !ledger_skip_committed(r, &e))
+		return false;
 	return true;
 }
 
-/* The slot against the ledger, at the start of every session. Returns
- * false when the session cannot go on (the slot is refused). */
+/* The slot's ledger key, at the start of every session ("" while the
+ * ledger is off); the check (ledger_verify()) follows. Returns false
+ * when the session cannot go on. */
 bool ledger_session_start(struct relay *r)
 {
 	r->lg.key[0] = '\0';
@@ -211,7 +261,7 @@ bool ledger_session_start(struct relay *r)
 		begin_stop(r, RELAY_EXIT_CONFIG);
 		return false;
 	}
-	return ledger_verify(r, now_mono_us());
+	return true;
 }
 
 void send_status(struct relay *r, bool force_log)

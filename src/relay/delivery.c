@@ -84,7 +84,10 @@ void on_dr(void *opaque, const struct pub_report *orig)
 	int64_t ts = 0;
 
 	if (orig->token == LEDGER_TOKEN) {
-		ledger_report(r, orig);
+		if (r->tx.on)
+			txn_ledger_report(r, orig);
+		else
+			ledger_report(r, orig);
 		return;
 	}
 	/* A dead-letter record counts as the event it replaces. */
@@ -104,6 +107,13 @@ void on_dr(void *opaque, const struct pub_report *orig)
 		record_failure(r, rep, t);
 	if (r->tearing_down)
 		return;
+	/* Exactly-once: the tracker hears of it when its transaction
+	 * commits (txn.c). */
+	if (rep->ok && r->tx.on) {
+		if (!txn_hold_ack(r, rep))
+			r->ctr.n_stale++;
+		return;
+	}
 	if (!lsn_ack(&r->lt, rep->token, rep->ok, &ts)) {
 		r->ctr.n_stale++; /* from a session that was already torn down */
 		return;
@@ -155,10 +165,14 @@ bool window_open(const struct relay *r)
 	uint64_t max_ev = (uint64_t)r->cfg->inflight_max_events;
 	uint64_t max_b = (uint64_t)r->cfg->inflight_max_bytes;
 
-	return !r->win.queue_full &&
-	       !(r->win.iso_wait && lsn_inflight(&r->lt) > 0) &&
+	/* Exactly-once holds every ack until its transaction commits,
+	 * which is at a PostgreSQL commit: the tracker's count cannot bound
+	 * reading inside a transaction larger than the window. The
+	 * producer's can, and the transaction's size bounds the rest. */
+	return !r->win.queue_full && !r->tx.want && !r->tx.committing &&
+	       !(r->win.iso_wait && unreported(r) > 0) &&
 	       r->win.events < max_ev && r->win.bytes < max_b &&
-	       lsn_window_events(&r->lt) < max_ev;
+	       (r->tx.on || lsn_window_events(&r->lt) < max_ev);
 }
 
 bool reading_allowed(const struct relay *r)
@@ -175,7 +189,8 @@ bool kafka_open(struct relay *r)
 
 	if (r->pub != NULL)
 		return true;
-	r->pub = r->kp->open(r->kp->ctx, r->cfg, on_dr, r, err, sizeof(err));
+	r->pub = r->kp->open(r->kp->ctx, r->cfg, r->tx.on ? r->tx.id : NULL,
+	                     on_dr, r, err, sizeof(err));
 	if (r->pub == NULL) {
 		log_error("%s", err);
 		begin_stop(r, RELAY_EXIT_CONFIG);
@@ -191,6 +206,7 @@ void kafka_close(struct relay *r)
 	if (r->pub == NULL)
 		return;
 	r->tearing_down = true;
+	txn_abandon(r);
 	r->kp->close(r->pub);
 	r->tearing_down = false;
 	r->pub = NULL;

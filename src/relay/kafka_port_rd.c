@@ -18,11 +18,12 @@ static const struct publisher *cpub(const struct kp_producer *p)
 }
 
 static struct kp_producer *rd_open(void *ctx, const struct relay_config *cfg,
-                                   pub_dr_fn dr, void *opaque, char *err,
-                                   size_t errlen)
+                                   const char *txn_id, pub_dr_fn dr,
+                                   void *opaque, char *err, size_t errlen)
 {
 	(void)ctx;
-	return (struct kp_producer *)pub_new(cfg, dr, opaque, err, errlen);
+	return (struct kp_producer *)pub_new(cfg, txn_id, dr, opaque, err,
+	                                     errlen);
 }
 
 static enum pub_send_result rd_send(struct kp_producer *p, const char *topic,
@@ -91,6 +92,29 @@ static uint64_t rd_error_count(const struct kp_producer *p)
 	return pub_error_count(cpub(p));
 }
 
+static int rd_txn_init(struct kp_producer *p, int timeout_ms, char *err,
+                       size_t errlen)
+{
+	return pub_txn_init(pub(p), timeout_ms, err, errlen);
+}
+
+static int rd_txn_begin(struct kp_producer *p, char *err, size_t errlen)
+{
+	return pub_txn_begin(pub(p), err, errlen);
+}
+
+static int rd_txn_commit(struct kp_producer *p, int timeout_ms, char *err,
+                         size_t errlen)
+{
+	return pub_txn_commit(pub(p), timeout_ms, err, errlen);
+}
+
+static int rd_txn_abort(struct kp_producer *p, int timeout_ms, char *err,
+                        size_t errlen)
+{
+	return pub_txn_abort(pub(p), timeout_ms, err, errlen);
+}
+
 static void rd_close(struct kp_producer *p)
 {
 	pub_free(pub(p));
@@ -110,6 +134,10 @@ static const struct kafka_port rd_port = {
 	.broker_up = rd_broker_up,
 	.stats = rd_stats,
 	.error_count = rd_error_count,
+	.txn_init = rd_txn_init,
+	.txn_begin = rd_txn_begin,
+	.txn_commit = rd_txn_commit,
+	.txn_abort = rd_txn_abort,
 	.close = rd_close,
 };
 

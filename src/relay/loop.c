@@ -12,6 +12,7 @@
  *   drain_signals   SIGTERM/SIGINT begin the stop
  *   serve_kafka     delivery reports, a failed or refused producer
  *   serve_pg        what the server sent and what we owe it; read
+ *   txn_turn        exactly-once: a due Kafka transaction committed
  *   ledger_turn     the slot ledger: a retried read, the next record
  *   nudge_turn      send what lingers when the input ran dry
  *   confirm_turn    standby status updates: the confirm
@@ -51,6 +52,7 @@ struct relay *relay_new(const struct relay_config *cfg,
 	ev_txn_reset(&r->txn);
 	lsn_init(&r->lt);
 	poison_init(r);
+	txn_init_relay(r);
 	hist_reset(&r->ctr.lat);
 	r->st.state = r->st.conn_state = ST_CONNECTING; /* the start state */
 	r->ctr.hb_rtt_us = -1;
@@ -65,6 +67,7 @@ void relay_free(struct relay *r)
 	if (r == NULL)
 		return;
 	ledger_close(r->lg.ledger);
+	txn_free(r);
 	lsn_free(&r->lt);
 	pgo_free(&r->pgo);
 	ss_free(&r->ss);
@@ -96,6 +99,10 @@ static int compute_timeout(const struct relay *r, int64_t now)
 	if (ledger_due(r) &&
 	    r->lg.sent_us + r->cfg->status_min_interval_ms * 1000 - now < t)
 		t = r->lg.sent_us + r->cfg->status_min_interval_ms * 1000 - now;
+	/* Exactly-once: an open transaction is due after its interval. */
+	if (r->tx.open && !r->tx.committing &&
+	    r->tx.begun_us + r->cfg->delivery_txn_interval_ms * 1000 - now < t)
+		t = r->tx.begun_us + r->cfg->delivery_txn_interval_ms * 1000 - now;
 	if (r->have_rs && r->lg.key[0] != '\0' && !r->lg.verified &&
 	    r->lg.retry_us - now < t)
 		t = r->lg.retry_us - now;
@@ -182,10 +189,12 @@ static void drain_signals(struct relay *r, int sigfd)
  * acked, or the shutdown timeout ran out. */
 bool drained(struct relay *r, int64_t now)
 {
-	/* Acked, and recorded in the ledger so the final update confirms it. */
+	/* Acked, and recorded in the ledger so the final update confirms it
+	 * (exactly-once: committed, txn.c). */
 	bool ledger_behind = ledger_due(r) || r->lg.sending != 0;
 
-	if (r->pub == NULL || (lsn_inflight(&r->lt) == 0 && !ledger_behind))
+	if (r->pub == NULL || (r->tx.on ? txn_drained(r)
+	                                : lsn_inflight(&r->lt) == 0 && !ledger_behind))
 		return true;
 	if (now >= r->st.drain_deadline_us) {
 		log_warn("shutdown timeout: %llu events not acked; the slot replays "
@@ -348,9 +357,10 @@ static void ledger_turn(struct relay *r, int64_t now)
  * the linger keeps batching (pub_nudge()). */
 void nudge_turn(struct relay *r)
 {
-	if (r->pub != NULL && !session_ending(r) && !r->more_input &&
-	    (r->win.iso_wait || !lsn_in_txn(&r->lt)))
-		r->kp->nudge(r->pub, r->win.iso_wait);
+	if (r->pub != NULL && !session_ending(r) &&
+	    (r->win.iso_wait || r->tx.committing ||
+	     (!r->more_input && !lsn_in_txn(&r->lt))))
+		r->kp->nudge(r->pub, r->win.iso_wait || r->tx.committing);
 }
 
 /* Status updates go out as soon as the watermark moves (at most one per
@@ -451,6 +461,7 @@ int relay_run(const struct relay_config *cfg, int sigfd)
 			drain_signals(r, sigfd);
 		serve_kafka(r, t.ipub >= 0 && (t.fds[t.ipub].revents & POLLIN));
 		serve_pg(r, &t, now);
+		txn_turn(r, now);
 		ledger_turn(r, now);
 		nudge_turn(r);
 		confirm_turn(r, now);

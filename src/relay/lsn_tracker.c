@@ -96,6 +96,7 @@ void lsn_end_session(struct lsn_tracker *lt)
 	lt->held_events = 0;
 	lt->held_bytes = 0;
 	lt->failed = false;
+	lt->skip_upto = 0;
 	memset(&lt->verify, 0, sizeof(lt->verify));
 }
 
@@ -259,8 +260,12 @@ enum lsn_verdict lsn_begin(struct lsn_tracker *lt, int64_t xid,
 	const struct lsn_commit_id *v = &lt->verify;
 
 	open_txn(lt, xid, commit_ts_us, end_lsn, false);
-	if (v->end_lsn == 0)
-		return LSN_PUBLISH;
+	if (v->end_lsn == 0) {
+		if (lt->skip_upto == 0 || end_lsn > lt->skip_upto)
+			return LSN_PUBLISH;
+		lt->cur_skip = true;
+		return LSN_SKIP;
+	}
 	if (end_lsn < v->end_lsn) {
 		lt->cur_skip = true; /* before the commit looked for */
 		return LSN_SKIP;
@@ -281,8 +286,14 @@ enum lsn_verdict lsn_begin_final(struct lsn_tracker *lt, int64_t xid,
                                  int64_t commit_ts_us, uint64_t final_lsn)
 {
 	open_txn(lt, xid, commit_ts_us, final_lsn, true);
-	if (lt->verify.end_lsn == 0)
-		return LSN_PUBLISH;
+	if (lt->verify.end_lsn == 0) {
+		/* skip_upto is a record boundary: a commit record that starts
+		 * below it ends at or below it. */
+		if (final_lsn >= lt->skip_upto)
+			return LSN_PUBLISH;
+		lt->cur_skip = true;
+		return LSN_SKIP;
+	}
 	if (final_lsn < lt->verify.end_lsn) {
 		/* At or before the commit looked for (its end is at most that
 		 * one's): skipped either way; which of the two, its C says. */
@@ -463,6 +474,20 @@ bool lsn_idle(struct lsn_tracker *lt, uint64_t wal_end)
 	lt->confirmable = max_u64(lt->confirmable, wal_end);
 	lt->received_lsn = max_u64(lt->received_lsn, wal_end);
 	return true;
+}
+
+void lsn_skip_upto(struct lsn_tracker *lt, uint64_t end_lsn)
+{
+	lt->skip_upto = end_lsn;
+}
+
+uint64_t lsn_read_boundary(const struct lsn_tracker *lt)
+{
+	uint64_t b = lt->confirmable;
+
+	if (lt->len > 0)
+		b = max_u64(b, entry_at(lt, lt->len - 1)->end_lsn);
+	return b;
 }
 
 void lsn_received(struct lsn_tracker *lt, uint64_t lsn)

@@ -24,16 +24,19 @@ enum handled produce(struct relay *r, const char *topic,
 	 * session's start until the watermark is past the batch: the
 	 * previous event must be acked (or have failed) first, so a refusal
 	 * names its record and nothing after it is published meanwhile. */
-	if (r->iso.to != 0 && lsn_inflight(&r->lt) > 0) {
+	if (r->iso.to != 0 && unreported(r) > 0) {
 		r->win.iso_wait = true;
 		return H_BLOCKED;
 	}
 	r->win.iso_wait = false;
+	if (!txn_gate(r))
+		return H_STOP;
 	token = lsn_event(&r->lt, bytes);
 	switch (r->kp->send(r->pub, topic, key->ptr, key->len, value->ptr,
 	                    value->len, h, token | mark,
 	                    err, errlen)) {
 	case PUB_SENT:
+		r->tx.events++;
 		r->ctr.n_received++;
 		r->win.events++;
 		r->win.bytes += bytes;

@@ -113,7 +113,9 @@ void try_connect(struct relay *r)
 	const bool *notnull;
 	unsigned present;
 
-	if (!kafka_open(r))
+	/* Exactly-once opens its producer once the slot is this process's
+	 * (txn_session_start()). */
+	if (!r->tx.on && !kafka_open(r))
 		return;
 	/* The server describes every relation again in each session, and
 	 * one cached from the last may have changed since. */
@@ -173,6 +175,14 @@ void try_connect(struct relay *r)
 		}
 		if (!ledger_session_start(r))
 			return;
+		/* Exactly-once: older producers fenced before the ledger is
+		 * read, so that none commits after the read (txn.c). */
+		if (r->tx.on && !(txn_name(r) && kafka_open(r) &&
+		                  txn_session_start(r)))
+			return;
+		/* The slot against the ledger. */
+		if (r->lg.key[0] != '\0' && !ledger_verify(r, now_mono_us()))
+			return;
 		/* At once, not after status.interval.ms: a relay restarted often
 		 * must still confirm, and pg_stat_replication shows it alive. */
 		send_status(r, false);
@@ -217,6 +227,13 @@ void restart(struct relay *r)
 		send_status(r, false);
 		repl_close(&r->rs);
 		r->have_rs = false;
+	}
+	/* Exactly-once closes its producer with every session: what its
+	 * transaction holds is aborted, and the next session's producer
+	 * fences it (txn.c). */
+	if (r->tx.on && r->st.state != ST_REBUILDING && r->pub != NULL) {
+		kafka_close(r);
+		window_reset(r);
 	}
 	if (r->st.state == ST_REBUILDING && r->pub != NULL) {
 		r->ctr.kafka_restarts++;
@@ -312,6 +329,7 @@ enum handled handle_msg(struct relay *r, const struct repl_msg *m)
 			rewound_stop(r);
 			h = H_STOP;
 		}
+		txn_after_commit(r);
 		break;
 	case EV_EVENT:
 		h = handle_event(r, &er.ev);

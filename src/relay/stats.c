@@ -76,6 +76,13 @@ void log_stats(struct relay *r, const char *prefix)
 	         (unsigned long long)(r->ctr.wait_kafka_us / 1000),
 	         (long long)ps.produce_requests, (long long)ps.requests_in_flight,
 	         (long long)ps.batch_msgs);
+	if (r->tx.on)
+		log_info("%s: kafka_transactions committed=%llu aborted=%llu "
+		         "commit_ms_avg=%.2f", prefix,
+		         (unsigned long long)r->tx.n_commits,
+		         (unsigned long long)r->tx.n_aborts,
+		         r->tx.n_commits ? (double)r->tx.commit_us / 1000.0 /
+		                               (double)r->tx.n_commits : 0.0);
 }
 
 void fill_figures(struct relay *r, struct relay_figures *f)
@@ -106,6 +113,8 @@ void fill_figures(struct relay *r, struct relay_figures *f)
 	f->reconnects = r->ctr.n_reconnects;
 	f->events_republished = lsn_replayed(&r->lt);
 	f->poison_parked = r->pz.n_parked;
+	f->kafka_txn_committed = r->tx.n_commits;
+	f->kafka_txn_aborted = r->tx.n_aborts;
 	f->poison_skipped = r->pz.n_skipped;
 	f->invalid_ops = r->ctr.n_invalid_ops;
 	f->failovers = (uint64_t)lsn_promotions(&r->lt);

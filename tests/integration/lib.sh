@@ -478,6 +478,8 @@ it_write_config() {
 		echo "kafka.bootstrap.servers = $KAFKA_BROKERS"
 		echo "slot.name = $slot"
 		[[ $RELAY_PLUGIN == wal2json ]] || echo "slot.plugin = $RELAY_PLUGIN"
+		[[ ${RELAY_DELIVERY:-at-least-once} == at-least-once ]] ||
+			echo "delivery.guarantee = $RELAY_DELIVERY"
 		# Several relays run at once in some tests: a free port each.
 		echo "http.listen = 127.0.0.1:0"
 		for kv in "$@"; do

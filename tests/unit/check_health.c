@@ -1358,7 +1358,7 @@ static struct prom *render_prom(const struct health_snapshot *s)
 		ck_abort_msg("%s", p->err);
 	}
 	/* Every family, with or without samples, is announced. */
-	ck_assert_uint_eq(p->nf, 61);
+	ck_assert_uint_eq(p->nf, 63);
 	for (size_t i = 0; i < p->nf; i++)
 		ck_assert_msg(strncmp(p->f[i].name, PFX, strlen(PFX)) == 0, "%s",
 		              p->f[i].name);

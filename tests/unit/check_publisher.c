@@ -53,7 +53,7 @@ static struct publisher *mock_publisher(struct relay_config *cfg,
 	                         CFG_SRC_FLAG, "test", err, sizeof(err)), 0);
 	ck_assert_int_eq(cfg_set(cfg, "kafka.linger.ms", linger, CFG_SRC_FLAG,
 	                         "test", err, sizeof(err)), 0);
-	p = pub_new(cfg, on_report, s, err, sizeof(err));
+	p = pub_new(cfg, NULL, on_report, s, err, sizeof(err));
 	ck_assert_msg(p != NULL, "pub_new: %s", err);
 	return p;
 }
@@ -180,7 +180,7 @@ START_TEST(test_thread_start_error_names_its_code)
 	ck_assert_int_eq(cfg_set(&cfg, "kafka.test.mock.num.brokers", "1",
 	                         CFG_SRC_FLAG, "test", err, sizeof(err)), 0);
 	pub_set_thread_create_for_tests(create_fails);
-	p = pub_new(&cfg, on_report, &s, err, sizeof(err));
+	p = pub_new(&cfg, NULL, on_report, &s, err, sizeof(err));
 	pub_set_thread_create_for_tests(NULL);
 	ck_assert_ptr_null(p);
 	snprintf(want, sizeof(want), "starting the broker probe: %s",
@@ -213,7 +213,7 @@ START_TEST(test_stats_figures)
 	                         "test", err, sizeof(err)), 0);
 	ck_assert_int_eq(cfg_set(&cfg, "kafka.statistics.interval.ms", "100",
 	                         CFG_SRC_FLAG, "test", err, sizeof(err)), 0);
-	p = pub_new(&cfg, on_report, &s, err, sizeof(err));
+	p = pub_new(&cfg, NULL, on_report, &s, err, sizeof(err));
 	ck_assert_msg(p != NULL, "pub_new: %s", err);
 	pub_stats(p, &st);
 	ck_assert_int_eq(st.produce_requests, -1);
@@ -381,7 +381,7 @@ START_TEST(test_known_confwarn_downgraded)
 	ck_assert_int_eq(cfg_set(&cfg, "kafka.topic.metadata.refresh.fast.cnt",
 	                         "5", CFG_SRC_FLAG, "test", err, sizeof(err)), 0);
 	capture_begin();
-	p = pub_new(&cfg, on_report, &s, err, sizeof(err));
+	p = pub_new(&cfg, NULL, on_report, &s, err, sizeof(err));
 	out = capture_end();
 	ck_assert_msg(p != NULL, "pub_new: %s", err);
 	ck_assert_msg(level_of(out, "enable.gapless.guarantee is experimental",

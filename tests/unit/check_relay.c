@@ -616,6 +616,260 @@ START_TEST(test_ledger_refused)
 }
 END_TEST
 
+/* ---------------------------------------------------------- exactly-once */
+
+/* A relay with delivery.guarantee = exactly-once (interval ms as given)
+ * and a session opened as try_connect() opens one: the ledger key, the
+ * transactional producer, its init. */
+static void eos_session(const char *interval_ms)
+{
+	char err[256];
+
+	kafka_close(r);
+	relay_free(r);
+	ck_assert_int_eq(cfg_set(&cfg, "delivery.guarantee", "exactly-once",
+	                         CFG_SRC_FLAG, "test", err, sizeof(err)), 0);
+	ck_assert_int_eq(cfg_set(&cfg, "delivery.transaction.interval.ms",
+	                         interval_ms, CFG_SRC_FLAG, "test", err,
+	                         sizeof(err)), 0);
+	r = relay_new(&cfg, &fk.port);
+	r->st.on_goto = on_goto;
+	ck_assert(r->tx.on);
+	ck_assert_int_eq(session_open(r, &(struct lsn_server){
+		.system_id = "7000000000000000001",
+		.timeline = 1,
+		.wal_end = WAL_END,
+		.slot_lsn = SLOT_LSN,
+	}), LSN_RESUME_SLOT);
+	snprintf(r->lg.key, sizeof(r->lg.key), "7000000000000000001/db/slot");
+	ck_assert(txn_name(r) && kafka_open(r) && txn_session_start(r));
+	ck_assert_str_eq(fk.txn_id, "outbox-relay:7000000000000000001/db/slot");
+	ck_assert_uint_eq(fk.txn_inits, 1);
+	r->lg.verified = true;
+}
+
+/* The loop's transaction step; a unit test has no replication stream,
+ * which the step otherwise waits for. */
+static void eos_turn(void)
+{
+	r->have_rs = true;
+	txn_turn(r, now_mono_us());
+	r->have_rs = false;
+}
+
+/* The ledger record the last turn produced: its lsn. */
+static uint64_t ledger_lsn_of(size_t idx)
+{
+	struct ledger_entry e;
+
+	ck_assert_uint_eq(fk.msgs[idx].token, LEDGER_TOKEN);
+	ck_assert_int_eq(ledger_parse(fk.msgs[idx].value,
+	                              strlen(fk.msgs[idx].value), &e), 0);
+	return e.lsn;
+}
+
+/* Acks do not confirm anything before the Kafka transaction that holds
+ * them commits; the transaction closes with the ledger record of the
+ * commit end it reaches, at a PostgreSQL commit; the confirm follows the
+ * commit. At-least-once confirms at the acks (test_reports_in_any_order):
+ * here the same acks move nothing. */
+START_TEST(test_eos_confirm_after_commit)
+{
+	size_t a, b, led;
+
+	eos_session("60000");
+	a = feed_txn(2001, 0x1000, 3);
+	b = feed_txn(2002, 0x2000, 2);
+	ck_assert_uint_eq(fk.txn_begins, 1);
+	for (size_t i = 0; i < 5; i++)
+		deliver(txns[a].first + i, true, 0);
+	ck_assert_uint_eq(r->ctr.n_acked, 5);
+	ck_assert_uint_eq(confirm_target(r), SLOT_LSN);
+	/* The tracker itself has not heard: a session that ended now would
+	 * not take these as published (test_eos_pg_session_end_aborts). */
+	ck_assert_uint_eq(lsn_confirmable(&r->lt), SLOT_LSN);
+	eos_turn(); /* not due yet: open for less than the interval */
+	ck_assert_uint_eq(fk.n, txns[b].first + 2);
+	r->tx.begun_us -= 60 * INT64_C(1000000);
+	eos_turn();
+	led = txns[b].first + 2;
+	ck_assert_uint_eq(fk.n, led + 1);
+	ck_assert_uint_eq(ledger_lsn_of(led), txns[b].end);
+	ck_assert(!reading_allowed(r) && !window_open(r));
+	eos_turn(); /* the ledger record not acked: no commit */
+	ck_assert_uint_eq(fk.txn_commits, 0);
+	ck_assert_uint_eq(confirm_target(r), SLOT_LSN);
+	deliver(led, true, 0);
+	eos_turn();
+	ck_assert_uint_eq(fk.txn_commits, 1);
+	for (size_t i = 0; i <= led; i++)
+		ck_assert(fk.msgs[i].committed);
+	ck_assert_uint_eq(confirm_target(r), txns[b].end);
+	ck_assert_uint_eq(r->lg.lsn, txns[b].end);
+	ck_assert(window_open(r));
+	ck_assert_uint_eq(r->tx.n_commits, 1);
+	ck_assert_uint_eq(fk.txn_violations, 0);
+}
+END_TEST
+
+/* A Kafka transaction never ends inside a PostgreSQL one: with the
+ * interval 0 it is due at once, and still waits for the commit. */
+START_TEST(test_eos_commit_between_txns)
+{
+	size_t led;
+
+	eos_session("0");
+	feed_begin(2101, 0x1000, 0x1800, WAL_END);
+	ck_assert(feed_row(2101, 0x1000, 0, WAL_END));
+	ck_assert(feed_row(2101, 0x1000, 1, WAL_END));
+	deliver(0, true, 0);
+	deliver(1, true, 0);
+	eos_turn();
+	ck_assert_uint_eq(fk.n, 2); /* no ledger record inside it */
+	ck_assert(reading_allowed(r) || !r->have_rs);
+	ck_assert(!r->tx.want);
+	feed_commit(2101, 0x1000, 0x1800, WAL_END);
+	ck_assert(r->tx.want); /* reading stops at this commit */
+	ck_assert(!window_open(r));
+	eos_turn();
+	led = 2;
+	ck_assert_uint_eq(ledger_lsn_of(led), 0x1800);
+	deliver(led, true, 0);
+	eos_turn();
+	ck_assert_uint_eq(fk.txn_commits, 1);
+	ck_assert_uint_eq(confirm_target(r), 0x1800);
+	ck_assert_uint_eq(fk.txn_violations, 0);
+}
+END_TEST
+
+/* A commit that fails: nothing is confirmed, the session ends, the
+ * producer (and with it the transaction) goes, and the next session's
+ * producer starts with a new init. */
+START_TEST(test_eos_commit_fails)
+{
+	size_t a;
+
+	eos_session("0");
+	a = feed_txn(2201, 0x1000, 2);
+	deliver(txns[a].first, true, 0);
+	deliver(txns[a].first + 1, true, 0);
+	eos_turn();
+	deliver(txns[a].first + 2, true, 0);
+	fk.txn_commit_fails = true;
+	eos_turn();
+	ck_assert_uint_eq(fk.txn_commits, 0);
+	ck_assert_int_eq(r->st.state, ST_REBUILDING);
+	ck_assert_uint_eq(confirm_target(r), SLOT_LSN);
+	ck_assert_uint_eq(r->tx.n_aborts, 1);
+	ck_assert(end_turn(r));
+	ck_assert(r->pub == NULL);
+	ck_assert_int_eq(r->st.state, ST_BACKOFF);
+	ck_assert(!fk.msgs[txns[a].first].committed);
+	ck_assert_uint_eq(fk.txn_violations, 0);
+}
+END_TEST
+
+/* A session that ends for PostgreSQL's sake (a receive timeout) closes
+ * the producer too: what its transaction holds is aborted, not left
+ * open for read_committed consumers to wait on, and the acks it held
+ * confirm nothing. */
+START_TEST(test_eos_pg_session_end_aborts)
+{
+	size_t a;
+
+	eos_session("60000");
+	a = feed_txn(2301, 0x1000, 2);
+	deliver(txns[a].first, true, 0);
+	deliver(txns[a].first + 1, true, 0);
+	session_end(r, false, "receive timeout");
+	ck_assert(end_turn(r));
+	ck_assert(r->pub == NULL);
+	ck_assert_uint_eq(fk.txn_aborts, 1);
+	ck_assert_uint_eq(r->tx.n_aborts, 1);
+	ck_assert_uint_eq(confirm_target(r), SLOT_LSN);
+	ck_assert(!r->tx.open);
+	ck_assert_uint_eq(r->tx.nacks, 0);
+	/* The next session skips nothing it did not commit. */
+	ck_assert_int_eq(session_open(r, &(struct lsn_server){
+		.system_id = "7000000000000000001", .timeline = 1,
+		.wal_end = WAL_END, .slot_lsn = SLOT_LSN,
+	}), LSN_RESUME_SLOT);
+	ck_assert(txn_name(r) && kafka_open(r) && txn_session_start(r));
+	ck_assert_uint_eq(fk.txn_inits, 2);
+	a = feed_txn(2301, 0x1000, 2);
+	ck_assert_uint_eq(txns[a].n, 2);
+}
+END_TEST
+
+/* The ledger's record at a session's start: the transactions at or
+ * below it are in Kafka, committed, and are skipped although the slot
+ * is behind (the confirm after the commit was lost); a record past the
+ * server's WAL end stops the relay (the database went back in time). */
+START_TEST(test_eos_skip_committed)
+{
+	struct ledger_entry e = { .found = true, .lsn = 0x1800 };
+	size_t n0;
+
+	eos_session("60000");
+	r->server_wal_end = WAL_END;
+	r->lg.lsn = e.lsn; /* as ledger_verify() records what it read */
+	ck_assert(ledger_skip_committed(r, &e));
+	n0 = fk.n;
+	feed_begin(2401, 0x1000, 0x1800, WAL_END);
+	ck_assert(feed_row(2401, 0x1000, 0, WAL_END));
+	feed_commit(2401, 0x1000, 0x1800, WAL_END);
+	ck_assert_uint_eq(fk.n, n0); /* skipped */
+	ck_assert_uint_eq(r->ctr.n_skipped, 1);
+	ck_assert_uint_eq(confirm_target(r), 0x1800);
+	feed_begin(2402, 0x2000, 0x2800, WAL_END);
+	ck_assert(feed_row(2402, 0x2000, 0, WAL_END));
+	feed_commit(2402, 0x2000, 0x2800, WAL_END);
+	ck_assert_uint_eq(fk.n, n0 + 1); /* published */
+
+	e.lsn = WAL_END + 0x10;
+	ck_assert(!ledger_skip_committed(r, &e));
+	ck_assert_int_eq(r->st.exit_code, RELAY_EXIT_UNAVAILABLE);
+}
+END_TEST
+
+/* A stop inside a PostgreSQL transaction: nothing of it can commit, so
+ * the relay does not wait for the deadline; the transaction is aborted
+ * and replayed by the next start. At a PostgreSQL commit the stop
+ * commits what is open first. */
+START_TEST(test_eos_stop)
+{
+	int64_t now = now_mono_us();
+	size_t a, led;
+
+	eos_session("60000");
+	a = feed_txn(2501, 0x1000, 1);
+	deliver(txns[a].first, true, 0);
+	begin_stop(r, RELAY_EXIT_OK);
+	ck_assert(!drained(r, now));
+	eos_turn(); /* stopping: due at once */
+	led = txns[a].first + 1;
+	ck_assert_uint_eq(ledger_lsn_of(led), txns[a].end);
+	ck_assert(!drained(r, now));
+	deliver(led, true, 0);
+	eos_turn();
+	ck_assert_uint_eq(fk.txn_commits, 1);
+	ck_assert(drained(r, now));
+	ck_assert_uint_eq(confirm_target(r), txns[a].end);
+	teardown();
+	setup();
+
+	eos_session("60000");
+	feed_begin(2502, 0x1000, 0x1800, WAL_END);
+	ck_assert(feed_row(2502, 0x1000, 0, WAL_END));
+	deliver(0, true, 0);
+	begin_stop(r, RELAY_EXIT_OK);
+	ck_assert(drained(r, now));
+	kafka_close(r);
+	ck_assert_uint_eq(fk.txn_aborts, 1);
+	ck_assert_uint_eq(confirm_target(r), SLOT_LSN);
+}
+END_TEST
+
 /* The table itself: what the header comment in state.c says. */
 START_TEST(test_transition_table)
 {
@@ -1004,6 +1258,12 @@ Suite *relay_suite(void)
 	tcase_add_test(tc, test_transition_table);
 	tcase_add_test(tc, test_ledger_unknown_partition);
 	tcase_add_test(tc, test_ledger_refused);
+	tcase_add_test(tc, test_eos_confirm_after_commit);
+	tcase_add_test(tc, test_eos_commit_between_txns);
+	tcase_add_test(tc, test_eos_commit_fails);
+	tcase_add_test(tc, test_eos_pg_session_end_aborts);
+	tcase_add_test(tc, test_eos_skip_committed);
+	tcase_add_test(tc, test_eos_stop);
 	tcase_add_test(tc, test_poison_decode_parked);
 	tcase_add_test(tc, test_poison_dlq_refused);
 	tcase_add_test(tc, test_poison_dlq_rejected);

@@ -20,12 +20,14 @@ static const struct fake_kafka *cfk_of(const struct kp_producer *p)
 }
 
 static struct kp_producer *fk_open(void *ctx, const struct relay_config *cfg,
-                                   pub_dr_fn dr, void *opaque, char *err,
-                                   size_t errlen)
+                                   const char *txn_id, pub_dr_fn dr,
+                                   void *opaque, char *err, size_t errlen)
 {
 	struct fake_kafka *fk = ctx;
 
 	(void)cfg;
+	snprintf(fk->txn_id, sizeof(fk->txn_id), "%s", txn_id ? txn_id : "");
+	fk->txn_open = false;
 	if (fk->open_fails) {
 		fk->open_fails = false;
 		snprintf(err, errlen, "fake: the producer cannot be made");
@@ -91,9 +93,12 @@ static enum pub_send_result fk_send(struct kp_producer *p, const char *topic,
 		         : res == PUB_REJECTED ? "record refused" : "producer dead");
 		return res;
 	}
+	if (fk->txn_id[0] != '\0' && !fk->txn_open)
+		fk->txn_violations++;
 	m = &fk->msgs[fk->n++];
 	memset(m, 0, sizeof(*m));
 	m->token = token;
+	m->txn = fk->txn_open ? fk->txn_begins : 0;
 	m->producer = fk->live;
 	snprintf(m->topic, sizeof(m->topic), "%s", topic);
 	snprintf(m->key, sizeof(m->key), "%.*s", (int)key_len,
@@ -164,6 +169,14 @@ static void serve_due(struct fake_kafka *fk)
 		if (m->producer == fk->live && !m->reported)
 			serve(fk, fk->due[i].idx, fk->due[i].ok, fk->due[i].err);
 	}
+}
+
+void fake_report_all(struct fake_kafka *fk)
+{
+	for (size_t i = 0; i < fk->n; i++)
+		if (fk->msgs[i].producer == fk->live && !fk->msgs[i].queued &&
+		    !fk->msgs[i].reported)
+			fake_report(fk, i, true, 0);
 }
 
 void fake_report(struct fake_kafka *fk, size_t idx, bool ok, int err)
@@ -251,6 +264,77 @@ static uint64_t fk_error_count(const struct kp_producer *p)
 	return 0;
 }
 
+static int fk_txn_init(struct kp_producer *p, int timeout_ms, char *err,
+                       size_t errlen)
+{
+	struct fake_kafka *fk = fk_of(p);
+
+	(void)timeout_ms;
+	if (fk->txn_id[0] == '\0')
+		fk->txn_violations++;
+	if (fk->txn_init_fails > 0) {
+		fk->txn_init_fails--;
+		snprintf(err, errlen, "fake: init_transactions timed out");
+		return -1;
+	}
+	fk->txn_inits++;
+	return 0;
+}
+
+static int fk_txn_begin(struct kp_producer *p, char *err, size_t errlen)
+{
+	struct fake_kafka *fk = fk_of(p);
+
+	(void)err, (void)errlen;
+	if (fk->txn_open || fk->txn_inits == 0)
+		fk->txn_violations++;
+	fk->txn_open = true;
+	fk->txn_begins++;
+	return 0;
+}
+
+/* As librdkafka: the commit waits for every record's report (those
+ * queued are served) and fails when one failed or has none coming. */
+static int fk_txn_commit(struct kp_producer *p, int timeout_ms, char *err,
+                         size_t errlen)
+{
+	struct fake_kafka *fk = fk_of(p);
+	bool bad = fk->txn_commit_fails;
+
+	(void)timeout_ms;
+	if (!fk->txn_open)
+		fk->txn_violations++;
+	serve_due(fk);
+	for (size_t i = 0; i < fk->n; i++)
+		if (fk->msgs[i].producer == fk->live &&
+		    fk->msgs[i].txn == fk->txn_begins &&
+		    (!fk->msgs[i].reported || !fk->msgs[i].ok))
+			bad = true;
+	fk->txn_commit_fails = false;
+	if (bad) {
+		snprintf(err, errlen, "fake: commit_transaction failed");
+		return -1;
+	}
+	for (size_t i = 0; i < fk->n; i++)
+		if (fk->msgs[i].producer == fk->live &&
+		    fk->msgs[i].txn == fk->txn_begins)
+			fk->msgs[i].committed = true;
+	fk->txn_open = false;
+	fk->txn_commits++;
+	return 0;
+}
+
+static int fk_txn_abort(struct kp_producer *p, int timeout_ms, char *err,
+                        size_t errlen)
+{
+	struct fake_kafka *fk = fk_of(p);
+
+	(void)timeout_ms, (void)err, (void)errlen;
+	fk->txn_open = false;
+	fk->txn_aborts++;
+	return 0;
+}
+
 /* As pub_free(): reports that were ready are served first, then every
  * record left is purged (its report failed, PURGE_QUEUE), all inside
  * this call. */
@@ -264,6 +348,7 @@ static void fk_close(struct kp_producer *p)
 			serve(fk, i, false, RD_KAFKA_RESP_ERR__PURGE_QUEUE);
 	fk->closes++;
 	fk->live = 0;
+	fk->txn_open = false;
 	fk->fatal = false;
 }
 
@@ -286,6 +371,10 @@ void fake_kafka_init(struct fake_kafka *fk)
 		.broker_up = fk_broker_up,
 		.stats = fk_stats,
 		.error_count = fk_error_count,
+		.txn_init = fk_txn_init,
+		.txn_begin = fk_txn_begin,
+		.txn_commit = fk_txn_commit,
+		.txn_abort = fk_txn_abort,
 		.close = fk_close,
 	};
 }

@@ -30,6 +30,9 @@ struct fake_msg {
 	char id[64];            /* the id header, "?" when none */
 	char value[128];        /* the value, cut short */
 	bool key_null;          /* produced with a NULL key */
+	unsigned txn;           /* the Kafka transaction it was produced in
+	                         * (fk->txn_begins when sent); 0: none */
+	bool committed;         /* ... and that transaction committed */
 	size_t nh;              /* its headers, cut short */
 	char hname[16][48];
 	char hvalue[16][160];
@@ -53,12 +56,21 @@ struct fake_kafka {
 	bool fatal;             /* kp->fatal() says so (with fatal_err) */
 	int fatal_err;
 	bool open_fails;        /* the next open() fails */
+	int txn_init_fails;     /* the next this many txn_init() fail */
+	bool txn_commit_fails;  /* the next txn_commit() fails, once */
 
 	/* What it saw. */
 	struct fake_msg msgs[FAKE_MAX];
 	size_t n;
 	unsigned opens, closes, polls, nudges;
 	unsigned live;          /* the open producer's number; 0: none */
+	/* Transactions (a producer opened with a txn_id). */
+	char txn_id[256];       /* the last open()'s; "" none */
+	unsigned txn_inits, txn_begins, txn_commits, txn_aborts;
+	bool txn_open;          /* between begin and commit/abort */
+	unsigned txn_violations; /* sends outside a transaction, begins
+	                         * inside one, commits with none: the
+	                         * relay broke librdkafka's rules */
 	pub_dr_fn dr;
 	void *opaque;
 	/* Queued reports, served in this order. */
@@ -78,6 +90,10 @@ void fake_report(struct fake_kafka *fk, size_t idx, bool ok, int err);
 
 /* The header name of record m, NULL when it has none. */
 const char *fake_header(const struct fake_msg *m, const char *name);
+
+/* Queues an ok report for every record of the live producer without
+ * one. */
+void fake_report_all(struct fake_kafka *fk);
 
 /* Records of the live producer without a queued or served report. */
 size_t fake_unreported(const struct fake_kafka *fk);

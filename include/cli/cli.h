@@ -5,7 +5,8 @@
  * prints the usage text: the relay's own options (--config, --set, ...)
  * and the runbook actions --check, --create-slot, --drop-slot,
  * --slot-status, --advance-slot, --skip-transaction, --dry-run, --drain
- * and --accept-slot with their modifiers, and --from-debezium, which
+ * and --accept-slot with their modifiers, --reconcile (what the database
+ * did in a window against the events in Kafka), and --from-debezium, which
  * converts a Debezium connector's configuration (cli/from_debezium.h). The slot-changing actions act
  * only on an explicit flag (and --yes where data can be lost), never as a
  * side effect; see docs/runbook-cli.md for outputs and exit codes. Only
@@ -31,6 +32,7 @@ enum cli_action {
 	CLI_DRAIN,
 	CLI_ACCEPT_SLOT,
 	CLI_FROM_DEBEZIUM,
+	CLI_RECONCILE,
 	CLI_NACTIONS
 };
 
@@ -47,6 +49,8 @@ struct cli_args {
 	const char *arg;            /* the action's value (LSN, XID) */
 	bool yes, json, if_not_exists;
 	const char *dlq_topic;
+	const char *since, *until;  /* --reconcile's window */
+	const char *metrics_file;   /* --reconcile: "" or NULL off */
 	int64_t max_events;         /* -1: the action's default */
 	int64_t timeout_ms;         /* -1: the action's default */
 	const char *argv0;

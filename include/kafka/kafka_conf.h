@@ -25,6 +25,7 @@ enum kc_client {
 	KC_RUNBOOK,             /* --skip-transaction --to-dlq, --check */
 	KC_LEDGER_PRODUCER,     /* ledger.c, before a slot moves */
 	KC_LEDGER_CONSUMER,     /* ledger.c, reading a slot's record */
+	KC_WINDOW_CONSUMER,     /* window.c, --reconcile reading a topic */
 };
 
 /* A setting computed by the caller (a queue size, a timeout). */

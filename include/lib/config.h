@@ -112,6 +112,12 @@ struct relay_config {
 	                               * name without the prefix */
 	size_t topic_configs_len;
 
+	/* --reconcile (cli/reconcile.h): reconcile.<name>.<field> as
+	 * "<name>.<field>" = value, in order set. */
+	struct cfg_kv *reconcile;
+	size_t reconcile_len;
+	int64_t reconcile_grace_ms;
+
 	/* Where each table key got its value, and the alias it was set
 	 * under (NULL: its own name); indexed like the key table. */
 	enum cfg_source *sources;

@@ -244,6 +244,8 @@ struct relay {
 		bool ledger_acked;          /* ... and that record was acked */
 		int64_t begun_us;           /* when it began (mono) */
 		uint64_t events;            /* records produced in it */
+		uint64_t at_commit;         /* ... of them at the last
+		                             * PostgreSQL commit read */
 		uint64_t ledger_lsn;        /* the lsn its ledger record holds */
 		/* Records of it Kafka acked, not yet told to the tracker:
 		 * (token, how many) runs, one per PostgreSQL transaction

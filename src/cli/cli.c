@@ -61,6 +61,10 @@ static const struct cli_option {
 	  0, "--from-debezium=FILE", "print the relay configuration of a "
 	  "Debezium connector's (JSON or .properties); what does not map, with "
 	  "why, on stderr" },
+	{ "reconcile", no_argument, 0, OPT_ACTION, CLI_RECONCILE, 0,
+	  "--reconcile --since=T --until=T", "count per event type what the "
+	  "database did in [T, T) and the events in Kafka; exit 1 when some are "
+	  "missing (docs/reconcile.md)" },
 	{ "if-not-exists", no_argument, 0, OPT_MODIFIER, CLI_NONE,
 	  A(CLI_CREATE_SLOT), "--if-not-exists",
 	  "--create-slot: accept an existing slot of slot.plugin" },
@@ -75,10 +79,21 @@ static const struct cli_option {
 	{ "max-events", required_argument, 0, OPT_MODIFIER, CLI_NONE,
 	  A(CLI_DRY_RUN), "--max-events=N", "--dry-run: stop after N events "
 	  "[1000]" },
+	{ "since", required_argument, 0, OPT_MODIFIER, CLI_NONE,
+	  A(CLI_RECONCILE), "--since=T", "--reconcile: the window's start, a "
+	  "timestamptz (2026-12-05T04:00:00Z) or an interval before now "
+	  "(\"2 hours\")" },
+	{ "until", required_argument, 0, OPT_MODIFIER, CLI_NONE,
+	  A(CLI_RECONCILE), "--until=T", "--reconcile: the window's end "
+	  "(excluded), as --since" },
+	{ "metrics-file", required_argument, 0, OPT_MODIFIER, CLI_NONE,
+	  A(CLI_RECONCILE), "--metrics-file=PATH", "--reconcile: write the "
+	  "run's gauges there (Prometheus text, replaced atomically)" },
 	{ "timeout-ms", required_argument, 0, OPT_MODIFIER, CLI_NONE,
-	  A(CLI_CHECK) | A(CLI_DRY_RUN) | A(CLI_DRAIN) | A(CLI_SKIP_TXN),
+	  A(CLI_CHECK) | A(CLI_DRY_RUN) | A(CLI_DRAIN) | A(CLI_SKIP_TXN) |
+	      A(CLI_RECONCILE),
 	  "--timeout-ms=N", "bound of --check, --dry-run, --drain, "
-	  "--skip-transaction" },
+	  "--skip-transaction, --reconcile (each query, each topic read)" },
 	{ "config", required_argument, 'c', OPT_MAIN, CLI_NONE, 0,
 	  "-c, --config=FILE", "read key = value lines from FILE" },
 	{ "set", required_argument, 's', OPT_MAIN, CLI_NONE, 0,
@@ -115,6 +130,7 @@ static const struct {
 	{ CLI_DRAIN, act_drain, true, -1 },
 	{ CLI_ACCEPT_SLOT, act_accept_slot, true, -1 },
 	{ CLI_FROM_DEBEZIUM, act_from_debezium, false, -1 },
+	{ CLI_RECONCILE, act_reconcile, true, 120000 },
 };
 
 static int usage_error(const char *fmt, const char *a, const char *b)
@@ -168,6 +184,12 @@ static int take(struct cli_args *a, const struct cli_option *o,
 			a->json = true;
 		else if (strcmp(o->name, "to-dlq") == 0)
 			a->dlq_topic = v;
+		else if (strcmp(o->name, "since") == 0)
+			a->since = v;
+		else if (strcmp(o->name, "until") == 0)
+			a->until = v;
+		else if (strcmp(o->name, "metrics-file") == 0)
+			a->metrics_file = v;
 		else if (strcmp(o->name, "max-events") == 0)
 			return parse_int(o->name, v, 100000000, &a->max_events) < 0
 			           ? RELAY_EXIT_USAGE : 0;
@@ -296,7 +318,8 @@ void cli_usage(FILE *out)
 	cfg_help(out);
 	fprintf(out,
 	        "\n"
-	        "Exit codes: 0 stopped by signal after draining; 1 second signal;\n"
+	        "Exit codes: 0 stopped by signal after draining; 1 second signal\n"
+	        "(--reconcile: events missing);\n"
 	        "64 usage; 65 fail-stop on a poison event; 69 slot missing, lost or\n"
 	        "invalidated, the database went back in time, or the endpoint cannot\n"
 	        "bind; 70 internal error; 77 PostgreSQL or Kafka refuses the\n"

@@ -41,6 +41,7 @@ int act_dry_run(const struct relay_config *cfg, const struct cli_args *a);
 int act_drain(const struct relay_config *cfg, const struct cli_args *a);
 int act_from_debezium(const struct relay_config *cfg,
                       const struct cli_args *a);
+int act_reconcile(const struct relay_config *cfg, const struct cli_args *a);
 
 /* ---- output (cli_out.c) ---- */
 

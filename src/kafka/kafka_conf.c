@@ -124,6 +124,13 @@ static const struct kc_row table[] = {
 	{ "enable.idempotence", "true", C(KC_LEDGER_PRODUCER), true, 0, 0 },
 	{ "enable.partition.eof", "true", C(KC_LEDGER_CONSUMER), true, 0, 0 },
 	{ "enable.auto.commit", "false", C(KC_LEDGER_CONSUMER), true, 0, 0 },
+	/* --reconcile counts what a consumer of exactly-once sees: never an
+	 * aborted copy, whatever kafka.* says. */
+	{ "isolation.level", "read_committed", C(KC_WINDOW_CONSUMER), true, 0, 0 },
+	{ "enable.partition.eof", "true", C(KC_WINDOW_CONSUMER), true, 0, 0 },
+	{ "enable.auto.commit", "false", C(KC_WINDOW_CONSUMER), true, 0, 0 },
+	{ "client.id", "outbox-relay-reconcile", C(KC_WINDOW_CONSUMER), true, 0,
+	  0 },
 	{ "client.id", "outbox-relay-ledger",
 	  C(KC_LEDGER_PRODUCER) | C(KC_LEDGER_CONSUMER), true, 0, 0 },
 };
@@ -184,7 +191,7 @@ rd_kafka_conf_t *kc_conf_new(const struct relay_config *cfg,
                              size_t n, char *err, size_t errlen)
 {
 	rd_kafka_conf_t *kc = rd_kafka_conf_new();
-	bool consumer = who == KC_LEDGER_CONSUMER;
+	bool consumer = who == KC_LEDGER_CONSUMER || who == KC_WINDOW_CONSUMER;
 	int v = kc_runtime_version();
 
 	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)

@@ -181,15 +181,21 @@ static int create_topic(struct ledger_client *c, rd_kafka_t *rk,
                         const char *topic, int64_t deadline_us, char *err,
                         size_t errlen)
 {
+	/* Segments of an hour: compaction never touches the active one,
+	 * and exactly-once writes a record per Kafka transaction (ten a
+	 * second by default), a week of which (the broker's segment.ms)
+	 * would be millions of records before the first cleaning. */
 	static const struct ta_config compact[] = {
 		{ "cleanup.policy", "compact" },
+		{ "segment.ms", "3600000" },
 	};
-	const struct ta_topic t = { topic, 1, -1, compact, 1 };
+	const struct ta_topic t = { topic, 1, -1, compact, 2 };
 	char why[512];
 
 	switch (ta_create(rk, &t, (int)left_ms(deadline_us), why, sizeof(why))) {
 	case TA_CREATED:
-		log_info("slot ledger: created topic %s (cleanup.policy=compact)",
+		log_info("slot ledger: created topic %s (cleanup.policy=compact, "
+		         "segment.ms=3600000)",
 		         topic);
 		return 0;
 	case TA_EXISTED:
@@ -225,32 +231,27 @@ static void newest_offer(struct newest *n, const struct ledger_entry *e,
 	}
 }
 
-/* Reads one partition from its low to its high watermark and offers the
- * partition's newest record of key to best. */
-static int read_partition(struct ledger_client *c, rd_kafka_t *rk,
-                          rd_kafka_topic_t *rkt, int32_t part, const char *key,
-                          struct newest *best, int64_t deadline_us,
-                          char *err, size_t errlen)
+/* What a partition holds for a key, as read so far. */
+struct found {
+	bool seen;
+	struct ledger_entry e;
+	int64_t ts_ms;
+};
+
+/* Reads one partition from offset `from` to its high watermark hi and
+ * keeps the last record of key in f (a record that does not parse is
+ * someone else's: the last good one is kept rather than trusting it; a
+ * tombstone counts, as the slot's record deleted). */
+static int read_range(struct ledger_client *c, rd_kafka_topic_t *rkt,
+                      int32_t part, int64_t from, int64_t hi, const char *key,
+                      struct found *f, int64_t deadline_us, char *err,
+                      size_t errlen)
 {
 	const char *topic = rd_kafka_topic_name(rkt);
-	int64_t lo = 0, hi = 0, ts = -1;
 	size_t klen = strlen(key);
-	rd_kafka_resp_err_t kerr;
-	struct ledger_entry cur, *e = &cur;
-	bool seen = false;
 	int rc = -1;
 
-	memset(&cur, 0, sizeof(cur));
-	kerr = rd_kafka_query_watermark_offsets(rk, topic, part, &lo, &hi,
-	                                        (int)left_ms(deadline_us));
-	if (kerr != RD_KAFKA_RESP_ERR_NO_ERROR) {
-		errbuf_set(err, errlen, "reading the slot ledger %s [%d]: %s", topic,
-		        (int)part, rd_kafka_err2str(kerr));
-		return -1;
-	}
-	if (hi <= lo)
-		return 0;
-	if (rd_kafka_consume_start(rkt, part, lo) < 0) {
+	if (rd_kafka_consume_start(rkt, part, from) < 0) {
 		errbuf_set(err, errlen, "reading the slot ledger %s [%d]: %s", topic,
 		        (int)part, rd_kafka_err2str(rd_kafka_last_error()));
 		return -1;
@@ -263,10 +264,12 @@ static int read_partition(struct ledger_client *c, rd_kafka_t *rk,
 		if (m == NULL) {
 			errbuf_set(err, errlen, "reading the slot ledger %s [%d]: timed out "
 			        "at offset %lld of %lld%s%s", topic, (int)part,
-			        (long long)lo, (long long)hi,
+			        (long long)from, (long long)hi,
 			        c->last_error[0] ? "; " : "", c->last_error);
 			goto out;
 		}
+		/* (With read_committed the end is the last stable offset: an
+		 * open transaction's records are not read.) */
 		if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) {
 			rd_kafka_message_destroy(m);
 			break;
@@ -279,19 +282,17 @@ static int read_partition(struct ledger_client *c, rd_kafka_t *rk,
 		}
 		if (m->key_len == klen && memcmp(m->key, key, klen) == 0) {
 			struct ledger_entry got;
-			/* A record that does not parse is someone else's: keep the
-			 * last good one rather than trusting it. */
 			rd_kafka_timestamp_type_t tt;
 			int64_t mts = rd_kafka_message_timestamp(m, &tt);
 			if (m->payload != NULL &&
 			    ledger_parse(m->payload, m->len, &got) == 0) {
-				*e = got;
-				ts = mts;
-				seen = true;
+				f->e = got;
+				f->ts_ms = mts;
+				f->seen = true;
 			} else if (m->payload == NULL) {
-				memset(e, 0, sizeof(*e)); /* a tombstone */
-				ts = mts;
-				seen = true;
+				memset(&f->e, 0, sizeof(f->e));
+				f->ts_ms = mts;
+				f->seen = true;
 			}
 		}
 		last = m->offset >= hi - 1;
@@ -299,12 +300,51 @@ static int read_partition(struct ledger_client *c, rd_kafka_t *rk,
 		if (last)
 			break;
 	}
-	if (seen)
-		newest_offer(best, &cur, ts);
 	rc = 0;
 out:
 	rd_kafka_consume_stop(rkt, part);
 	return rc;
+}
+
+/* Records read from the end of a partition first. The slot's newest
+ * record is near the end as a rule: exactly-once writes one with every
+ * Kafka transaction, and compaction leaves the active segment (up to
+ * segment.ms, a week by default) alone, so the whole partition can hold
+ * millions of older ones. */
+#define LEDGER_TAIL 4096
+
+/* Offers the partition's newest record of key to best: from its tail
+ * first, then, when the tail does not hold one, from its low watermark. */
+static int read_partition(struct ledger_client *c, rd_kafka_t *rk,
+                          rd_kafka_topic_t *rkt, int32_t part, const char *key,
+                          struct newest *best, int64_t deadline_us,
+                          char *err, size_t errlen)
+{
+	const char *topic = rd_kafka_topic_name(rkt);
+	int64_t lo = 0, hi = 0, from;
+	rd_kafka_resp_err_t kerr;
+	struct found f = { .seen = false, .ts_ms = -1 };
+
+	kerr = rd_kafka_query_watermark_offsets(rk, topic, part, &lo, &hi,
+	                                        (int)left_ms(deadline_us));
+	if (kerr != RD_KAFKA_RESP_ERR_NO_ERROR) {
+		errbuf_set(err, errlen, "reading the slot ledger %s [%d]: %s", topic,
+		        (int)part, rd_kafka_err2str(kerr));
+		return -1;
+	}
+	if (hi <= lo)
+		return 0;
+	from = hi - lo > LEDGER_TAIL ? hi - LEDGER_TAIL : lo;
+	if (read_range(c, rkt, part, from, hi, key, &f, deadline_us, err,
+	               errlen) < 0)
+		return -1;
+	if (!f.seen && from > lo &&
+	    read_range(c, rkt, part, lo, from, key, &f, deadline_us, err,
+	               errlen) < 0)
+		return -1;
+	if (f.seen)
+		newest_offer(best, &f.e, f.ts_ms);
+	return 0;
 }
 
 struct ledger {

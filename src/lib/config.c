@@ -34,6 +34,7 @@ struct cfg_key {
 
 #define OFF(f) offsetof(struct relay_config, f)
 #define TOPIC_CFG_PREFIX "topic.creation.default."
+#define RECONCILE_PREFIX "reconcile."
 
 /* Keep in the order the documentation lists them. */
 static const struct cfg_key cfg_keys[] = {
@@ -246,6 +247,9 @@ static const struct cfg_key cfg_keys[] = {
 	  0, 0, "extra SQL run with each heartbeat" },
 	{ "alert.webhook.url", CFG_STR, OFF(alert_webhook_url), "", 0, 0,
 	  CFG_F_SECRET, "JSON POST on every health state change; empty off" },
+	{ "reconcile.grace.ms", CFG_INT, OFF(reconcile_grace_ms), "60000", 0,
+	  86400000, 0, "--reconcile: Kafka records count up to this long past "
+	  "--until (a record is produced after its commit)" },
 };
 
 #define CFG_NKEYS (sizeof(cfg_keys) / sizeof(cfg_keys[0]))
@@ -626,6 +630,26 @@ int cfg_set(struct relay_config *cfg, const char *key, const char *value,
 		}
 		kv_set(&cfg->topic_configs, &cfg->topic_configs_len, name, value,
 		       src);
+		return 0;
+	}
+	/* reconcile.<name>.<field>: one event type of --reconcile
+	 * (reconcile.grace.ms, a row of the table, was found above). */
+	if (strncmp(key, RECONCILE_PREFIX, strlen(RECONCILE_PREFIX)) == 0) {
+		const char *name = key + strlen(RECONCILE_PREFIX);
+		size_t n = strspn(name, "abcdefghijklmnopqrstuvwxyz"
+		                        "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-");
+		const char *field = name + n;
+		if (n == 0 || n > 64 || field[0] != '.' ||
+		    (strcmp(field, ".sql") != 0 && strcmp(field, ".topic") != 0 &&
+		     strcmp(field, ".type") != 0 &&
+		     strcmp(field, ".type.header") != 0)) {
+			errbuf_set(err, errlen, "%s: %s: not a reconcile key (reconcile."
+			           "<name>.sql, .topic, .type or .type.header, the name "
+			           "1-64 of A-Z a-z 0-9 _ -; or reconcile.grace.ms)",
+			           origin, key);
+			return -1;
+		}
+		kv_set(&cfg->reconcile, &cfg->reconcile_len, name, value, src);
 		return 0;
 	}
 	near = closest_key(key);
@@ -1399,6 +1423,10 @@ void cfg_print(const struct relay_config *cfg, FILE *out)
 		fprintf(out, "%s%s = %s # %s\n", TOPIC_CFG_PREFIX,
 		        cfg->topic_configs[i].name, cfg->topic_configs[i].value,
 		        source_names[cfg->topic_configs[i].source]);
+	for (size_t i = 0; i < cfg->reconcile_len; i++)
+		fprintf(out, "%s%s = %s # %s\n", RECONCILE_PREFIX,
+		        cfg->reconcile[i].name, cfg->reconcile[i].value,
+		        source_names[cfg->reconcile[i].source]);
 	for (size_t i = 0; i < cfg->kafka_len; i++)
 		fprintf(out, "kafka.%s = %s # %s\n", cfg->kafka[i].name,
 		        cfg_kafka_is_secret(cfg->kafka[i].name) ? "<redacted>"
@@ -1423,6 +1451,9 @@ void cfg_help(FILE *out)
 	fprintf(out, "  %-32s %s\n", "topic.creation.default.<config>",
 	        "a config of each topic the relay creates, e.g. "
 	        "topic.creation.default.retention.ms=604800000");
+	fprintf(out, "  %-32s %s\n", "reconcile.<name>.<field>",
+	        "an event type of --reconcile: .sql, .topic, .type, .type.header "
+	        "(docs/reconcile.md)");
 	for (size_t i = 0; i < CFG_NALIASES; i++)
 		fprintf(out, "  %-32s alias of %s\n", cfg_aliases[i].name,
 		        cfg_aliases[i].key);
@@ -1459,6 +1490,11 @@ void cfg_free(struct relay_config *cfg)
 		free(cfg->topic_configs[i].value);
 	}
 	free(cfg->topic_configs);
+	for (size_t i = 0; i < cfg->reconcile_len; i++) {
+		free(cfg->reconcile[i].name);
+		free(cfg->reconcile[i].value);
+	}
+	free(cfg->reconcile);
 	free(cfg->sources);
 	free(cfg->via);
 	memset(cfg, 0, sizeof(*cfg));

@@ -70,7 +70,7 @@ static void reset(struct relay *r)
 {
 	r->tx.open = r->tx.want = r->tx.committing = false;
 	r->tx.ledger_acked = false;
-	r->tx.events = 0;
+	r->tx.events = r->tx.at_commit = 0;
 	r->tx.ledger_lsn = 0;
 	r->tx.nacks = 0;
 }
@@ -169,21 +169,45 @@ static bool due(const struct relay *r, int64_t now)
  * stops here so that it commits between two PostgreSQL transactions. */
 void txn_after_commit(struct relay *r)
 {
-	if (r->tx.on && r->tx.open && due(r, now_mono_us()))
+	r->tx.at_commit = r->tx.events;
+	/* While a refused batch is replayed one event at a time, each
+	 * PostgreSQL transaction commits alone: a refusal then aborts only
+	 * its own transaction, and the healthy ones before it are
+	 * published, as at-least-once publishes them. */
+	if (r->tx.on && r->tx.open &&
+	    (due(r, now_mono_us()) || r->iso.to != 0))
 		r->tx.want = true;
 }
 
+/* Every record of the transaction belongs to whole PostgreSQL
+ * transactions: between two of them, or inside one that has produced
+ * nothing yet (a poison event as its first, say: the stop commits what
+ * came before it). */
+static bool whole(const struct relay *r)
+{
+	return !lsn_in_txn(&r->lt) || r->tx.events == r->tx.at_commit;
+}
+
+/* At most one transaction with the ledger record alone a second: a
+ * database busy with other tables moves the stream on all the time, and
+ * each such transaction costs the broker four requests and two markers
+ * (at-least-once writes a plain record per status.min.interval.ms). */
+#define IDLE_TXN_US INT64_C(1000000)
+
 /* The stream stands past what the ledger holds with no transaction
  * open (commits without events, keepalives): a transaction with the
- * ledger record alone is due, as at-least-once writes one. */
+ * ledger record alone is due, so that the slot is confirmed on. */
 static bool idle_due(const struct relay *r, int64_t now)
 {
 	uint64_t b = lsn_read_boundary(&r->lt);
+	int64_t gap = r->cfg->status_min_interval_ms * 1000;
 
+	if (gap < IDLE_TXN_US)
+		gap = IDLE_TXN_US;
 	return !r->tx.open && r->lg.key[0] != '\0' && r->lg.verified &&
 	       !lsn_in_txn(&r->lt) && lsn_inflight(&r->lt) == 0 &&
 	       b > r->lg.lsn && b > lsn_confirmed(&r->lt) &&
-	       now - r->lg.sent_us >= r->cfg->status_min_interval_ms * 1000;
+	       now - r->lg.sent_us >= gap;
 }
 
 /* The ledger record goes last into the transaction; the commit follows
@@ -250,8 +274,8 @@ void txn_turn(struct relay *r, int64_t now)
 {
 	if (!r->tx.on || r->pub == NULL || !r->have_rs || session_ending(r))
 		return;
-	if (r->tx.open && !r->tx.committing && !lsn_in_txn(&r->lt) &&
-	    !r->have_pending && (r->tx.want || due(r, now) || relay_stopping(r)))
+	if (r->tx.open && !r->tx.committing && whole(r) &&
+	    (r->tx.want || due(r, now) || relay_stopping(r)))
 		begin_commit(r, now);
 	else if (idle_due(r, now) && txn_gate(r))
 		begin_commit(r, now);
@@ -291,5 +315,5 @@ bool txn_drained(const struct relay *r)
 {
 	if (!r->tx.open)
 		return !idle_due(r, now_mono_us()) || lsn_in_txn(&r->lt);
-	return !r->tx.committing && lsn_in_txn(&r->lt);
+	return !r->tx.committing && !whole(r);
 }

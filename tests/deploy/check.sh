@@ -12,7 +12,8 @@
 #      (manifests.py): the sidecar shape, the Deployment's probes and
 #      strategy, securityContext, grace period above shutdown.timeout.ms,
 #      http.listen off loopback, the password file mounted, memory limit
-#      above the window, PDB, NetworkPolicy, PodMonitor;
+#      above the window, PDB, NetworkPolicy, PodMonitor; the reconcile
+#      CronJob's shape, and its --set keys load on the relay's ConfigMap;
 #   3. deploy/k8s/prometheusrule.yaml is what prometheusrule.sh makes of
 #      deploy/prometheus/*.yml; promtool check rules on both; promtool
 #      test rules tests/deploy/alerts.test.yml;
@@ -84,6 +85,30 @@ done
 # ---------------------------------------------------------------- 2
 check "manifests: sidecar, Deployment, probes, security, grace, PDB, policy, PodMonitor" \
 	"$PY" tests/deploy/manifests.py deploy/k8s
+
+# The reconcile CronJob's --set keys load on the relay's ConfigMap.
+check "deploy/k8s/reconcile.yaml: its --set keys load (--print-config)" \
+	"$PY" - "$RELAY_BIN" "$WORK" <<-'PY'
+	import subprocess, sys, yaml
+	relay, work = sys.argv[1], sys.argv[2]
+	docs = {}
+	for f in ("deploy/k8s/config.yaml", "deploy/k8s/reconcile.yaml"):
+	    for d in yaml.safe_load_all(open(f)):
+	        docs[(d["kind"], d["metadata"]["name"])] = d
+	conf = docs[("ConfigMap", "outbox-relay-config")]["data"]["relay.conf"]
+	open(work + "/reconcile.conf", "w").write(conf)
+	c = docs[("CronJob", "outbox-relay-reconcile")]["spec"]["jobTemplate"]["spec"]
+	args = c["template"]["spec"]["containers"][0]["args"]
+	sets = [a for i, a in enumerate(args) if i and args[i - 1] == "--set"]
+	cmd = [relay, "--config", work + "/reconcile.conf"]
+	for v in sets:
+	    cmd += ["--set", v]
+	out = subprocess.run(cmd + ["--print-config"], capture_output=True, text=True)
+	assert out.returncode == 0, out.stderr
+	for v in sets:
+	    k, val = v.split("=", 1)
+	    assert "%s = %s # flag" % (k, val) in out.stdout, v
+	PY
 
 # ---------------------------------------------------------------- 3
 if diff -u deploy/k8s/prometheusrule.yaml <(deploy/k8s/prometheusrule.sh) >"$WORK/rule.diff"; then

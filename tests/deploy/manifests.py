@@ -19,7 +19,7 @@ def quantity(q):
 
 def load(d):
     docs = {}
-    for name in ("config", "deployment", "sidecar", "monitoring", "prometheusrule"):
+    for name in ("config", "deployment", "sidecar", "monitoring", "prometheusrule", "reconcile"):
         with open("%s/%s.yaml" % (d, name)) as f:
             for doc in yaml.safe_load_all(f):
                 docs[(doc["kind"], doc["metadata"]["name"])] = (name, doc)
@@ -162,6 +162,25 @@ def main():
     _, rule = docs[("PrometheusRule", "outbox-relay")]
     exprs = [r["expr"] for g in rule["spec"]["groups"] for r in g["rules"]]
     assert any('job="outbox-relay"' in e for e in exprs)
+    # The reconcile CronJob (docs/reconcile.md): the relay's ConfigMap and
+    # password file, reconcile.* keys only on its command line (nothing
+    # secret in argv), and a finding that fails the Job instead of being
+    # retried into a pass.
+    _, cj = docs[("CronJob", "outbox-relay-reconcile")]
+    job = cj["spec"]["jobTemplate"]["spec"]
+    assert job["backoffLimit"] == 0, "reconcile: backoffLimit 0 (exit 1 is a finding)"
+    assert cj["spec"]["concurrencyPolicy"] == "Forbid"
+    pod = job["template"]["spec"]
+    (c,) = pod["containers"]
+    args = c["args"]
+    assert "--reconcile" in args and "--since" in args and "--until" in args, "reconcile: the action"
+    sets = [args[i + 1] for i, a in enumerate(args) if a == "--set"]
+    assert sets and all(v.startswith("reconcile.") for v in sets), "reconcile: --set reconcile.* only"
+    assert not any("password" in a.lower() for a in args), "reconcile: a password in argv"
+    vols = {v["name"]: v for v in pod["volumes"]}
+    assert vols["config"]["configMap"]["name"] == "outbox-relay-config"
+    assert vols["pg-password"]["secret"]["secretName"] == "outbox-relay-pg"
+    assert c["securityContext"]["readOnlyRootFilesystem"] is True
     print("ok: %d manifests" % len(docs))
 
 

@@ -142,6 +142,11 @@ def config(outdir):
     write(outdir, "config", b"\x00inflight.max.bytes = 99999999999999999999\n"
           b"http.listen = 127.0.0.1:99999\nalert.webhook.url = ftp://x\n"
           b"heartbeat.prefix = a,b\n")
+    # --reconcile's per-type keys (reconcile.<name>.<field>).
+    write(outdir, "config", b"\x00reconcile.orders.sql = SELECT id FROM o "
+          b"WHERE t >= $1 AND t < $2\nreconcile.orders.topic = t\n"
+          b"reconcile.orders.type.header = eventType\nreconcile.grace.ms = 0\n"
+          b"\0reconcile.x.query=1\nreconcile..sql=1\n")
 
 
 def config_dict(outdir):
@@ -151,7 +156,8 @@ def config_dict(outdir):
     words = keys + [k.upper().replace(".", "_") for k in keys]
     words += ["kafka.", "KAFKA_", "OUTBOX_RELAY_", "true", "false", "=",
               "\\x00", "\\x0A", "\\\"", "#", "schema.*", "127.0.0.1:0",
-              "password", "bootstrap.servers"]
+              "password", "bootstrap.servers", "reconcile.", ".sql", ".topic",
+              ".type", ".type.header"]
     with open(os.path.join(outdir, "config.dict"), "w") as f:
         for w in words:
             f.write('"%s"\n' % w)

@@ -30,6 +30,7 @@ Suite *publisher_suite(void);
 Suite *relay_suite(void);
 Suite *from_debezium_suite(void);
 Suite *envelope_suite(void);
+Suite *reconcile_suite(void);
 
 int main(void)
 {
@@ -57,6 +58,7 @@ int main(void)
 	srunner_add_suite(sr, relay_suite());
 	srunner_add_suite(sr, from_debezium_suite());
 	srunner_add_suite(sr, envelope_suite());
+	srunner_add_suite(sr, reconcile_suite());
 
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);

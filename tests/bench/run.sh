@@ -706,9 +706,13 @@ eos_drain() { # WORKLOAD MODE ROUND SRC N SEQ0 SEQ1 VARIANT [KEY=VALUE...]
 	cons=$OUT/raw/$tag.records
 	slot_copy "$src" "$slot"
 	bench_log "$wl round $r: drain, $mode${variant:+ $variant} ($*)"
+	# The topic exists, and the consumer fetches from it, before the
+	# relay starts: its own start-up is not in the figures.
+	topic_create "$tag.bench"
 	"$BENCH_TOOL" consume -b "$BROKERS" -t "$tag.bench" -n "$n" -T 900 \
 		-o "$cons" 2>/dev/null &
 	cpid=$!
+	sleep 2
 	j0=$(jmx)
 	t0=$(date +%s.%N)
 	# shellcheck disable=SC2046,SC2086 # KEY=VALUE words
@@ -768,6 +772,17 @@ eos_ceiling() { # MODE ROUND N
 	emit workload=eos-ceil system="$mode" round="$r" events="$n" result="$res" \
 		samples="$samp" pids='["broker"]' \
 		txn_events="$([[ $mode == eos ]] && echo "$BENCH_EOS_CEIL_TXN" || echo 0)"
+}
+
+# TOPIC auto-created by a metadata request (the broker's num.partitions),
+# once it has a leader.
+topic_create() {
+	local i
+	for ((i = 0; i < 40; i++)); do
+		kcat -b "$BROKERS" -L -t "$1" -m 3 2>/dev/null | grep -q 'leader 1' && return 0
+		sleep 0.25
+	done
+	bench_log "topic $1: no leader after 10 s"
 }
 
 # A backlog of N events (100-row transactions) in a new slot SLOT, read

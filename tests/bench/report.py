@@ -428,6 +428,8 @@ def eos_drain_metrics(run, chk):
     for k in ("Produce", "EndTxn", "AddPartitionsToTxn"):
         if k in j0 and k in j1:
             m[k.lower() + "_1k"] = (j1[k] - j0[k]) / n * 1e3
+    if isinstance(run.get("commit_ms"), (int, float)):
+        m["commit_ms"] = run["commit_ms"]
     t = txns_parse(run.get("txns1"))
     if t is not None:
         m["txns"], m["aborted"] = t
@@ -498,6 +500,14 @@ def eos_report(out, runs, checks, window_metrics_of):
                 if m["txns"] > 0 and m.get("events"):
                     m["events_per_txn"] = m["events"] / m["txns"]
             m["check"] = checks.get(r.get("records"))
+            # The series' mean commit_transaction time (the relay's
+            # summary at its stop, over every window of the series).
+            for c in runs:
+                if c["workload"] == wl.replace("-steady", "-commit") and \
+                        c["system"] == r["system"] and c.get("round") == r.get("round") and \
+                        c.get("variant", "") == r.get("variant", "") and \
+                        isinstance(c.get("commit_ms"), (int, float)):
+                    m["commit_ms"] = c["commit_ms"]
             ms.append(m)
         return ms
 
@@ -554,6 +564,7 @@ def eos_report(out, runs, checks, window_metrics_of):
             ("produce requests / 1k events", "produce_1k", 2),
             ("Kafka transactions", "txns", 0),
             ("events / transaction", "events_per_txn", 0),
+            ("commit_transaction() ms, mean (the relay's summary)", "commit_ms", 1),
         ])
         ce = [ceil_metrics(r) for r in runs if r["workload"] == "eos-ceil"]
         if ce:
@@ -598,6 +609,7 @@ def eos_report(out, runs, checks, window_metrics_of):
                 ("produce requests / s", "produce_per_s", 0),
                 ("Kafka transactions / s", "txn_per_s", 1),
                 ("events / transaction", "events_per_txn", 0),
+                ("commit_transaction() ms, mean (the series)", "commit_ms", 1),
             ])
 
     sd = drains("eos-sweep-drain")
@@ -626,8 +638,8 @@ def eos_report(out, runs, checks, window_metrics_of):
         out.append("| point | drain ev/s | × ALO | drain relay CPU µs/ev | drain broker CPU µs/ev "
                    "| drain events/txn | steady ev/s | commit → visible p50 / p99 ms "
                    "| steady relay CPU µs/ev | steady broker CPU µs/ev | broker % of a core "
-                   "| txn/s | events/txn | correct |")
-        out.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+                   "| txn/s | events/txn | commit ms | correct |")
+        out.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
         for sysname, var in points:
             d = [m for m in sd if m["system"] == sysname and m["variant"] == var]
             t = [m for m in ss if m["system"] == sysname and m["variant"] == var]
@@ -637,13 +649,14 @@ def eos_report(out, runs, checks, window_metrics_of):
 
             def tc(f, digits=0):
                 return cell([get(m, f) for m in t], digits)
-            out.append("| %s | %s | %s | %s | %s | %s | %s | %s / %s | %s | %s | %s | %s | %s | %s |" % (
+            out.append("| %s | %s | %s | %s | %s | %s | %s | %s / %s | %s | %s | %s | %s | %s | %s | %s |" % (
                 name, dc("rate"),
                 fmt(ratio(med([m.get("rate") for m in d]), ref(sd, "rate")), 2),
                 dc("system_cpu_1m", 1), dc("broker_cpu_1m", 1), dc("events_per_txn"),
                 tc("achieved"), tc(p("recv", 50), 1), tc(p("recv", 99), 1),
                 tc("system_cpu_1m", 1), tc("broker_cpu_1m", 1),
                 tc("broker_cpu_pct", 1), tc("txn_per_s", 1), tc("events_per_txn"),
+                tc("commit_ms", 1),
                 "drain %s, steady %s" % (correct_cell(d), correct_cell(t))))
         out.append("")
 

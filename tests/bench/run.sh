@@ -668,6 +668,15 @@ w6() {
 
 # ------------------------------------------------------------------ EOS
 
+# The relay's mean commit_transaction time (ms) from the summary line it
+# logs at exit (exactly-once only; empty otherwise).
+relay_commit_ms() { # TAG
+	local log
+	log=$([[ -n ${BENCH_KEEP_RAW:-} ]] && echo "$OUT/raw" || echo "$BENCH_DIR")/relay-$1.log
+	grep -o 'kafka_transactions committed=[0-9]* aborted=[0-9]* commit_ms_avg=[0-9.]*' "$log" 2>/dev/null |
+		tail -1 | sed 's/.*commit_ms_avg=//' || true
+}
+
 # BENCH_EOS_PERF: the relay's profile through a drain or a series.
 PERF_PID=
 perf_start() { # TAG
@@ -746,6 +755,7 @@ eos_drain() { # WORKLOAD MODE ROUND SRC N SEQ0 SEQ1 VARIANT [KEY=VALUE...]
 		events="$n" t0="$t0" t1="$t1" samples="$samp" \
 		pids='["system","walsender","broker"]' records="$cons" \
 		seq0="$s0" seq1="$s1" jmx0="$j0" jmx1="$j1" txns1="$x1" \
+		commit_ms="$(relay_commit_ms "$tag")" \
 		settings="$(mode_set "$mode") $*${BENCH_EOS_LIBDIR:+ (librdkafka of $BENCH_EOS_LIBDIR)}" \
 		${early:+"exit=$early"}
 	"$PY" tests/bench/report.py check --last "$RUNS" || true
@@ -812,6 +822,8 @@ eos_series() { # WORKLOAD MODE ROUND VARIANT RATES SECS [KEY=VALUE...]
 	done
 	perf_stop
 	series_stop relay
+	emit workload="$wl-commit" system="$mode" variant="$variant" round="$r" \
+		commit_ms="$(relay_commit_ms "$tag")"
 	series_check "$wl-steady" "$mode" "$tag" "$variant"
 	[[ -n ${BENCH_KEEP_RAW:-} ]] || rm -f "$SERIES_CONS"
 }

@@ -17,6 +17,9 @@
 #                    librdkafka 2.12.1 (tests/env/rdkafka.sh, from source
 #                    into build/deps/) in build/rdk/, then the unit tests
 #                    and KAFKA4_TESTS on Kafka 3.9.1 with that build
+#   make check-eos   the tests whose faults exercise exactly-once's Kafka
+#                    transactions (EOS_TESTS), every relay with
+#                    delivery.guarantee = exactly-once
 #   make check-kafka-cluster  t800: a three-node KRaft cluster (RF 3,
 #                    min.insync.replicas 2), leaders killed under load
 #   make check-debezium  t850: the cutover from real Debezium to the relay
@@ -90,7 +93,7 @@ UNIT_SRCS := $(wildcard tests/unit/*.c)
 UNIT_OBJS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/obj/unit/%.o)
 
 .PHONY: all test-build deps check unit integration integration-pgoutput check-pg-matrix \
-        check-kafka4 check-rdkafka rdkafka-build check-kafka-cluster check-debezium \
+        check-kafka4 check-eos check-rdkafka rdkafka-build check-kafka-cluster check-debezium \
         debezium-deps boundaries demo bench-smoke \
         bench-decode bench bench-full bench-deps clean install \
         reliability soak image check-image check-deploy \
@@ -240,6 +243,16 @@ check-rdkafka: deps
 # loopback) and their leaders killed under load, about 2.5 min on 2 CPUs
 # (134 to 158 s measured), so not part of make check (one SKIP there).
 # KAFKA_JARS=$(CURDIR)/tests/kafka4/target/dependency runs it on 4.x.
+# Exactly-once (delivery.guarantee = exactly-once, src/relay/txn.c): the
+# same tests with every relay configuration lib.sh writes switched by
+# RELAY_DELIVERY, so each checks exactly-once against its own faults
+# (kcat reads committed: the checkers see what a read_committed
+# consumer sees).
+EOS_TESTS := t100 t130 t140 t160 t200 t205
+check-eos: deps
+	$(MAKE) all test-build $(BUILD)/kafka-mock $(BUILD)/tcp-proxy
+	RELAY_DELIVERY=exactly-once tests/integration/run.sh $(EOS_TESTS)
+
 check-kafka-cluster: deps
 	$(MAKE) all test-build
 	IT_KAFKA_CLUSTER=1 tests/integration/run.sh t800

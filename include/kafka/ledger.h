@@ -14,7 +14,11 @@
  *
  * The record's value is a JSON object: {"slot", "system_id", "database",
  * "lsn" ("X/X"), "by" (who wrote it), "at" (UTC time)}; its key is
- * "<system_id>/<database>/<slot>". */
+ * "<system_id>/<database>/<slot>". An exactly-once relay's record (one
+ * in each Kafka transaction, relay/txn.c) also names the newest commit
+ * it covers, "commit": {"end" ("X/X"), "xid", "time_us"}, so that the
+ * next relay skips what was committed only once it has seen that commit,
+ * unchanged, in the server's WAL. */
 #ifndef RELAY_LEDGER_H
 #define RELAY_LEDGER_H
 
@@ -25,8 +29,17 @@
 #include "lib/common.h"
 #include "lib/config.h"
 
+/* A commit as the WAL identifies it (lsn_tracker.h's lsn_commit_id). */
+struct ledger_commit {
+	uint64_t end_lsn;       /* 0: none */
+	int64_t xid;
+	int64_t commit_ts_us;
+};
+
 struct ledger_entry {
 	bool found;             /* the slot has a record */
+	struct ledger_commit commit; /* the newest commit it covers (an
+	                         * exactly-once record); end_lsn 0: none */
 	bool no_topic;          /* the topic does not exist (yet) */
 	uint64_t lsn;           /* the position recorded */
 	char by[64];            /* who recorded it */
@@ -37,9 +50,11 @@ struct ledger_entry {
 int ledger_key(const char *system_id, const char *database, const char *slot,
                char *out, size_t outlen) RELAY_MUSTCHECK;
 
-/* The record value. Returns a malloc'd string (caller frees). */
+/* The record value, with the commit c covers when c is not NULL.
+ * Returns a malloc'd string (caller frees). */
 char *ledger_value(const char *system_id, const char *database,
-                   const char *slot, uint64_t lsn, const char *by);
+                   const char *slot, uint64_t lsn, const char *by,
+                   const struct ledger_commit *c);
 
 /* Parses a record value into e (found set). Returns 0, or -1 when it is
  * not a ledger record. Pure; exposed for tests. */

@@ -130,9 +130,6 @@ struct lsn_tracker {
 	                        * session, or the newest commit produced when
 	                        * that is later (sent, never acked) */
 	char rewound[512];     /* why LSN_*REWOUND was returned */
-	uint64_t skip_upto;    /* this session: transactions whose commit
-	                        * end is at or below it are skipped
-	                        * (lsn_skip_upto()); 0: none */
 };
 
 void lsn_init(struct lsn_tracker *lt);
@@ -215,12 +212,19 @@ bool lsn_ack(struct lsn_tracker *lt, uint64_t token, bool ok,
  * commit being looked for (lt->rewound says so): the database rewound. */
 bool lsn_idle(struct lsn_tracker *lt, uint64_t wal_end) RELAY_MUSTCHECK;
 
-/* This session skips every transaction whose commit end is at or below
- * end_lsn, a commit end or a keepalive's WAL position (a record
- * boundary), like those acked before: exactly-once's Kafka transactions
- * up to there committed (relay/txn.c). The skipped ones move the
- * watermark as transactions without events do. Call after lsn_resume(). */
-void lsn_skip_upto(struct lsn_tracker *lt, uint64_t end_lsn);
+/* This session skips the transactions up to commit c, as it skips those
+ * acked in an earlier session (LSN_RESUME_VERIFY): only once c shows up
+ * unchanged in the stream, and with LSN_REWOUND when something else
+ * does. Exactly-once's ledger names c: its Kafka transactions up to
+ * there committed (relay/txn.c), whatever process committed them. upto
+ * is what Kafka may hold, for the message should the check fail. Does
+ * nothing when the slot (slot_lsn) is already at or past c. Call after
+ * lsn_resume(). */
+void lsn_verify_commit(struct lsn_tracker *lt, const struct lsn_commit_id *c,
+                       uint64_t slot_lsn, uint64_t upto);
+
+/* The newest commit read (with events or not); end_lsn 0 when none. */
+const struct lsn_commit_id *lsn_newest_commit(const struct lsn_tracker *lt);
 
 /* Where the stream stands between two transactions: the commit end of
  * the newest transaction read (with events or not), or the watermark

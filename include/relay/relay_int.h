@@ -242,6 +242,10 @@ struct relay {
 		                             * reading waits, the commit follows
 		                             * the last report */
 		bool ledger_acked;          /* ... and that record was acked */
+		bool single;                /* each PostgreSQL transaction
+		                             * commits alone, up to a poison
+		                             * event met inside one (session.c's
+		                             * fail_stop()) */
 		int64_t begun_us;           /* when it began (mono) */
 		uint64_t events;            /* records produced in it */
 		uint64_t at_commit;         /* ... of them at the last
@@ -371,6 +375,11 @@ bool txn_gate(struct relay *r);
 bool txn_hold_ack(struct relay *r, const struct pub_report *rep);
 void txn_ledger_report(struct relay *r, const struct pub_report *rep);
 void txn_after_commit(struct relay *r);
+/* Every record of the open Kafka transaction belongs to whole
+ * PostgreSQL transactions: between two of them, or inside one that has
+ * produced nothing yet (a poison event as its first, say: the stop can
+ * commit what came before it). */
+bool txn_whole(const struct relay *r);
 void txn_turn(struct relay *r, int64_t now);
 void txn_abandon(struct relay *r);
 bool txn_drained(const struct relay *r);

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "check_int.h"
 
@@ -202,6 +203,65 @@ static void check_topics(struct cli_checks *c, const struct relay_config *cfg,
 		           bf->error[0] ? "; " : "", bf->error);
 }
 
+/* delivery.guarantee = exactly-once: the brokers' transaction
+ * coordinator answers an init, for a transactional.id of its own (under
+ * the relay's prefix, so the same ACL covers it; never the slot's, which
+ * would fence a running relay). A single broker whose
+ * transaction.state.log.replication.factor is the default 3, or a
+ * principal without WRITE on the transactional id, fails here rather
+ * than at the relay's first session. */
+static void check_transactions(struct cli_checks *c,
+                               const struct relay_config *cfg,
+                               int64_t timeout_ms)
+{
+	static const char fix[] = "on the brokers: transaction.state.log."
+		"replication.factor no larger than the cluster and transaction."
+		"state.log.min.isr met; for the relay's principal: WRITE and "
+		"DESCRIBE on the transactional ids prefixed outbox-relay:";
+	char id[128], err[512], kerr[512];
+	const struct kc_extra txn[] = { { "transactional.id", id, true } };
+	rd_kafka_conf_t *kc;
+	rd_kafka_error_t *e;
+	rd_kafka_t *rk;
+	int64_t t0;
+
+	if (strcmp(cfg->delivery_guarantee, "exactly-once") != 0)
+		return;
+	snprintf(id, sizeof(id), "outbox-relay:check/%s/%ld", cfg->slot_name,
+	         (long)getpid());
+	kc = kc_conf_new(cfg, KC_RUNBOOK, txn, 1, err, sizeof(err));
+	if (kc == NULL) {
+		check_item(c, "kafka_transactions", CHECK_FAIL, RELAY_EXIT_CONFIG,
+		           NULL, "%s", err);
+		return;
+	}
+	if ((rk = rd_kafka_new(RD_KAFKA_PRODUCER, kc, kerr, sizeof(kerr))) ==
+	    NULL) {
+		rd_kafka_conf_destroy(kc);
+		check_item(c, "kafka_transactions", CHECK_FAIL, RELAY_EXIT_CONFIG,
+		           NULL, "a transactional producer cannot be made: %s",
+		           kerr);
+		return;
+	}
+	t0 = now_mono_us();
+	e = rd_kafka_init_transactions(rk, (int)timeout_ms);
+	if (e != NULL) {
+		check_item(c, "kafka_transactions", CHECK_FAIL,
+		           RELAY_EXIT_UNAVAILABLE, fix, "delivery.guarantee = "
+		           "exactly-once, and the brokers do not initialise a "
+		           "transactional producer within %lld ms: %s (%s)",
+		           (long long)timeout_ms, rd_kafka_error_string(e),
+		           rd_kafka_error_name(e));
+		rd_kafka_error_destroy(e);
+	} else {
+		check_item(c, "kafka_transactions", CHECK_OK, 0, NULL,
+		           "exactly-once: the transaction coordinator initialised a "
+		           "producer in %lld ms", (long long)((now_mono_us() - t0) /
+		                                           1000));
+	}
+	rd_kafka_destroy(rk);
+}
+
 void check_kafka(struct cli_checks *c, const struct relay_config *cfg,
                  int64_t timeout_ms)
 {
@@ -262,6 +322,7 @@ void check_kafka(struct cli_checks *c, const struct relay_config *cfg,
 	else
 		snprintf(bf.error, sizeof(bf.error), "no broker in the metadata");
 	check_topics(c, cfg, t, nt, total, &bf);
+	check_transactions(c, cfg, timeout_ms);
 out:
 	if (md != NULL)
 		rd_kafka_metadata_destroy(md);

@@ -472,7 +472,11 @@ out:
 
 /* The relay refuses a slot whose position is past what the ledger holds
  * (dropped and created again, advanced by hand). After an operator made
- * sure that was deliberate, this records the slot's position as it is. */
+ * sure that was deliberate, this records the slot's position as it is.
+ * The same for a slot behind an exactly-once record's commit after the
+ * database went back in time: the record would have the next relay skip
+ * up to a commit the restored database does not have (it stops, 69);
+ * recorded at the slot's position, it publishes from there. */
 int act_accept_slot(const struct relay_config *cfg, const struct cli_args *a)
 {
 	const char *name = cfg->slot_name;
@@ -495,7 +499,23 @@ int act_accept_slot(const struct relay_config *cfg, const struct cli_args *a)
 		cli_err("slot ledger: %s", err);
 		goto out;
 	}
-	if (e.found && s.confirmed_lsn <= e.lsn) {
+	if (e.found && s.confirmed_lsn <= e.lsn &&
+	    e.commit.end_lsn > s.confirmed_lsn) {
+		if (!a->yes) {
+			cli_err("refusing to record slot \"%s\" at " LSN_FMT " without "
+			        "--yes: the ledger's record (by %s at %s) says Kafka holds "
+			        "the transactions up to commit " LSN_FMT " (xid %lld), "
+			        "which an exactly-once relay skips; recorded at the "
+			        "slot's position, the next relay publishes them instead. "
+			        "Do it when the database went back in time (the relay "
+			        "stopped with exit 69): on the same database, consumers "
+			        "would see those transactions twice", name,
+			        LSN_ARGS(s.confirmed_lsn), e.by, e.at,
+			        LSN_ARGS(e.commit.end_lsn), (long long)e.commit.xid);
+			rc = RELAY_EXIT_USAGE;
+			goto out;
+		}
+	} else if (e.found && s.confirmed_lsn <= e.lsn) {
 		printf("slot \"%s\" at " LSN_FMT " is not past the ledger's " LSN_FMT
 		       " (by %s at %s): nothing to accept\n", name,
 		       LSN_ARGS(s.confirmed_lsn), LSN_ARGS(e.lsn), e.by, e.at);

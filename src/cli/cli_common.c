@@ -212,7 +212,7 @@ int cli_ledger_record(const struct relay_config *cfg, const char *database,
 		return -1;
 	}
 	snprintf(sysid, sizeof(sysid), "%.*s", (int)strcspn(key, "/"), key);
-	value = ledger_value(sysid, database, cfg->slot_name, lsn, what);
+	value = ledger_value(sysid, database, cfg->slot_name, lsn, what, NULL);
 	rc = ledger_write(cfg, key, value, CLI_LEDGER_TIMEOUT_MS, err,
 	                  sizeof(err));
 	free(value);

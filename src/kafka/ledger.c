@@ -28,7 +28,8 @@ int ledger_key(const char *system_id, const char *database, const char *slot,
 }
 
 char *ledger_value(const char *system_id, const char *database,
-                   const char *slot, uint64_t lsn, const char *by)
+                   const char *slot, uint64_t lsn, const char *by,
+                   const struct ledger_commit *c)
 {
 	char lsnbuf[32], at[32];
 	time_t now = time(NULL);
@@ -42,6 +43,13 @@ char *ledger_value(const char *system_id, const char *database,
 	o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s}", "slot", slot,
 	              "system_id", system_id, "database", database, "lsn", lsnbuf,
 	              "by", by, "at", at);
+	if (c != NULL && c->end_lsn != 0) {
+		char endbuf[32];
+		snprintf(endbuf, sizeof(endbuf), LSN_FMT, LSN_ARGS(c->end_lsn));
+		json_object_set_new(o, "commit", json_pack("{s:s, s:I, s:I}",
+		                    "end", endbuf, "xid", (json_int_t)c->xid,
+		                    "time_us", (json_int_t)c->commit_ts_us));
+	}
 	s = json_dumps(o, JSON_COMPACT);
 	json_decref(o);
 	if (s == NULL)
@@ -63,6 +71,21 @@ int ledger_parse(const char *value, size_t len, struct ledger_entry *e)
 	at = json_string_value(json_object_get(o, "at"));
 	if (lsn == NULL || lsn_parse(lsn, strlen(lsn), &e->lsn) < 0)
 		goto out;
+	{
+		/* The commit an exactly-once record covers; a record whose
+		 * commit does not parse has none (nothing is skipped on it). */
+		json_t *c = json_object_get(o, "commit");
+		const char *end = json_string_value(json_object_get(c, "end"));
+		json_t *xid = json_object_get(c, "xid");
+		json_t *ts = json_object_get(c, "time_us");
+		if (end != NULL && json_is_integer(xid) && json_is_integer(ts) &&
+		    lsn_parse(end, strlen(end), &e->commit.end_lsn) == 0) {
+			e->commit.xid = (int64_t)json_integer_value(xid);
+			e->commit.commit_ts_us = (int64_t)json_integer_value(ts);
+		} else {
+			memset(&e->commit, 0, sizeof(e->commit));
+		}
+	}
 	snprintf(e->by, sizeof(e->by), "%s", by ? by : "?");
 	snprintf(e->at, sizeof(e->at), "%s", at ? at : "?");
 	e->found = true;

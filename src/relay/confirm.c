@@ -76,7 +76,7 @@ void ledger_record(struct relay *r, int64_t now)
 
 	value = ledger_value(repl_system_id(&r->rs),
 	                     repl_slot(&r->rs)->database, r->cfg->slot_name, w,
-	                     "relay");
+	                     "relay", NULL);
 	switch (r->kp->send(r->pub, r->cfg->slot_ledger_topic, r->lg.key,
 	                    strlen(r->lg.key), value, strlen(value), NULL,
 	                    LEDGER_TOKEN, err, sizeof(err))) {
@@ -149,11 +149,13 @@ void ledger_report(struct relay *r, const struct pub_report *rep)
 
 /* Exactly-once: the ledger's record is what Kafka holds, committed (the
  * read is read_committed, after the older producers were fenced). The
- * transactions at or below it are skipped, whatever the slot says: a
- * commit whose confirm was lost (a crash between the two) is not
- * published again. A record past the server's WAL end names
- * transactions this server does not have: the database went back in
- * time, and skipping up to there would skip new ones. */
+ * transactions up to the commit it names are skipped, whatever the slot
+ * says (a commit whose confirm was lost, a crash between the two, is not
+ * published again), but only once that commit shows up unchanged in
+ * the stream: a database restored to an earlier copy has other
+ * transactions there, and those must be published, not skipped (the
+ * relay stops instead, exit 69). A record past the server's WAL end
+ * says the same at once. */
 bool ledger_skip_committed(struct relay *r, const struct ledger_entry *e)
 {
 	uint64_t slot = repl_slot(&r->rs)->confirmed_lsn;
@@ -174,12 +176,29 @@ bool ledger_skip_committed(struct relay *r, const struct ledger_entry *e)
 		begin_stop(r, RELAY_EXIT_UNAVAILABLE);
 		return false;
 	}
-	lsn_skip_upto(&r->lt, e->lsn);
-	if (e->lsn > slot)
-		log_info("exactly-once: Kafka holds the transactions up to "
-		         LSN_FMT " (slot ledger), the slot is at " LSN_FMT ": "
-		         "the commits between are skipped, not published again",
-		         LSN_ARGS(e->lsn), LSN_ARGS(slot));
+	if (e->commit.end_lsn == 0) {
+		/* Written by an at-least-once relay or the runbook: no commit
+		 * to check the WAL against, so nothing is skipped on its
+		 * word (at worst what it acked is published again). */
+		if (e->lsn > slot)
+			log_info("exactly-once: the slot ledger's record (by %s at %s) "
+			         "names no commit: the transactions between the slot "
+			         "(" LSN_FMT ") and " LSN_FMT " are published, not "
+			         "skipped; a read_committed consumer may see those an "
+			         "at-least-once relay published before", e->by, e->at,
+			         LSN_ARGS(slot), LSN_ARGS(e->lsn));
+		return true;
+	}
+	if (e->commit.end_lsn > slot)
+		log_info("exactly-once: Kafka holds the transactions up to commit "
+		         LSN_FMT " (xid %lld; slot ledger), the slot is at " LSN_FMT
+		         ": they are skipped, not published again, once that "
+		         "commit shows up unchanged in the stream",
+		         LSN_ARGS(e->commit.end_lsn), (long long)e->commit.xid,
+		         LSN_ARGS(slot));
+	lsn_verify_commit(&r->lt, &(struct lsn_commit_id){
+		.end_lsn = e->commit.end_lsn, .xid = e->commit.xid,
+		.commit_ts_us = e->commit.commit_ts_us }, slot, e->lsn);
 	return true;
 }
 

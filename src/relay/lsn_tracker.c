@@ -96,7 +96,6 @@ void lsn_end_session(struct lsn_tracker *lt)
 	lt->held_events = 0;
 	lt->held_bytes = 0;
 	lt->failed = false;
-	lt->skip_upto = 0;
 	memset(&lt->verify, 0, sizeof(lt->verify));
 }
 
@@ -260,12 +259,8 @@ enum lsn_verdict lsn_begin(struct lsn_tracker *lt, int64_t xid,
 	const struct lsn_commit_id *v = &lt->verify;
 
 	open_txn(lt, xid, commit_ts_us, end_lsn, false);
-	if (v->end_lsn == 0) {
-		if (lt->skip_upto == 0 || end_lsn > lt->skip_upto)
-			return LSN_PUBLISH;
-		lt->cur_skip = true;
-		return LSN_SKIP;
-	}
+	if (v->end_lsn == 0)
+		return LSN_PUBLISH;
 	if (end_lsn < v->end_lsn) {
 		lt->cur_skip = true; /* before the commit looked for */
 		return LSN_SKIP;
@@ -286,14 +281,8 @@ enum lsn_verdict lsn_begin_final(struct lsn_tracker *lt, int64_t xid,
                                  int64_t commit_ts_us, uint64_t final_lsn)
 {
 	open_txn(lt, xid, commit_ts_us, final_lsn, true);
-	if (lt->verify.end_lsn == 0) {
-		/* skip_upto is a record boundary: a commit record that starts
-		 * below it ends at or below it. */
-		if (final_lsn >= lt->skip_upto)
-			return LSN_PUBLISH;
-		lt->cur_skip = true;
-		return LSN_SKIP;
-	}
+	if (lt->verify.end_lsn == 0)
+		return LSN_PUBLISH;
 	if (final_lsn < lt->verify.end_lsn) {
 		/* At or before the commit looked for (its end is at most that
 		 * one's): skipped either way; which of the two, its C says. */
@@ -476,9 +465,19 @@ bool lsn_idle(struct lsn_tracker *lt, uint64_t wal_end)
 	return true;
 }
 
-void lsn_skip_upto(struct lsn_tracker *lt, uint64_t end_lsn)
+void lsn_verify_commit(struct lsn_tracker *lt, const struct lsn_commit_id *c,
+                       uint64_t slot_lsn, uint64_t upto)
 {
-	lt->skip_upto = end_lsn;
+	if (c->end_lsn <= slot_lsn || c->end_lsn <= lt->verify.end_lsn)
+		return;
+	lt->verify = *c;
+	lt->verify_from = slot_lsn;
+	lt->verify_acked = max_u64(upto, c->end_lsn);
+}
+
+const struct lsn_commit_id *lsn_newest_commit(const struct lsn_tracker *lt)
+{
+	return lt->len > 0 ? &entry_at(lt, lt->len - 1)->newest : &lt->last_commit;
 }
 
 uint64_t lsn_read_boundary(const struct lsn_tracker *lt)

@@ -272,6 +272,21 @@ void restart(struct relay *r)
 static enum handled fail_stop(struct relay *r, const struct repl_msg *m,
                               const char *what)
 {
+	/* Exactly-once: the open Kafka transaction holds records of this
+	 * transaction, so it cannot commit, and the healthy transactions
+	 * before it in it would wait for the poison event to be resolved.
+	 * Once, the session replays with each transaction committed alone:
+	 * they are published, and the stop meets this one again. */
+	if (r->tx.on && !txn_whole(r) && !r->tx.single) {
+		log_warn("poison event at LSN " LSN_FMT " (xid %lld) inside a "
+		         "transaction that has produced events: replaying from "
+		         "the slot once, each transaction committed alone, so "
+		         "that those before it are published before the stop",
+		         LSN_ARGS(m->wal_start), (long long)r->txn.xid);
+		r->tx.single = true;
+		session_end(r, false, "poison event: commit what precedes it");
+		return H_STOP;
+	}
 	log_error("fail-stop at LSN " LSN_FMT " (xid %lld): %s; nothing at or "
 	          "after this transaction is confirmed and the slot keeps it. "
 	          "Fix the cause or skip the transaction deliberately (see the "

@@ -175,15 +175,11 @@ void txn_after_commit(struct relay *r)
 	 * its own transaction, and the healthy ones before it are
 	 * published, as at-least-once publishes them. */
 	if (r->tx.on && r->tx.open &&
-	    (due(r, now_mono_us()) || r->iso.to != 0))
+	    (due(r, now_mono_us()) || r->iso.to != 0 || r->tx.single))
 		r->tx.want = true;
 }
 
-/* Every record of the transaction belongs to whole PostgreSQL
- * transactions: between two of them, or inside one that has produced
- * nothing yet (a poison event as its first, say: the stop commits what
- * came before it). */
-static bool whole(const struct relay *r)
+bool txn_whole(const struct relay *r)
 {
 	return !lsn_in_txn(&r->lt) || r->tx.events == r->tx.at_commit;
 }
@@ -215,12 +211,17 @@ static bool idle_due(const struct relay *r, int64_t now)
 static void begin_commit(struct relay *r, int64_t now)
 {
 	uint64_t lsn = lsn_read_boundary(&r->lt);
+	const struct lsn_commit_id *c = lsn_newest_commit(&r->lt);
+	struct ledger_commit lc = { 0 };
 	char err[512], *value;
 
 	if (lsn < r->lg.lsn)
 		lsn = r->lg.lsn;
+	/* The commit the next relay looks for before it skips. */
+	if (c->end_lsn != 0 && c->end_lsn <= lsn)
+		lc = (struct ledger_commit){ c->end_lsn, c->xid, c->commit_ts_us };
 	value = ledger_value(repl_system_id(&r->rs), repl_slot(&r->rs)->database,
-	                     r->cfg->slot_name, lsn, "relay");
+	                     r->cfg->slot_name, lsn, "relay", &lc);
 	switch (r->kp->send(r->pub, r->cfg->slot_ledger_topic, r->lg.key,
 	                    strlen(r->lg.key), value, strlen(value), NULL,
 	                    LEDGER_TOKEN, err, sizeof(err))) {
@@ -274,7 +275,7 @@ void txn_turn(struct relay *r, int64_t now)
 {
 	if (!r->tx.on || r->pub == NULL || !r->have_rs || session_ending(r))
 		return;
-	if (r->tx.open && !r->tx.committing && whole(r) &&
+	if (r->tx.open && !r->tx.committing && txn_whole(r) &&
 	    (r->tx.want || due(r, now) || relay_stopping(r)))
 		begin_commit(r, now);
 	else if (idle_due(r, now) && txn_gate(r))
@@ -315,5 +316,5 @@ bool txn_drained(const struct relay *r)
 {
 	if (!r->tx.open)
 		return !idle_due(r, now_mono_us()) || lsn_in_txn(&r->lt);
-	return !r->tx.committing && !whole(r);
+	return !r->tx.committing && !txn_whole(r);
 }

@@ -92,6 +92,15 @@ for c in d["checks"]:
     assert c["status"] in ("ok", "warn", "fail"), c
     assert (c["fix"] is None) == (c["status"] == "ok"), c
 ' "$IT_TEST_DIR/a_json.out"
+# Exactly-once: the brokers' transaction coordinator is asked too.
+it_run_relay a_eos --config "$cfg" --check --json \
+	--set delivery.guarantee=exactly-once
+it_py_check "(a) --check under exactly-once: kafka_transactions ok" '
+import json, sys
+d = json.load(open(sys.argv[1]))
+c = [c for c in d["checks"] if c["check"] == "kafka_transactions"]
+assert len(c) == 1 and c[0]["status"] == "ok", d
+' "$IT_TEST_DIR/a_eos.out"
 it_run_relay a_table --config "$cfg" --check --set outbox.table=public.t400_missing
 it_expect_exit a_table 78 "(a) --check, missing outbox table"
 it_expect_in a_table out "(a) fail item names the table, with a fix" \

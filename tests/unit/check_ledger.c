@@ -22,7 +22,7 @@ END_TEST
 START_TEST(test_value_round_trip)
 {
 	struct ledger_entry e;
-	char *v = ledger_value("7311", "app", "s", 0x16B374D0ull, "relay");
+	char *v = ledger_value("7311", "app", "s", 0x16B374D0ull, "relay", NULL);
 
 	ck_assert_ptr_nonnull(strstr(v, "\"lsn\":\"0/16B374D0\""));
 	ck_assert_ptr_nonnull(strstr(v, "\"system_id\":\"7311\""));
@@ -31,7 +31,23 @@ START_TEST(test_value_round_trip)
 	ck_assert_uint_eq(e.lsn, 0x16B374D0ull);
 	ck_assert_str_eq(e.by, "relay");
 	ck_assert_int_eq(strlen(e.at), 20); /* 2026-12-01T12:00:00Z */
+	ck_assert_uint_eq(e.commit.end_lsn, 0); /* none: nothing to verify */
 	free(v);
+
+	/* An exactly-once record names the commit it covers. */
+	v = ledger_value("7311", "app", "s", 0x16B374D0ull, "relay",
+	                 &(struct ledger_commit){ 0x16B37400ull, 4242,
+	                                          INT64_C(1764000000123456) });
+	ck_assert_int_eq(ledger_parse(v, strlen(v), &e), 0);
+	ck_assert_uint_eq(e.lsn, 0x16B374D0ull);
+	ck_assert_uint_eq(e.commit.end_lsn, 0x16B37400ull);
+	ck_assert_int_eq(e.commit.xid, 4242);
+	ck_assert_int_eq(e.commit.commit_ts_us, INT64_C(1764000000123456));
+	free(v);
+	/* A commit that does not parse is none. */
+	ck_assert_int_eq(ledger_parse("{\"lsn\":\"0/5\",\"commit\":{\"end\":"
+	                              "\"0/4\",\"xid\":\"x\"}}", 46, &e), 0);
+	ck_assert_uint_eq(e.commit.end_lsn, 0);
 }
 END_TEST
 

@@ -695,6 +695,8 @@ START_TEST(test_eos_confirm_after_commit)
 	led = txns[b].first + 2;
 	ck_assert_uint_eq(fk.n, led + 1);
 	ck_assert_uint_eq(ledger_lsn_of(led), txns[b].end);
+	/* ... and names the commit a restarted relay looks for. */
+	ck_assert_ptr_nonnull(strstr(fk.msgs[led].value, "\"xid\":2002"));
 	ck_assert(!reading_allowed(r) && !window_open(r));
 	eos_turn(); /* the ledger record not acked: no commit */
 	ck_assert_uint_eq(fk.txn_commits, 0);
@@ -801,13 +803,16 @@ START_TEST(test_eos_pg_session_end_aborts)
 }
 END_TEST
 
-/* The ledger's record at a session's start: the transactions at or
- * below it are in Kafka, committed, and are skipped although the slot
- * is behind (the confirm after the commit was lost); a record past the
- * server's WAL end stops the relay (the database went back in time). */
+/* The ledger's record at a session's start: the transactions up to the
+ * commit it names are in Kafka, committed, and are skipped although the
+ * slot is behind (the confirm after the commit was lost), once that
+ * commit shows up unchanged; a record past the server's WAL end stops the
+ * relay (the database went back in time). */
+#define FEED_TS_US INT64_C(1795988150117000) /* feed_begin()'s timestamp */
 START_TEST(test_eos_skip_committed)
 {
-	struct ledger_entry e = { .found = true, .lsn = 0x1800 };
+	struct ledger_entry e = { .found = true, .lsn = 0x1800,
+		                      .commit = { 0x1800, 2401, FEED_TS_US } };
 	size_t n0;
 
 	eos_session("60000");
@@ -829,6 +834,34 @@ START_TEST(test_eos_skip_committed)
 	e.lsn = WAL_END + 0x10;
 	ck_assert(!ledger_skip_committed(r, &e));
 	ck_assert_int_eq(r->st.exit_code, RELAY_EXIT_UNAVAILABLE);
+}
+END_TEST
+
+/* A database restored to a copy from before the ledger's commit, which
+ * has since committed other transactions there: they are not skipped
+ * into oblivion. The commit looked for does not come; another one at or
+ * past it stops the relay (exit 69) with nothing confirmed, instead of
+ * streaming on past events it never published (t196). */
+START_TEST(test_eos_skip_restored)
+{
+	struct ledger_entry e = { .found = true, .lsn = 0x1800,
+		                      .commit = { 0x1800, 2401, FEED_TS_US } };
+
+	eos_session("60000");
+	r->server_wal_end = WAL_END;
+	r->lg.lsn = e.lsn;
+	ck_assert(ledger_skip_committed(r, &e));
+	/* Another transaction (xid 9001) where 2401 was, then one past it. */
+	feed_begin(9001, 0x1000, 0x1400, WAL_END);
+	ck_assert(feed_row(9001, 0x1000, 0, WAL_END));
+	feed_commit(9001, 0x1000, 0x1400, WAL_END);
+	ck_assert_uint_eq(confirm_target(r), SLOT_LSN); /* not past it */
+	(void)feed(0x1900, WAL_END, "{\"action\":\"B\",\"xid\":9002,"
+	           "\"timestamp\":\"2026-11-29 21:35:50.117+00\",\"lsn\":"
+	           "\"0/1900\",\"nextlsn\":\"0/2100\"}");
+	ck_assert_int_eq(r->st.exit_code, RELAY_EXIT_UNAVAILABLE);
+	ck_assert(relay_stopping(r));
+	ck_assert_uint_eq(confirm_target(r), SLOT_LSN);
 }
 END_TEST
 
@@ -1263,6 +1296,7 @@ Suite *relay_suite(void)
 	tcase_add_test(tc, test_eos_commit_fails);
 	tcase_add_test(tc, test_eos_pg_session_end_aborts);
 	tcase_add_test(tc, test_eos_skip_committed);
+	tcase_add_test(tc, test_eos_skip_restored);
 	tcase_add_test(tc, test_eos_stop);
 	tcase_add_test(tc, test_poison_decode_parked);
 	tcase_add_test(tc, test_poison_dlq_refused);

@@ -28,7 +28,7 @@ struct fake_msg {
 	char topic[64];
 	char key[64];
 	char id[64];            /* the id header, "?" when none */
-	char value[128];        /* the value, cut short */
+	char value[512];        /* the value, cut short */
 	bool key_null;          /* produced with a NULL key */
 	unsigned txn;           /* the Kafka transaction it was produced in
 	                         * (fk->txn_begins when sent); 0: none */

@@ -35,10 +35,13 @@
 #   make check-deploy  validate deploy/: Kubernetes manifests, alert rules,
 #                    the systemd unit, compose file, dashboard (make check)
 #   make bench-smoke 100,000 events through the real stack, print figures
+#                    (and 10,000 under exactly-once, counted once each)
 #   make bench-decode  walsender CPU and decoder instructions per event,
 #                    wal2json against pgoutput (docs/pgoutput.md)
 #   make bench       the relay beside Debezium and the decode/producer
-#                    ceilings, quick profile (~15 min): docs/benchmarks.md
+#                    ceilings, quick profile (~15 min), and exactly-once
+#                    beside at-least-once (eos, ~6 min; BENCH_EOS_SWEEP=1
+#                    adds the transaction knobs): docs/benchmarks.md
 #   make bench-full  the same, every workload and rate (BENCH_PROFILE=full)
 #   make build/kafka-mock   the mock Kafka cluster for fault tests (built by
 #                    make integration; links rdkafka only, never the relay)

@@ -99,8 +99,13 @@ static int compute_timeout(const struct relay *r, int64_t now)
 	if (ledger_due(r) &&
 	    r->lg.sent_us + r->cfg->status_min_interval_ms * 1000 - now < t)
 		t = r->lg.sent_us + r->cfg->status_min_interval_ms * 1000 - now;
-	/* Exactly-once: an open transaction is due after its interval. */
-	if (r->tx.open && !r->tx.committing &&
+	/* Exactly-once: an open transaction is due after its interval, if
+	 * it can commit then; inside a PostgreSQL transaction that has
+	 * produced, or with a record waiting for room, what lets it commit
+	 * (the rest of the stream, reports) wakes the loop itself, and a
+	 * timer in the past would spin it (helper B's bench-smoke: 1.0 s of
+	 * CPU for 10,000 events, 0.11 s without). */
+	if (r->tx.open && !r->tx.committing && txn_whole(r) && !r->have_pending &&
 	    r->tx.begun_us + r->cfg->delivery_txn_interval_ms * 1000 - now < t)
 		t = r->tx.begun_us + r->cfg->delivery_txn_interval_ms * 1000 - now;
 	if (r->have_rs && r->lg.key[0] != '\0' && !r->lg.verified &&

@@ -12,8 +12,9 @@
  *       and no -n), after SECS (60), or on SIGTERM/SIGINT. Exit 0; 1 when
  *       COUNT was given and not reached.
  *   bench-tool consume -b BROKERS -t TOPIC [-n COUNT] [-I IDLE_MS] [-T SECS]
- *                      [-o FILE]
- *       reads TOPIC from the beginning (every partition, no group), one
+ *                      [-o FILE] [-X prop=value]...
+ *       reads TOPIC from the beginning (every partition, no group) with
+ *       isolation.level=read_committed (-X overrides it), one
  *       line per record: partition offset key c s t_us create_ms recv_us,
  *       where c, s and t are the payload's "c" (writer), "s" (its
  *       sequence) and "t" (statement time, epoch microseconds) members,
@@ -33,7 +34,10 @@
  *       With -P MS, paced: MS milliseconds of idle before each record,
  *       which is then flushed (sent at once and acknowledged): Kafka's
  *       own latency floor for W5, the record's "t" being its produce
- *       time. -c C sets the payload's writer "c" (0).
+ *       time. -c C sets the payload's writer "c" (0). With -x N,
+ *       transactional (transactional.id bench-tool-PID): a transaction
+ *       commits every N records and at the end, the records of one
+ *       counted delivered at its commit; "txns=T" is added to the line.
  *
  * Exit 2: bad usage; 1: a Kafka client could not be created. */
 #include <errno.h>
@@ -86,7 +90,7 @@ struct opts {
 	pid_t pids[MAX_PIDS];
 	int npids;
 	long long count;
-	long secs, interval_ms, idle_ms, bytes, keys, pace_ms, writer;
+	long secs, interval_ms, idle_ms, bytes, keys, pace_ms, writer, txn_events;
 	const char *props[MAX_PROPS];
 	int nprops;
 };
@@ -100,7 +104,7 @@ static void parse(int argc, char **argv, struct opts *o)
 	o->interval_ms = 100;
 	o->bytes = 650;
 	o->keys = 1000;
-	while ((c = getopt(argc, argv, "b:t:p:n:T:i:o:I:s:k:X:P:c:")) != -1) {
+	while ((c = getopt(argc, argv, "b:t:p:n:T:i:o:I:s:k:X:P:c:x:")) != -1) {
 		switch (c) {
 		case 'b': o->brokers = optarg; break;
 		case 't': o->topic = optarg; break;
@@ -113,6 +117,7 @@ static void parse(int argc, char **argv, struct opts *o)
 		case 'k': o->keys = strtol(optarg, NULL, 10); break;
 		case 'P': o->pace_ms = strtol(optarg, NULL, 10); break;
 		case 'c': o->writer = strtol(optarg, NULL, 10); break;
+		case 'x': o->txn_events = strtol(optarg, NULL, 10); break;
 		case 'X':
 			if (o->nprops == MAX_PROPS)
 				usage();
@@ -328,11 +333,18 @@ static long long member(const char *s, size_t len, const char *name)
 
 static int cmd_consume(struct opts *o)
 {
-	static const char *const props[] = {
+	/* isolation.level is librdkafka's default, set all the same: the
+	 * latency measured is what a read_committed consumer sees (records
+	 * of an exactly-once relay appear at their transaction's commit).
+	 * -X after these overrides them (isolation.level=read_uncommitted). */
+	static const char *const defaults[] = {
 		"group.id=bench-tool", "enable.auto.commit=false",
 		"enable.partition.eof=false", "fetch.wait.max.ms=100",
 		"fetch.min.bytes=1", "queued.max.messages.kbytes=65536",
+		"isolation.level=read_committed",
 	};
+	const char *props[MAX_PROPS + 8];
+	int np = 0;
 	FILE *out = open_out(o->out);
 	rd_kafka_t *rk;
 	rd_kafka_topic_partition_list_t *tl;
@@ -344,8 +356,11 @@ static int cmd_consume(struct opts *o)
 
 	if (o->topic == NULL)
 		usage();
-	rk = client(RD_KAFKA_CONSUMER, o->brokers, props,
-	            (int)(sizeof(props) / sizeof(props[0])));
+	for (size_t i = 0; i < sizeof(defaults) / sizeof(defaults[0]); i++)
+		props[np++] = defaults[i];
+	for (int i = 0; i < o->nprops; i++)
+		props[np++] = o->props[i];
+	rk = client(RD_KAFKA_CONSUMER, o->brokers, props, np);
 	while (!stop && now_wall() < deadline &&
 	       (nparts = partitions_of(rk, o->topic)) == 0)
 		usleep(200 * 1000);
@@ -416,6 +431,18 @@ static void on_dr(rd_kafka_t *rk, const rd_kafka_message_t *m, void *opaque)
 	delivered++;
 }
 
+static long long txns;
+
+/* A transactional call's error: printed, true. */
+static bool txn_check(rd_kafka_error_t *e)
+{
+	if (e == NULL)
+		return false;
+	fprintf(stderr, "bench-tool produce: %s\n", rd_kafka_error_string(e));
+	rd_kafka_error_destroy(e);
+	return true;
+}
+
 static int cmd_produce(struct opts *o)
 {
 	static const char *const defaults[] = {
@@ -453,12 +480,24 @@ static int cmd_produce(struct opts *o)
 			return 2;
 		}
 	}
+	if (o->txn_events > 0) {
+		char tid[64];
+		snprintf(tid, sizeof(tid), "bench-tool-%d", (int)getpid());
+		if (rd_kafka_conf_set(kc, "transactional.id", tid, err, sizeof(err)) !=
+		    RD_KAFKA_CONF_OK) {
+			fprintf(stderr, "bench-tool: %s\n", err);
+			return 2;
+		}
+	}
 	rd_kafka_conf_set_dr_msg_cb(kc, on_dr);
 	rk = rd_kafka_new(RD_KAFKA_PRODUCER, kc, err, sizeof(err));
 	if (rk == NULL) {
 		fprintf(stderr, "bench-tool: %s\n", err);
 		return 1;
 	}
+	if (o->txn_events > 0 && (txn_check(rd_kafka_init_transactions(rk, 30000)) ||
+	                          txn_check(rd_kafka_begin_transaction(rk))))
+		return 1;
 	/* Metadata first, as the relay does (warm_topic), and one record
 	 * acknowledged (the idempotent producer's id) before the clock runs. */
 	(void)partitions_of(rk, o->topic);
@@ -468,6 +507,9 @@ static int cmd_produce(struct opts *o)
 	                  RD_KAFKA_V_VALUE("{\"c\": -1, \"s\": 0}", 17),
 	                  RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY),
 	                  RD_KAFKA_V_END);
+	if (o->txn_events > 0 && (txn_check(rd_kafka_commit_transaction(rk, 30000)) ||
+	                          txn_check(rd_kafka_begin_transaction(rk))))
+		return 1;
 	rd_kafka_flush(rk, 30000);
 	delivered = 0;
 	value = malloc((size_t)o->bytes + 1);
@@ -512,12 +554,22 @@ static int cmd_produce(struct opts *o)
 		rd_kafka_poll(rk, 0);
 		if (o->pace_ms > 0)
 			rd_kafka_flush(rk, 30000);
+		if (o->txn_events > 0 && ((i + 1) % o->txn_events == 0 || i + 1 == o->count)) {
+			if (txn_check(rd_kafka_commit_transaction(rk, 60000)))
+				return 1;
+			txns++;
+			if (i + 1 < o->count && txn_check(rd_kafka_begin_transaction(rk)))
+				return 1;
+		}
 	}
 	while (!stop && delivered + 0 < o->count && rd_kafka_outq_len(rk) > 0)
 		rd_kafka_poll(rk, 50);
 	t1 = now_wall();
-	printf("count=%lld secs=%.3f rate=%.0f failed=%lld\n", delivered, t1 - t0,
+	printf("count=%lld secs=%.3f rate=%.0f failed=%lld", delivered, t1 - t0,
 	       (double)delivered / (t1 - t0), failed);
+	if (o->txn_events > 0)
+		printf(" txns=%lld", txns);
+	putchar('\n');
 	free(value);
 	rd_kafka_destroy(rk);
 	return failed > 0 ? 1 : 0;

@@ -12,6 +12,8 @@
 #   relay_start SLOT TAG [KEY=VALUE...]   the relay, topic TAG.bench; sets
 #                                    SYS_PID
 #   relay_stop                       SIGTERM, wait
+#   relay_txns                       "committed aborted" Kafka transactions
+#                                    from the relay's /metrics (or nothing)
 #   dbz_start SLOT TAG PROFILE       Debezium (defaults|tuned) on a Connect
 #                                    standalone worker; sets SYS_PID
 #   dbz_stop                         SIGTERM, bounded wait, SIGKILL
@@ -24,7 +26,9 @@
 #
 # Ports: PostgreSQL $BENCH_PGPORT (25800), Kafka $BENCH_KPORT (19500,
 # controller +1), Connect REST $BENCH_REST_PORT (18383), the relay's
-# health endpoint $BENCH_HTTP_PORT (18384).
+# health endpoint $BENCH_HTTP_PORT (18384); the broker's JMX port is
+# run.sh's BENCH_JMX_PORT (18385). Set all of them to run beside another
+# bench on the same machine.
 
 # shellcheck source=../env/debezium.sh
 source "$ENV_REPO_ROOT/tests/env/debezium.sh"
@@ -118,6 +122,15 @@ relay_start() {
 		2>"$([[ -n ${BENCH_KEEP_RAW:-} ]] && echo "$OUT/raw" || echo "$BENCH_DIR")/relay-$tag.log" &
 	SYS_PID=$!
 	env_on_cleanup "kill -9 $SYS_PID 2>/dev/null || true"
+}
+
+# The relay's Kafka transactions so far, "committed aborted" (its /metrics;
+# empty when it does not answer, as for a system that is not the relay).
+relay_txns() {
+	curl -s -m 2 "http://127.0.0.1:$BENCH_HTTP_PORT/metrics" 2>/dev/null |
+		awk '$1 ~ /^outbox_relay_kafka_transactions_committed_total/ {c += $2; f = 1}
+		     $1 ~ /^outbox_relay_kafka_transactions_aborted_total/ {a += $2; f = 1}
+		     END {if (f) printf "%d %d", c, a}' || true
 }
 
 relay_stop() {

@@ -123,11 +123,26 @@ def cmd_check(args):
         if r.get("records") != path or "t0" not in r:
             continue
         w = {"run": i}
-        if r["workload"] in ("w2", "knobs", "w6"):
+        if r["workload"] in ("w2", "knobs", "w6") or r["workload"].endswith("-steady"):
             t0, t1 = r["t0"] * 1e6, r["t1"] * 1e6
             sel = [x for x in recs if t0 <= x[5] <= t1 and x[3] not in (99,)]
             w["recv"] = lat_summary([(x[7] - x[5]) / 1000.0 for x in sel])
             w["create"] = lat_summary([x[6] - x[5] / 1000.0 for x in sel])
+        elif r["workload"].endswith("-drain"):
+            # A backlog drained: when the read_committed consumer saw the
+            # first and the last event, and the longest stretch without
+            # any (an exactly-once relay's records appear a transaction
+            # at a time).
+            mine = [x for x in recs if x[3] not in (99, -1)]
+            sel = sorted(x[7] for x in mine)
+            if sel:
+                # The producer's timestamp of the first event: when the
+                # relay had it (start-up behind it, in both modes).
+                w["first_create_ms"] = min(x[6] for x in mine)
+                w["first_recv_us"] = sel[0]
+                w["last_recv_us"] = sel[-1]
+                w["visible"] = len(sel)
+                w["max_gap_ms"] = max([(b - a) / 1000.0 for a, b in zip(sel, sel[1:])] or [0])
         elif r["workload"] == "w5":
             sel = [x for x in recs if x[3] == 7]
             w["recv"] = lat_summary([(x[7] - x[5]) / 1000.0 for x in sel])
@@ -337,6 +352,313 @@ def ratio(a, b):
     if a is None or b is None or b == 0:
         return None
     return a / b
+
+
+def txns_parse(s):
+    """ "committed aborted" from the relay's /metrics, or None."""
+    p = str(s or "").split()
+    if len(p) != 2:
+        return None
+    try:
+        return int(p[0]), int(p[1])
+    except ValueError:
+        return None
+
+
+def at_or_before(rows, t):
+    """Index of the last sample row at or before wall time t (0 if none)."""
+    i = 0
+    for j, r in enumerate(rows):
+        if r[0] <= t:
+            i = j
+    return i
+
+
+def at_or_after(rows, t):
+    for j, r in enumerate(rows):
+        if r[0] >= t:
+            return j
+    return len(rows) - 1
+
+
+def eos_drain_metrics(run, chk):
+    """A drain timed by the read_committed consumer (tests/bench/run.sh
+    eos_drain): rate from the first visible event to the last, CPU over
+    the sample rows around that span."""
+    m = {"system": run["system"], "variant": run.get("variant", ""),
+         "round": run.get("round"), "events": run["events"],
+         "settings": run.get("settings", "")}
+    w = None
+    for x in (chk or {}).get("windows", []):
+        if x["run"] == run["_index"]:
+            w = x
+    if chk is not None:
+        m["check"] = chk
+    if run.get("exit"):
+        m["exit"] = run["exit"]
+    if not w or "first_recv_us" not in w or w["last_recv_us"] <= w["first_recv_us"]:
+        m["failed"] = True
+        return m
+    f, l = w["first_recv_us"] / 1e6, w["last_recv_us"] / 1e6
+    n = w["visible"]
+    # From the first event produced to the last one visible: an
+    # exactly-once drain's first events become visible only at its first
+    # commit, and that wait is part of its cost.
+    c = w.get("first_create_ms", f * 1e3) / 1e3
+    if c > f:
+        c = f
+    m["rate"] = n / (l - c)
+    m["startup_s"] = c - run["t0"]
+    m["first_visible_s"] = f - c
+    f = c
+    m["max_gap_ms"] = w.get("max_gap_ms")
+    rows = read_samples(run["samples"])
+    if len(rows) >= 2:
+        a, b = at_or_before(rows, f), at_or_after(rows, l)
+        for i, name in enumerate(("system", "walsender", "broker")):
+            # The walsender decodes ahead of the first visible event: all
+            # of its CPU since the start is this drain's.
+            d = cpu_delta(rows, i, 0 if name == "walsender" else a, b)
+            if d is not None:
+                m[name + "_cpu_1m"] = d / n * 1e6
+        hwm = col(rows, 0, "hwm")
+        if hwm:
+            m["rss_mb"] = max(hwm) / 1024.0
+    j0, j1 = jmx_parse(run.get("jmx0")), jmx_parse(run.get("jmx1"))
+    for k in ("Produce", "EndTxn", "AddPartitionsToTxn"):
+        if k in j0 and k in j1:
+            m[k.lower() + "_1k"] = (j1[k] - j0[k]) / n * 1e3
+    if isinstance(run.get("commit_ms"), (int, float)):
+        m["commit_ms"] = run["commit_ms"]
+    t = txns_parse(run.get("txns1"))
+    if t is not None:
+        m["txns"], m["aborted"] = t
+        if t[0]:
+            m["events_per_txn"] = n / t[0]
+    return m
+
+
+def ceil_metrics(run):
+    m = {"system": run["system"], "round": run.get("round"),
+         "txn_events": run.get("txn_events")}
+    try:
+        res = dict(kv.split("=") for kv in str(run.get("result") or "").split())
+        m["rate"] = float(res["rate"])
+    except (KeyError, ValueError):
+        return m
+    rows = read_samples(run["samples"])
+    d = cpu_delta(rows, 0)
+    if d is not None and run.get("events"):
+        m["broker_cpu_1m"] = d / run["events"] * 1e6
+    return m
+
+
+def paired_ratios(alo, eos, f):
+    """EOS / ALO per round (the two modes alternate within a round)."""
+    out = []
+    for e in eos:
+        a = [x for x in alo if x.get("round") == e.get("round")]
+        if a:
+            r = ratio(e.get(f) if not callable(f) else f(e),
+                      a[0].get(f) if not callable(f) else f(a[0]))
+            if r is not None:
+                out.append(r)
+    return out
+
+
+def correct_cell(ms):
+    checks = [m.get("check") for m in ms if m.get("check")]
+    if not checks:
+        return "—"
+    bad = [c for c in checks if not c["ok"]]
+    out = "%d/%d ok" % (len(checks) - len(bad), len(checks))
+    if bad:
+        b = bad[0]
+        out += " (missing %d, dup %d, order %d)" % (
+            b["missing"], b["duplicates"], b["order_violations"])
+    return out
+
+
+def eos_report(out, runs, checks, window_metrics_of):
+    """The exactly-once sections: both modes side by side, the sweep."""
+    def drains(wl):
+        return [eos_drain_metrics(r, checks.get(r.get("records")))
+                for r in runs if r["workload"] == wl]
+
+    def steady(wl):
+        ms = []
+        for r in runs:
+            if r["workload"] != wl:
+                continue
+            m = window_metrics_of(r)
+            t0, t1 = txns_parse(r.get("txns0")), txns_parse(r.get("txns1"))
+            if t0 and t1:
+                m["txns"] = t1[0] - t0[0]
+                m["aborted"] = t1[1] - t0[1]
+                span = r["t2"] - r["t0"]
+                m["txn_per_s"] = m["txns"] / span if span > 0 else None
+                if m["txns"] > 0 and m.get("events"):
+                    m["events_per_txn"] = m["events"] / m["txns"]
+            m["check"] = checks.get(r.get("records"))
+            # The series' mean commit_transaction time (the relay's
+            # summary at its stop, over every window of the series).
+            for c in runs:
+                if c["workload"] == wl.replace("-steady", "-commit") and \
+                        c["system"] == r["system"] and c.get("round") == r.get("round") and \
+                        c.get("variant", "") == r.get("variant", "") and \
+                        isinstance(c.get("commit_ms"), (int, float)):
+                    m["commit_ms"] = c["commit_ms"]
+            ms.append(m)
+        return ms
+
+    def p(f, q):
+        return lambda m: m[f]["p%s" % q] if m.get(f) else None
+
+    def get(m, f):
+        return f(m) if callable(f) else m.get(f)
+
+    def side_rows(alo, eos, rows, correct=True):
+        out.append("| figure | at-least-once | exactly-once | exactly-once ÷ at-least-once |")
+        out.append("|---|---|---|---|")
+        for label, f, digits in rows:
+            a = [get(m, f) for m in alo]
+            e = [get(m, f) for m in eos]
+            pr = paired_ratios(alo, eos, f)
+            rc = ("%s (%s–%s)" % (fmt(med(pr), 2), fmt(min(pr), 2), fmt(max(pr), 2))
+                  if len(pr) > 1 else (fmt(pr[0], 2) if pr else "—"))
+            out.append("| %s | %s | %s | %s |" % (label, cell(a, digits), cell(e, digits), rc))
+        if correct:
+            out.append("| correct (every event once, per-key order) | %s | %s | |" % (
+                correct_cell(alo), correct_cell(eos)))
+        out.append("")
+
+    dr = drains("eos-drain")
+    st = steady("eos-steady")
+    if dr or st:
+        out.append("### Exactly-once beside at-least-once (`delivery.guarantee`)")
+        out.append("")
+        sets = sorted({m.get("settings", "").strip() for m in dr if m["system"] == "eos"})
+        out.append("The two modes alternate in every round (which goes first "
+                   "alternates too); the ratio column is the median of the "
+                   "rounds' own ratios (min–max). Every figure is from a "
+                   "read_committed consumer (`bench-tool consume`, "
+                   "isolation.level=read_committed): an event counts when such a "
+                   "consumer can see it. Exactly-once settings: %s." % (
+                       ", ".join("`%s`" % x for x in sets if x) or "defaults"))
+        out.append("")
+    if dr:
+        alo = [m for m in dr if m["system"] == "alo"]
+        eos = [m for m in dr if m["system"] == "eos"]
+        out.append("Drain of %s events (~700 B, 100-row transactions), from the first "
+                   "event produced (its CreateTime) to the last one visible:" % fmt(dr[0]["events"]))
+        out.append("")
+        side_rows(alo, eos, [
+            ("events/s", "rate", 0),
+            ("start → first event produced s", "startup_s", 2),
+            ("first produced → first visible ms", lambda m: m["first_visible_s"] * 1e3 if m.get("first_visible_s") is not None else None, 0),
+            ("longest stretch with nothing visible ms", "max_gap_ms", 0),
+            ("relay CPU µs / event", "system_cpu_1m", 2),
+            ("walsender CPU µs / event", "walsender_cpu_1m", 2),
+            ("broker CPU µs / event", "broker_cpu_1m", 2),
+            ("relay peak RSS MB", "rss_mb", 1),
+            ("produce requests / 1k events", "produce_1k", 2),
+            ("Kafka transactions", "txns", 0),
+            ("events / transaction", "events_per_txn", 0),
+            ("commit_transaction() ms, mean (the relay's summary)", "commit_ms", 1),
+        ])
+        ce = [ceil_metrics(r) for r in runs if r["workload"] == "eos-ceil"]
+        if ce:
+            calo = [m for m in ce if m["system"] == "alo"]
+            ceos = [m for m in ce if m["system"] == "eos"]
+            k = next((m["txn_events"] for m in ceos if m.get("txn_events")), None)
+            out.append("Kafka alone, after each drain: `bench-tool produce` of as many "
+                       "650-byte records with the relay's producer settings, plain, or "
+                       "transactional with %s records a transaction:" % fmt(k))
+            out.append("")
+            side_rows(calo, ceos, [
+                ("producer events/s", "rate", 0),
+                ("broker CPU µs / event", "broker_cpu_1m", 2),
+            ], correct=False)
+            rel = {}
+            for m in alo + eos:
+                c = [x for x in ce if x["system"] == m["system"] and x["round"] == m["round"]]
+                if c and m.get("rate") and c[0].get("rate"):
+                    rel.setdefault(m["system"], []).append(m["rate"] / c[0]["rate"])
+            out.append("The relay's drain as a fraction of its mode's producer (same round): "
+                       "at-least-once %s, exactly-once %s." % (
+                           cell(rel.get("alo", []), 2), cell(rel.get("eos", []), 2)))
+            out.append("")
+    if st:
+        for rate in sorted({m["rate"] for m in st}):
+            alo = [m for m in st if m["system"] == "alo" and m["rate"] == rate]
+            eos = [m for m in st if m["system"] == "eos" and m["rate"] == rate]
+            out.append("Steady load at %s events/s (pgbench -R, 10 rows a transaction), "
+                       "commit → visible = when the read_committed consumer has the "
+                       "event − the statement's clock_timestamp():" % fmt(rate))
+            out.append("")
+            side_rows(alo, eos, [
+                ("achieved events/s", "achieved", 0),
+                ("commit → visible p50 ms", p("recv", 50), 1),
+                ("commit → visible p99 ms", p("recv", 99), 1),
+                ("commit → visible max ms", lambda m: m["recv"]["max"] if m.get("recv") else None, 1),
+                ("relay CPU µs / event", "system_cpu_1m", 2),
+                ("walsender CPU µs / event", "walsender_cpu_1m", 2),
+                ("broker CPU µs / event", "broker_cpu_1m", 2),
+                ("broker CPU % of a core", "broker_cpu_pct", 1),
+                ("relay peak RSS MB", "rss_mb", 1),
+                ("produce requests / s", "produce_per_s", 0),
+                ("Kafka transactions / s", "txn_per_s", 1),
+                ("events / transaction", "events_per_txn", 0),
+                ("commit_transaction() ms, mean (the series)", "commit_ms", 1),
+            ])
+
+    sd = drains("eos-sweep-drain")
+    ss = steady("eos-sweep-steady")
+    if sd or ss:
+        def ref(ms, f):
+            return med([get(m, f) for m in ms if m["system"] == "alo"])
+        points = []
+        for m in sd + ss:
+            key = (m["system"], m["variant"])
+            if key not in points:
+                points.append(key)
+        out.append("### Transaction knobs (exactly-once; one short point each)")
+        out.append("")
+        out.append("`delivery.transaction.interval.ms` (i) and `delivery.transaction.max.events` "
+                   "(m); at-least-once ran first and last as the reference (× ALO: against "
+                   "the median of the two). Drain: %s events, from the first event produced to "
+                   "the last visible; steady: %s events/s for %s s. A cell of several rounds "
+                   "is their median (min–max); a bare figure is one round, where differences "
+                   "under ~15 %% (CPU, latency) or ~40 %% (drain rate, broker CPU) are the "
+                   "machine's noise." % (
+                       fmt(sd[0]["events"]) if sd else "—",
+                       fmt(ss[0]["rate"]) if ss else "—",
+                       fmt(ss[0]["events"] / ss[0]["rate"]) if ss and ss[0].get("rate") else "—"))
+        out.append("")
+        out.append("| point | drain ev/s | × ALO | drain relay CPU µs/ev | drain broker CPU µs/ev "
+                   "| drain events/txn | steady ev/s | commit → visible p50 / p99 ms "
+                   "| steady relay CPU µs/ev | steady broker CPU µs/ev | broker % of a core "
+                   "| txn/s | events/txn | commit ms | correct |")
+        out.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+        for sysname, var in points:
+            d = [m for m in sd if m["system"] == sysname and m["variant"] == var]
+            t = [m for m in ss if m["system"] == sysname and m["variant"] == var]
+            name = ("at-least-once (%s)" % var) if sysname == "alo" else var
+            def dc(f, digits=0):
+                return cell([get(m, f) for m in d], digits)
+
+            def tc(f, digits=0):
+                return cell([get(m, f) for m in t], digits)
+            out.append("| %s | %s | %s | %s | %s | %s | %s | %s / %s | %s | %s | %s | %s | %s | %s | %s |" % (
+                name, dc("rate"),
+                fmt(ratio(med([m.get("rate") for m in d]), ref(sd, "rate")), 2),
+                dc("system_cpu_1m", 1), dc("broker_cpu_1m", 1), dc("events_per_txn"),
+                tc("achieved"), tc(p("recv", 50), 1), tc(p("recv", 99), 1),
+                tc("system_cpu_1m", 1), tc("broker_cpu_1m", 1),
+                tc("broker_cpu_pct", 1), tc("txn_per_s", 1), tc("events_per_txn"),
+                tc("commit_ms", 1),
+                "drain %s, steady %s" % (correct_cell(d), correct_cell(t))))
+        out.append("")
 
 
 def cmd_report(args):
@@ -594,6 +916,9 @@ def cmd_report(args):
                    ", ".join("%s %s" % (NAMES.get(s, s), series_ok("w6", s))
                              for s in sorted({m["system"] for m in w6})) + ".")
         out.append("")
+
+    eos_report(out, runs, checks,
+               lambda r: window_metrics(r, checks.get(r.get("records"))))
 
     imgs = make_plots(plots, args.plots)
     if imgs:

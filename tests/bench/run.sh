@@ -42,6 +42,33 @@
 #   w6  the outbox as 5 % of a busy database's transactions
 #   knobs  w2 at 5k events/s for the relay with producer settings varied
 #       (the broker-CPU investigation), BENCH_KNOBS
+#   eos  what delivery.guarantee = exactly-once costs beside at-least-once,
+#       the two modes alternating in every round (BENCH_ROUNDS): a drain
+#       of BENCH_EOS_EVENTS (300k) events, then steady load at
+#       BENCH_EOS_RATES (1000 5000) for BENCH_EOS_SECS (10) each; every
+#       figure from a read_committed consumer (commit -> visible),
+#       relay / walsender / broker CPU per event, relay RSS, Kafka
+#       transactions. The drain has BENCH_EOS_DRAIN_ROUNDS (5, or
+#       BENCH_ROUNDS when more): short and the noisiest figure. Each
+#       drain is followed by Kafka's own cost of its mode: bench-tool
+#       produce of as many records, plain or transactional with
+#       BENCH_EOS_CEIL_TXN (5000) records a transaction.
+#       BENCH_EOS_PERF=1: perf record -g of the relay through every drain
+#       and series (OUT/raw/TAG.perf). BENCH_EOS_LIBDIR=DIR: both
+#       modes' relay on the librdkafka in DIR (build/deps/librdkafka-
+#       2.12.1/lib: Debian's 2.0.2 spins its main thread through every
+#       transaction). BENCH_EOS_SET: the exactly-once mode's settings
+#       ("delivery.guarantee=exactly-once"), BENCH_EOS_ALO_SET the other's
+#       (empty: the default, at-least-once)
+#   eos-sweep  (BENCH_EOS_SWEEP=1 adds it to the quick profile) the
+#       transaction knobs: every delivery.transaction.interval.ms of
+#       BENCH_EOS_SWEEP_INTERVALS (10 50 100 250 1000) with every
+#       delivery.transaction.max.events of BENCH_EOS_SWEEP_MAX (500 5000
+#       50000), at-least-once first and last as the reference; each point
+#       one steady window at BENCH_EOS_SWEEP_RATE (5000) for
+#       BENCH_EOS_SWEEP_SECS (6) and one drain of BENCH_EOS_SWEEP_EVENTS
+#       (100k), BENCH_EOS_SWEEP_ROUNDS (1) times;
+#       BENCH_EOS_SWEEP_POINTS="NAME:KEY=VALUE,... ..." replaces the grid
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 REPO=$PWD
@@ -50,7 +77,6 @@ source tests/env/lib.sh
 PROFILE=${BENCH_PROFILE:-quick}
 case $PROFILE in
 quick)
-	: "${BENCH_ONLY:=w1 w2 w5}"
 	: "${BENCH_ROUNDS:=3}"
 	: "${BENCH_W1_EVENTS:=1000000}"
 	: "${BENCH_W1_SYSTEMS:=ceil-w2j ceil-pgo producer relay relay-rdk relay-pgo relay-pgo-rdk outboxx dbz-tuned dbz-defaults}"
@@ -61,9 +87,13 @@ quick)
 	: "${BENCH_W5_COUNT:=20}"
 	: "${BENCH_W5_IDLE:=1}"
 	: "${BENCH_W5_SYSTEMS:=kafka-floor relay relay-pgo dbz-tuned}"
+	if [[ -n ${BENCH_EOS_SWEEP:-} ]]; then
+		: "${BENCH_ONLY:=w1 w2 w5 eos eos-sweep}"
+	fi
+	: "${BENCH_ONLY:=w1 w2 w5 eos}"
 	;;
 full)
-	: "${BENCH_ONLY:=w1 w2 w3 w5 w6 knobs}"
+	: "${BENCH_ONLY:=w1 w2 w3 w5 w6 knobs eos eos-sweep}"
 	: "${BENCH_ROUNDS:=3}"
 	: "${BENCH_W1_EVENTS:=2000000}"
 	: "${BENCH_W1_SYSTEMS:=ceil-w2j ceil-pgo producer relay relay-rdk relay-pgo relay-pgo-rdk outboxx dbz-tuned dbz-defaults}"
@@ -97,6 +127,29 @@ esac
 : "${BENCH_KNOBS_RATE:=5000}"
 : "${BENCH_KNOBS_SECS:=20}"
 : "${BENCH_JMX_PORT:=18385}"
+: "${BENCH_EOS_EVENTS:=300000}"
+: "${BENCH_EOS_DRAIN_ROUNDS:=$((BENCH_ROUNDS > 5 ? BENCH_ROUNDS : 5))}"
+: "${BENCH_EOS_PERF:=}"
+: "${BENCH_EOS_CEIL_TXN:=5000}"
+: "${BENCH_EOS_LIBDIR:=}"
+: "${BENCH_EOS_RATES:=1000 5000}"
+: "${BENCH_EOS_SECS:=10}"
+: "${BENCH_EOS_SET=delivery.guarantee=exactly-once}"
+: "${BENCH_EOS_ALO_SET=}"
+: "${BENCH_EOS_SWEEP_INTERVALS:=10 50 100 250 1000}"
+: "${BENCH_EOS_SWEEP_MAX:=500 5000 50000}"
+: "${BENCH_EOS_SWEEP_RATE:=5000}"
+: "${BENCH_EOS_SWEEP_SECS:=6}"
+: "${BENCH_EOS_SWEEP_EVENTS:=100000}"
+: "${BENCH_EOS_SWEEP_ROUNDS:=1}"
+if [[ -z ${BENCH_EOS_SWEEP_POINTS:-} ]]; then
+	BENCH_EOS_SWEEP_POINTS=
+	for _i in $BENCH_EOS_SWEEP_INTERVALS; do
+		for _m in $BENCH_EOS_SWEEP_MAX; do
+			BENCH_EOS_SWEEP_POINTS+="i$_i-m$_m:delivery.transaction.interval.ms=$_i,delivery.transaction.max.events=$_m "
+		done
+	done
+fi
 STAMP=$(date -u +%Y%m%dT%H%M%SZ)
 OUT=${BENCH_OUT:-$REPO/build/bench/$STAMP}
 DOC=${BENCH_DOC-$REPO/docs/benchmarks.md}
@@ -404,7 +457,8 @@ w2_window() { # WORKLOAD SYSTEM TAG ROUND RATE SECS [VARIANT]
 	j0=$(jmx)
 	"$BENCH_TOOL" sample -b "$BROKERS" -p "$SYS_PID,$SERIES_WPID,$(broker_pid)" \
 		-T $((secs + 600)) -o "$samp" &
-	local spid=$!
+	local spid=$! x0 x1
+	x0=$(relay_txns)
 	t0=$(date +%s.%N)
 	pgbench -f "$BENCH_DIR/w2.sql" -c 2 -j 2 -R $((rate / 10)) -T "$secs" >/dev/null 2>&1 || true
 	t1=$(date +%s.%N)
@@ -417,10 +471,12 @@ w2_window() { # WORKLOAD SYSTEM TAG ROUND RATE SECS [VARIANT]
 	kill -TERM "$spid" 2>/dev/null || true
 	wait "$spid" || true
 	j1=$(jmx)
+	x1=$(relay_txns)
 	emit workload="$wl" system="$sys" variant="$variant" round="$r" rate="$rate" \
 		t0="$t0" t1="$t1" t2="$t2" samples="$samp" \
 		pids='["system","walsender","broker"]' records="$SERIES_CONS" \
-		events="$(($(wc -l <"$SERIES_CONS") - before))" jmx0="$j0" jmx1="$j1"
+		events="$(($(wc -l <"$SERIES_CONS") - before))" jmx0="$j0" jmx1="$j1" \
+		txns0="$x0" txns1="$x1"
 }
 
 seq_of() { # C: events written so far by writer C
@@ -607,6 +663,226 @@ w6() {
 		done
 		series_stop "$sys"
 		series_check w6 "$sys" "$tag"
+	done
+}
+
+# ------------------------------------------------------------------ EOS
+
+# The relay's mean commit_transaction time (ms) from the summary line it
+# logs at exit (exactly-once only; empty otherwise).
+relay_commit_ms() { # TAG
+	local log
+	log=$([[ -n ${BENCH_KEEP_RAW:-} ]] && echo "$OUT/raw" || echo "$BENCH_DIR")/relay-$1.log
+	grep -o 'kafka_transactions committed=[0-9]* aborted=[0-9]* commit_ms_avg=[0-9.]*' "$log" 2>/dev/null |
+		tail -1 | sed 's/.*commit_ms_avg=//' || true
+}
+
+# BENCH_EOS_PERF: the relay's profile through a drain or a series.
+PERF_PID=
+perf_start() { # TAG
+	[[ -n $BENCH_EOS_PERF ]] || return 0
+	perf record -q -F 499 --call-graph dwarf,8192 -p "$SYS_PID" -o "$OUT/raw/$1.perf" >/dev/null 2>&1 &
+	PERF_PID=$!
+	env_on_cleanup "kill -INT $PERF_PID 2>/dev/null || true"
+}
+perf_stop() {
+	[[ -n $PERF_PID ]] || return 0
+	kill -INT "$PERF_PID" 2>/dev/null || true
+	wait "$PERF_PID" 2>/dev/null || true
+	PERF_PID=
+}
+
+# The settings of a mode: alo (at-least-once) or eos (exactly-once).
+mode_set() {
+	case $1 in
+	alo) echo "$BENCH_EOS_ALO_SET" ;;
+	eos) echo "$BENCH_EOS_SET" ;;
+	esac
+}
+
+# One drain of a copy of SRC (N events) by the relay in MODE, timed by a
+# read_committed consumer started before it: events/s from the first
+# visible record to the last, CPU of the relay, its walsender and the
+# broker over the same span (report.py), the relay's peak RSS and Kafka
+# transactions, then the check (every event once, per-key order).
+eos_drain() { # WORKLOAD MODE ROUND SRC N SEQ0 SEQ1 VARIANT [KEY=VALUE...]
+	local wl=$1 mode=$2 r=$3 src=$4 n=$5 s0=$6 s1=$7 variant=$8
+	shift 8
+	local tag slot samp cons cpid spid wpid t0 t1 j0 j1 x1 early=
+	tag=$wl-d-$mode${variant:+-$variant}-r$r
+	slot=d_${tag//[-.]/_}
+	samp=$OUT/raw/$tag.samples
+	cons=$OUT/raw/$tag.records
+	slot_copy "$src" "$slot"
+	bench_log "$wl round $r: drain, $mode${variant:+ $variant} ($*)"
+	# The topic exists, and the consumer fetches from it, before the
+	# relay starts: its own start-up is not in the figures.
+	topic_create "$tag.bench"
+	"$BENCH_TOOL" consume -b "$BROKERS" -t "$tag.bench" -n "$n" -T 900 \
+		-o "$cons" 2>/dev/null &
+	cpid=$!
+	sleep 2
+	j0=$(jmx)
+	t0=$(date +%s.%N)
+	# shellcheck disable=SC2046,SC2086 # KEY=VALUE words
+	RELAY_LIBDIR=$BENCH_EOS_LIBDIR relay_start "$slot" "$tag" ${BENCH_RELAY_SET:-} \
+		$(mode_set "$mode") "$@"
+	wpid=$(walsender_pid "$slot" 120) || wpid=0
+	"$BENCH_TOOL" sample -b "$BROKERS" -p "$SYS_PID,$wpid,$(broker_pid)" \
+		-T 900 -o "$samp" &
+	spid=$!
+	perf_start "$tag"
+	while kill -0 "$cpid" 2>/dev/null; do
+		if ! kill -0 "$SYS_PID" 2>/dev/null; then
+			sleep 3
+			kill -TERM "$cpid" 2>/dev/null || true
+			early="the relay exited with $(wc -l <"$cons") of $n events visible"
+			bench_log "$wl: $mode $early"
+			break
+		fi
+		sleep 0.2
+	done
+	wait "$cpid" || [[ -n $early ]] || bench_log "$wl: $mode: $n events not visible in time"
+	t1=$(date +%s.%N)
+	sleep 0.3
+	kill -TERM "$spid" 2>/dev/null || true
+	wait "$spid" || true
+	j1=$(jmx)
+	x1=$(relay_txns)
+	perf_stop
+	relay_stop
+	emit workload="$wl-drain" system="$mode" variant="$variant" round="$r" \
+		events="$n" t0="$t0" t1="$t1" samples="$samp" \
+		pids='["system","walsender","broker"]' records="$cons" \
+		seq0="$s0" seq1="$s1" jmx0="$j0" jmx1="$j1" txns1="$x1" \
+		commit_ms="$(relay_commit_ms "$tag")" \
+		settings="$(mode_set "$mode") $*${BENCH_EOS_LIBDIR:+ (librdkafka of $BENCH_EOS_LIBDIR)}" \
+		${early:+"exit=$early"}
+	"$PY" tests/bench/report.py check --last "$RUNS" || true
+	[[ -n ${BENCH_KEEP_RAW:-} ]] || rm -f "$cons"
+	slot_drop "$slot"
+}
+
+# Kafka's own cost of the mode, without the relay: bench-tool produce
+# (the relay's producer settings, 650 B records under 2,000 keys), plain
+# or transactional with BENCH_EOS_CEIL_TXN records a transaction; broker
+# CPU sampled over it.
+eos_ceiling() { # MODE ROUND N
+	local mode=$1 r=$2 n=$3 tag samp spid res
+	tag=eos-c-$mode-r$r
+	samp=$OUT/raw/$tag.samples
+	bench_log "eos round $r: producer ceiling, $mode"
+	"$BENCH_TOOL" sample -b "$BROKERS" -p "$(broker_pid)" -T 900 -o "$samp" &
+	spid=$!
+	res=$("$BENCH_TOOL" produce -b "$BROKERS" -t "$tag.bench" -n "$n" -s 650 -k 2000 \
+		$([[ $mode == eos ]] && echo "-x $BENCH_EOS_CEIL_TXN")) ||
+		bench_log "eos: producer ceiling ($mode) failed"
+	kill -TERM "$spid" 2>/dev/null || true
+	wait "$spid" || true
+	emit workload=eos-ceil system="$mode" round="$r" events="$n" result="$res" \
+		samples="$samp" pids='["broker"]' \
+		txn_events="$([[ $mode == eos ]] && echo "$BENCH_EOS_CEIL_TXN" || echo 0)"
+}
+
+# TOPIC auto-created by a metadata request (the broker's num.partitions),
+# once it has a leader.
+topic_create() {
+	local i
+	for ((i = 0; i < 40; i++)); do
+		kcat -b "$BROKERS" -L -t "$1" -m 3 2>/dev/null | grep -q 'leader 1' && return 0
+		sleep 0.25
+	done
+	bench_log "topic $1: no leader after 10 s"
+}
+
+# A backlog of N events (100-row transactions) in a new slot SLOT, read
+# by no one: EOS_SEQ0 and EOS_SEQ1, the writers' positions around it.
+eos_load() { # SLOT N
+	bench_log "eos: loading $2 events in 100-row transactions"
+	slot_create "$1" wal2json
+	EOS_SEQ0=$(seqs)
+	pgbench -f "$BENCH_DIR/w1.sql" -c 2 -j 2 -t $(($2 / 200)) >/dev/null
+	EOS_SEQ1=$(seqs)
+	q "CHECKPOINT" >/dev/null
+}
+
+# One steady-load series of the relay in MODE: a consumer timing every
+# record (read_committed), one window at each RATE.
+eos_series() { # WORKLOAD MODE ROUND VARIANT RATES SECS [KEY=VALUE...]
+	local wl=$1 mode=$2 r=$3 variant=$4 rates=$5 secs=$6 tag rate
+	shift 6
+	tag=$wl-s-$mode${variant:+-$variant}-r$r
+	bench_log "$wl round $r: steady, $mode${variant:+ $variant} at ${rates// /, } events/s, ${secs}s each ($*)"
+	# shellcheck disable=SC2046 # KEY=VALUE words
+	RELAY_LIBDIR=$BENCH_EOS_LIBDIR series_start relay "$tag" $(mode_set "$mode") "$@"
+	SERIES_BASE=$(($(seq_total) - $(wc -l <"$SERIES_CONS")))
+	perf_start "$tag"
+	for rate in $rates; do
+		w2_window "$wl-steady" "$mode" "$tag" "$r" "$rate" "$secs" "$variant"
+	done
+	perf_stop
+	series_stop relay
+	emit workload="$wl-commit" system="$mode" variant="$variant" round="$r" \
+		commit_ms="$(relay_commit_ms "$tag")"
+	series_check "$wl-steady" "$mode" "$tag" "$variant"
+	[[ -n ${BENCH_KEEP_RAW:-} ]] || rm -f "$SERIES_CONS"
+}
+
+# delivery.guarantee: both modes side by side, alternating in each round
+# so that both see the same neighbours on the machine.
+eos() {
+	local r mode order
+	eos_load eos_src "$BENCH_EOS_EVENTS"
+	for ((r = 1; r <= BENCH_EOS_DRAIN_ROUNDS; r++)); do
+		# Which mode goes first alternates too.
+		((r % 2)) && order="alo eos" || order="eos alo"
+		for mode in $order; do
+			eos_drain eos "$mode" "$r" eos_src "$BENCH_EOS_EVENTS" \
+				"$EOS_SEQ0" "$EOS_SEQ1" ""
+			eos_ceiling "$mode" "$r" "$BENCH_EOS_EVENTS"
+		done
+	done
+	slot_drop eos_src
+	for ((r = 1; r <= BENCH_ROUNDS; r++)); do
+		((r % 2)) && order="alo eos" || order="eos alo"
+		for mode in $order; do
+			eos_series eos "$mode" "$r" "" "$BENCH_EOS_RATES" "$BENCH_EOS_SECS"
+		done
+	done
+}
+
+# The transaction knobs, one short point each, at-least-once first and
+# last as the reference of the same run.
+eos-sweep() {
+	local pts v name kvs r
+	pts="alo-first: $BENCH_EOS_SWEEP_POINTS alo-last:"
+	eos_load eos_sweep_src "$BENCH_EOS_SWEEP_EVENTS"
+	for ((r = 1; r <= BENCH_EOS_SWEEP_ROUNDS; r++)); do
+		for v in $pts; do
+			name=${v%%:*}
+			kvs=()
+			[[ $v == *:?* ]] && IFS=, read -r -a kvs <<<"${v#*:}"
+			if [[ $name == alo-* ]]; then
+				eos_drain eos-sweep alo "$r" eos_sweep_src "$BENCH_EOS_SWEEP_EVENTS" \
+					"$EOS_SEQ0" "$EOS_SEQ1" "${name#alo-}"
+			else
+				eos_drain eos-sweep eos "$r" eos_sweep_src "$BENCH_EOS_SWEEP_EVENTS" \
+					"$EOS_SEQ0" "$EOS_SEQ1" "$name" "${kvs[@]}"
+			fi
+		done
+	done
+	slot_drop eos_sweep_src
+	for ((r = 1; r <= BENCH_EOS_SWEEP_ROUNDS; r++)); do
+		for v in $pts; do
+			name=${v%%:*}
+			kvs=()
+			[[ $v == *:?* ]] && IFS=, read -r -a kvs <<<"${v#*:}"
+			if [[ $name == alo-* ]]; then
+				eos_series eos-sweep alo "$r" "${name#alo-}" "$BENCH_EOS_SWEEP_RATE" "$BENCH_EOS_SWEEP_SECS"
+			else
+				eos_series eos-sweep eos "$r" "$name" "$BENCH_EOS_SWEEP_RATE" "$BENCH_EOS_SWEEP_SECS" "${kvs[@]}"
+			fi
+		done
 	done
 }
 

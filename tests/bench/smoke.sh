@@ -11,9 +11,17 @@
 #      latency p50/p99 from the relay's histogram (commit timestamp from
 #      wal2json to Kafka's delivery report).
 #   3. the relay's peak RSS in both phases.
+#   4. exactly-once, briefly: the same relay with delivery.guarantee =
+#      exactly-once on the same slot while pgbench writes
+#      BENCH_EOS_EVENTS (10,000) events into a topic of their own; a
+#      read_committed consumer (kcat) must see each exactly once, and the
+#      topic must hold transaction markers (offsets the records do not
+#      use). Its time is printed, not asserted (BENCH_EOS_EVENTS=0: no
+#      phase 4).
 #
 # Environment: BENCH_EVENTS, BENCH_ROWS_PER_TXN, BENCH_PGPORT,
-# BENCH_KAFKA_PORT, BENCH_LIVE_TPS, and BENCH_RELAY_SET="KEY=VALUE ..."
+# BENCH_KAFKA_PORT, BENCH_LIVE_TPS, BENCH_EOS_EVENTS, and
+# BENCH_RELAY_SET="KEY=VALUE ..."
 # (relay settings appended to the relay's configuration in both phases,
 # e.g. BENCH_RELAY_SET="inflight.max.events=20000 inflight.max.bytes=33554432").
 set -euo pipefail
@@ -143,6 +151,68 @@ LAT=$(grep 'summary: state' "$DIR/live.log" | grep -o 'latency_p[0-9]*_ms=[0-9.]
 # Every event must have reached Kafka (plus the warm-up record).
 IN_KAFKA=$(kcat -b "$BROKERS" -C -t outbox.event.bench -o beginning -e -q -f '.\n' 2>/dev/null | wc -l)
 
+# ---------------------------------------------------------------- 4. exactly-once
+EOS_EVENTS=${BENCH_EOS_EVENTS:-10000}
+EOS_LINE=
+if ((EOS_EVENTS > 0)); then
+	# Their own topic (aggregate type "eos"), every event numbered by a
+	# sequence of its own: duplicates and gaps are countable.
+	psql_q "$PGPORT_B" bench "CREATE SEQUENCE IF NOT EXISTS bench_eos_seq" >/dev/null
+	cat >"$DIR/eos.sql" <<SQL
+INSERT INTO outbox (aggregate_type, aggregate_id, event_type, payload)
+SELECT 'eos', 'agg-' || (random() * 999)::int, 'BenchEvent',
+       jsonb_build_object('n', nextval('bench_eos_seq'), 'pad', repeat('x', 600))
+FROM generate_series(1, $ROWS_PER_TXN) g;
+SQL
+	chmod 644 "$DIR/eos.sql"
+	write_conf "$DIR/relay-eos.conf"
+	echo "delivery.guarantee = exactly-once" >>"$DIR/relay-eos.conf"
+	"$RELAY" --config "$DIR/relay-eos.conf" 2>"$DIR/eos.log" &
+	RPID=$!
+	env_on_cleanup "kill -9 $RPID 2>/dev/null || true"
+	e0=$(date +%s.%N)
+	runuser -u postgres -- "$PG_BIN/pgbench" -h 127.0.0.1 -p "$PGPORT_B" -n \
+		-f "$DIR/eos.sql" -c 2 -j 2 -t $((EOS_EVENTS / ROWS_PER_TXN / 2)) \
+		-R "${BENCH_LIVE_TPS:-1000}" bench >/dev/null
+	eos_count() { # events a read_committed consumer sees: "records distinct"
+		kcat -b "$BROKERS" -C -t outbox.event.eos -o beginning -e -q \
+			-X isolation.level=read_committed -f '%s\n' 2>/dev/null |
+			{ grep -o '"n": *[0-9]*' || true; } |
+			awk '{ n++; if (!seen[$NF]++) d++ } END { printf "%d %d", n, d }' ||
+			true # kcat fails while the topic does not exist
+	}
+	deadline=$((SECONDS + 120))
+	EOS_SEEN="0 0"
+	while ((SECONDS < deadline)); do
+		EOS_SEEN=$(eos_count)
+		((${EOS_SEEN% *} >= EOS_EVENTS)) && break
+		if ! kill -0 "$RPID" 2>/dev/null; then
+			echo "bench: the exactly-once relay exited" >&2
+			tail -20 "$DIR/eos.log" >&2
+			exit 1
+		fi
+		sleep 0.5
+	done
+	e1=$(date +%s.%N)
+	sleep 2 # duplicates would come after the last first copy
+	EOS_SEEN=$(eos_count)
+	EOS_CPU=$(cpu_seconds "$RPID")
+	kill -TERM "$RPID"; wait "$RPID" || true
+	# Transaction markers: offsets in the topic that no record uses.
+	EOS_SLOTS=$(kcat -b "$BROKERS" -C -t outbox.event.eos -o beginning -e -q \
+		-X isolation.level=read_committed -f '%p %o\n' 2>/dev/null |
+		awk '{ if ($2 + 1 > hi[$1]) hi[$1] = $2 + 1; n++ } END { for (p in hi) s += hi[p]; printf "%d", s - n }' ||
+		true)
+	EOS_LINE=$(printf 'exactly-once: %d events written, a read_committed consumer saw %s records, %s distinct; %s offsets held by transaction markers; %.2f s from the first write to the last visible; relay CPU %.2f s' \
+		"$EOS_EVENTS" "${EOS_SEEN% *}" "${EOS_SEEN#* }" "$EOS_SLOTS" "$(awk -v a="$e0" -v b="$e1" 'BEGIN { print b - a }')" "$EOS_CPU")
+	if [[ $EOS_SEEN != "$EOS_EVENTS $EOS_EVENTS" || $EOS_SLOTS -lt 1 ]]; then
+		echo "bench-smoke: $EOS_LINE" >&2
+		echo "bench-smoke: exactly-once: want $EOS_EVENTS records, each once, and markers" >&2
+		tail -20 "$DIR/eos.log" >&2
+		exit 1
+	fi
+fi
+
 python3 - "$EVENTS" "$t0" "$t1" "$t2" "$t3" "$PEER_ROWS" "$DRAIN_CPU" \
 	"$DRAIN_RSS" "$l0" "$l1" "$LIVE_CPU" "$LIVE_RSS" "$IN_KAFKA" "$LAT" \
 	"${BENCH_LIVE_TPS:-1000}" "$ROWS_PER_TXN" <<'PY'
@@ -166,3 +236,4 @@ print(f"records in Kafka: {inkafka} (expected >= {2 * n + 101}: both phases + wa
 if inkafka < 2 * n + 101:
     sys.exit("bench-smoke: events missing in Kafka")
 PY
+[[ -z $EOS_LINE ]] || echo "$EOS_LINE"

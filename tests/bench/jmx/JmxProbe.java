@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // JmxProbe.java -- prints the bench broker's request counters (make bench,
-// tests/bench/run.sh): one line "Produce=N Fetch=N ... MessagesIn=N" from
+// tests/bench/run.sh): one line "Produce=N Fetch=N ... EndTxn=N MessagesIn=N" from
 // the broker's JMX port on loopback. A test tool only.
 //
 //   java -cp build/bench JmxProbe PORT
@@ -17,7 +17,8 @@ public class JmxProbe {
         try (JMXConnector c = JMXConnectorFactory.connect(url)) {
             MBeanServerConnection s = c.getMBeanServerConnection();
             StringBuilder out = new StringBuilder();
-            for (String r : new String[] {"Produce", "Fetch", "Metadata", "ListOffsets"}) {
+            for (String r : new String[] {"Produce", "Fetch", "Metadata", "ListOffsets",
+                                           "AddPartitionsToTxn", "EndTxn"}) {
                 ObjectName n = new ObjectName(
                     "kafka.network:type=RequestMetrics,name=RequestsPerSec,request=" + r + ",version=*");
                 long sum = 0;

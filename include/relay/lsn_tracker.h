@@ -129,7 +129,7 @@ struct lsn_tracker {
 	                        * check fails: the watermark carried into the
 	                        * session, or the newest commit produced when
 	                        * that is later (sent, never acked) */
-	char rewound[512];     /* why LSN_*REWOUND was returned */
+	char rewound[768];     /* why LSN_*REWOUND was returned */
 };
 
 void lsn_init(struct lsn_tracker *lt);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "relay/lsn_tracker.h"
 
@@ -237,19 +238,36 @@ static void open_txn(struct lsn_tracker *lt, int64_t xid, int64_t commit_ts_us,
 		                              .commit_ts_us = commit_ts_us };
 }
 
+/* A commit time as UTC text with microseconds. */
+static void ts_text(int64_t us, char *buf, size_t len)
+{
+	time_t s = (time_t)(us / 1000000);
+	struct tm tm;
+	size_t n;
+
+	gmtime_r(&s, &tm);
+	n = strftime(buf, len, "%Y-%m-%d %H:%M:%S", &tm);
+	snprintf(buf + n, len - n, ".%06lld UTC",
+	         (long long)((us % 1000000 + 1000000) % 1000000));
+}
+
 /* The commit looked for is not where it was: found names what came
- * instead. */
+ * instead. With the commit times: a restored database may reuse the
+ * xid and the LSN, and only the time tells them apart (t170). */
 static void not_found(struct lsn_tracker *lt, int64_t xid, const char *lsn_kind,
                       uint64_t lsn)
 {
 	const struct lsn_commit_id *v = &lt->verify;
-	char what[256];
+	char what[320], was[40], now[40];
 
+	ts_text(v->commit_ts_us, was, sizeof(was));
+	ts_text(lt->cur.commit_ts_us, now, sizeof(now));
 	snprintf(what, sizeof(what), "the transaction published with commit "
-	         "LSN " LSN_FMT " (xid %lld) is not in the server's WAL any more; "
-	         "found xid %lld with %s " LSN_FMT " instead",
-	         LSN_ARGS(v->end_lsn), (long long)v->xid, (long long)xid,
-	         lsn_kind, LSN_ARGS(lsn));
+	         "LSN " LSN_FMT " (xid %lld, committed %s) is not in the "
+	         "server's WAL any more; found xid %lld with %s " LSN_FMT
+	         " (committed %s) instead", LSN_ARGS(v->end_lsn),
+	         (long long)v->xid, was, (long long)xid, lsn_kind, LSN_ARGS(lsn),
+	         now);
 	rewound(lt, lt->verify_from, lt->verify_acked, what);
 }
 

@@ -324,6 +324,8 @@ uint64_t confirm_target(const struct relay *r);
 uint64_t ledger_target(const struct relay *r);
 bool confirm_due(const struct relay *r);
 bool ledger_due(const struct relay *r);
+enum pub_send_result ledger_send(struct relay *r, uint64_t lsn,
+                                 const struct ledger_commit *c, int64_t now);
 void ledger_record(struct relay *r, int64_t now);
 bool ledger_verify(struct relay *r, int64_t now);
 bool ledger_skip_committed(struct relay *r, const struct ledger_entry *e);

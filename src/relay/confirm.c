@@ -67,32 +67,40 @@ bool ledger_due(const struct relay *r)
 	       w > lsn_confirmed(&r->lt);
 }
 
-/* Records the watermark in the slot ledger, through the relay's own
- * producer; the confirm follows its ack (ledger_report()). */
-void ledger_record(struct relay *r, int64_t now)
+/* Produces the slot's ledger record of lsn (and commit c, exactly-once:
+ * NULL otherwise) through the relay's own producer. A record the
+ * producer refuses ends the session; PUB_FULL: the next turn tries
+ * again. */
+enum pub_send_result ledger_send(struct relay *r, uint64_t lsn,
+                                 const struct ledger_commit *c, int64_t now)
 {
-	uint64_t w = ledger_target(r);
+	enum pub_send_result res;
 	char err[256], *value;
 
 	value = ledger_value(repl_system_id(&r->rs),
-	                     repl_slot(&r->rs)->database, r->cfg->slot_name, w,
-	                     "relay", NULL);
-	switch (r->kp->send(r->pub, r->cfg->slot_ledger_topic, r->lg.key,
-	                    strlen(r->lg.key), value, strlen(value), NULL,
-	                    LEDGER_TOKEN, err, sizeof(err))) {
-	case PUB_SENT:
-		r->lg.sending = w;
+	                     repl_slot(&r->rs)->database, r->cfg->slot_name, lsn,
+	                     "relay", c);
+	res = r->kp->send(r->pub, r->cfg->slot_ledger_topic, r->lg.key,
+	                  strlen(r->lg.key), value, strlen(value), NULL,
+	                  LEDGER_TOKEN, err, sizeof(err));
+	free(value);
+	if (res == PUB_SENT) {
 		r->lg.sent_us = now;
-		break;
-	case PUB_FULL:
-		break; /* the next turn tries again */
-	case PUB_REJECTED:
-	case PUB_FATAL:
+	} else if (res != PUB_FULL) {
 		log_error("kafka: writing the slot ledger: %s", err);
 		session_end(r, true, "ledger record refused");
-		break;
 	}
-	free(value);
+	return res;
+}
+
+/* Records the watermark in the slot ledger; the confirm follows its ack
+ * (ledger_report()). */
+void ledger_record(struct relay *r, int64_t now)
+{
+	uint64_t w = ledger_target(r);
+
+	if (ledger_send(r, w, NULL, now) == PUB_SENT)
+		r->lg.sending = w;
 }
 
 /* The broker refuses the slot ledger's record for good. Without it no

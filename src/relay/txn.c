@@ -213,34 +213,25 @@ static void begin_commit(struct relay *r, int64_t now)
 	uint64_t lsn = lsn_read_boundary(&r->lt);
 	const struct lsn_commit_id *c = lsn_newest_commit(&r->lt);
 	struct ledger_commit lc = { 0 };
-	char err[512], *value;
 
 	if (lsn < r->lg.lsn)
 		lsn = r->lg.lsn;
 	/* The commit the next relay looks for before it skips. */
 	if (c->end_lsn != 0 && c->end_lsn <= lsn)
 		lc = (struct ledger_commit){ c->end_lsn, c->xid, c->commit_ts_us };
-	value = ledger_value(repl_system_id(&r->rs), repl_slot(&r->rs)->database,
-	                     r->cfg->slot_name, lsn, "relay", &lc);
-	switch (r->kp->send(r->pub, r->cfg->slot_ledger_topic, r->lg.key,
-	                    strlen(r->lg.key), value, strlen(value), NULL,
-	                    LEDGER_TOKEN, err, sizeof(err))) {
+	switch (ledger_send(r, lsn, &lc, now)) {
 	case PUB_SENT:
 		r->tx.committing = true;
 		r->tx.want = false;
 		r->tx.ledger_lsn = lsn;
-		r->lg.sent_us = now;
 		break;
 	case PUB_FULL:
 		r->tx.want = true; /* the next turn tries again */
 		break;
 	case PUB_REJECTED:
 	case PUB_FATAL:
-		log_error("kafka: writing the slot ledger: %s", err);
-		session_end(r, true, "ledger record refused");
-		break;
+		break; /* the session ends (ledger_send()) */
 	}
-	free(value);
 }
 
 /* Every record of the transaction was acked: commit it, then tell the

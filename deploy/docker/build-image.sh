@@ -114,7 +114,7 @@ slim_apt_cfg() {
 
 # Both stages install packages from the archive apt uses here (and a new
 # base is bootstrapped from it): without it nothing can be built.
-mirror=${DEBIAN_MIRROR:-$(apt_mirror "$SUITE" | head -n1)}
+mirror=${DEBIAN_MIRROR:-$(apt_mirror "$SUITE" | sed -n 1p)}
 [[ -n $mirror ]] || cannot "no apt source for $SUITE found in /etc/apt (set DEBIAN_MIRROR)"
 if ! curl -fsS -o /dev/null -m 20 --retry 2 "${mirror%/}/dists/$SUITE/Release" 2>"$IMAGE_STORE/probe.log"; then
 	cannot "Debian's archive at $mirror is unreachable ($(head -c 200 "$IMAGE_STORE/probe.log"))"
@@ -139,7 +139,7 @@ base=${IMAGE_BASE:-localhost/outbox-relay-base:$SUITE-$key}
 
 make_base() {
 	local root=$IMAGE_STORE/rootfs-$key security ctr t0=$SECONDS
-	security=$(apt_mirror "$SUITE-security" | head -n1)
+	security=$(apt_mirror "$SUITE-security" | sed -n 1p)
 	rm -rf "$root"
 	say "bootstrapping $SUITE ($arch, minbase) into $root"
 	if ! debootstrap --variant=minbase --arch="$arch" "$SUITE" "$root" "$mirror" \
@@ -218,5 +218,5 @@ bah bud --isolation chroot --pull-never --layers=false \
 say "built in $((SECONDS - t0)) s"
 # Dangling images from earlier builds of the same name.
 bah rmi --prune >/dev/null 2>&1 || true
-size=$(bah images --format "{{.Size}}" "$IMAGE_NAME" | head -n1)
+size=$(bah images --format "{{.Size}}" "$IMAGE_NAME" | sed -n 1p)
 echo "image $IMAGE_NAME $size"

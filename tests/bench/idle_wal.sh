@@ -17,8 +17,8 @@ worst_b=0
 for ((r = 1; r <= rounds; r++)); do
 	out=$(mktemp)
 	tests/integration/run.sh t330 >"$out" 2>&1 || true
-	a=$(sed -n 's/^# (a) heartbeat.interval.ms=1000: .* peak=\([0-9]*\) .*/\1/p' "$out" | head -n1)
-	b=$(sed -n 's/^# (b) heartbeat.interval.ms=0: .* peak=\([0-9]*\) .*/\1/p' "$out" | head -n1)
+	a=$(sed -n 's/^# (a) heartbeat.interval.ms=1000: .* peak=\([0-9]*\) .*/\1/p' "$out" | sed -n 1p)
+	b=$(sed -n 's/^# (b) heartbeat.interval.ms=0: .* peak=\([0-9]*\) .*/\1/p' "$out" | sed -n 1p)
 	res=$(tail -n1 "$out")
 	rm -f "$out"
 	printf 'round %2d: peak retained WAL, heartbeats 1 s: %s MiB; off: %s MiB (%s)\n' "$r" \

@@ -789,7 +789,7 @@ eos_ceiling() { # MODE ROUND N
 topic_create() {
 	local i
 	for ((i = 0; i < 40; i++)); do
-		kcat -b "$BROKERS" -L -t "$1" -m 3 2>/dev/null | grep -q 'leader 1' && return 0
+		kcat -b "$BROKERS" -L -t "$1" -m 3 2>/dev/null | grep 'leader 1' >/dev/null && return 0
 		sleep 0.25
 	done
 	bench_log "topic $1: no leader after 10 s"

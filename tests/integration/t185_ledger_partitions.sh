@@ -63,7 +63,7 @@ for round in 1 2 3; do
 done
 it_check "(a) 9 events published" it_consume_wait "$topic" "$out" 9 30
 it_stop_checked "(a) relay exits 0"
-first=$(records "$one" | head -n1 | cut -f2-)
+first=$(records "$one" | sed -n 1p | cut -f2-)
 last=$(records "$one" | tail -n1 | cut -f2-)
 n=$(records "$one" | wc -l)
 it_diag "(a) $n records; first $first; last $last"

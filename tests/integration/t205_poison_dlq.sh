@@ -45,11 +45,11 @@ g1=$(it_new_uuid) g2=$(it_new_uuid) g3=$(it_new_uuid) g4=$(it_new_uuid)
 g5=$(it_new_uuid) b=$(it_new_uuid) m=$(it_new_uuid) n=$(it_new_uuid)
 it_txn "$db" "$(ins "$g1" "'a'" "'{\"n\": 1}'")" >/dev/null
 bxid=$(it_txn "$db" "$(ins "$g2" "'a'" "'{\"n\": 2}'")" \
-	"$(ins "$b" "'a'" "json_build_object('pad', repeat('x', 50000))::text")" | head -n1)
+	"$(ins "$b" "'a'" "json_build_object('pad', repeat('x', 50000))::text")" | sed -n 1p)
 it_txn "$db" "$(ins "$g3" "'a'" "'{\"n\": 3}'")" >/dev/null
-mxid=$(it_txn "$db" "$(ins "$m" "'a'" "'not json'")" | head -n1)
+mxid=$(it_txn "$db" "$(ins "$m" "'a'" "'not json'")" | sed -n 1p)
 it_txn "$db" "$(ins "$g4" "'a'" "'{\"n\": 4}'")" >/dev/null
-nxid=$(it_txn "$db" "$(ins "$n" "NULL" "'{\"n\": 9}'")" | head -n1)
+nxid=$(it_txn "$db" "$(ins "$n" "NULL" "'{\"n\": 9}'")" | sed -n 1p)
 it_txn "$db" "$(ins "$g5" "'a'" "'{\"n\": 5}'")" >/dev/null
 last=$(it_current_lsn "$db")
 it_diag "(a) xids B=$bxid M=$mxid N=$nxid, last commit before $last"

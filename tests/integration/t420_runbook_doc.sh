@@ -148,7 +148,7 @@ expect() {
 	local id=$1 code=$2 desc=$3 p missing=()
 	shift 3
 	for p in "$@"; do
-		cat "$OUT" "$ERR" | grep -qE -- "$p" || missing+=("$p")
+		grep -qE -- "$p" "$OUT" "$ERR" || missing+=("$p")
 	done
 	if [[ $RC == "$code" ]] && ((${#missing[@]} == 0)); then
 		ok "runbook:$id: $desc"
@@ -339,7 +339,7 @@ it_txn "$db" "$IT_INS ('$(it_new_uuid)', '$type', 'a-1', 'Created', '{\"n\": 1}'
 lsn=$(it_current_lsn "$db")
 it_check "relay A confirms the first event" it_wait_confirmed "$db" "$db" "$lsn" 30
 for ((i = 0; i < 50; i++)); do
-	curl -s "http://$HTTP/readyz" | grep -q '^ready$' && break
+	curl -s "http://$HTTP/readyz" | grep '^ready$' >/dev/null && break
 	sleep 0.2
 done
 block readyz
@@ -347,7 +347,7 @@ expect readyz 0 "/readyz says ready" '^ready$'
 # The endpoint serves a snapshot refreshed a few times a second: give it
 # a moment to show the ack that the slot already confirmed.
 for ((i = 0; i < 50; i++)); do
-	curl -s "http://$HTTP/metrics" | grep -q '^outbox_relay_inflight_events 0$' && break
+	curl -s "http://$HTTP/metrics" | grep '^outbox_relay_inflight_events 0$' >/dev/null && break
 	sleep 0.2
 done
 block metrics

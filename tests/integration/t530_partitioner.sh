@@ -15,7 +15,7 @@ it_init
 N=10000
 PARTS=12
 it_scenario t530_partitioner
-jar=$(compgen -G "$KAFKA_JARS/kafka-clients-*.jar" | head -n1)
+jar=$(compgen -G "$KAFKA_JARS/kafka-clients-*.jar" | sed -n 1p)
 src=$IT_ROOT/tests/integration/java/PartitionOf.java
 java_run() { java -Xmx256m -cp "$jar:$KAFKA_JARS/*" "$src" "$@"; }
 

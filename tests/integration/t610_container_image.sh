@@ -175,7 +175,7 @@ else
 fi
 rpid=$(relay_pid) || rpid=
 it_check "(b) it runs as uid 10001" test "$(awk '/^Uid:/ {print $2}' "/proc/${rpid:-0}/status" 2>/dev/null)" = 10001
-hport=$(sed -n 's/.*health endpoint on http:[^ ]* (port \([0-9][0-9]*\)).*/\1/p' "$log" | head -n1)
+hport=$(sed -n 's/.*health endpoint on http:[^ ]* (port \([0-9][0-9]*\)).*/\1/p' "$log" | sed -n 1p)
 ready=
 for ((i = 0; i < 40; i++)); do
 	ready=$(curl -s -m 2 "http://127.0.0.1:${hport:-1}/readyz" || true)

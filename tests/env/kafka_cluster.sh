@@ -249,7 +249,7 @@ kc_launch() {
 				return 1
 			fi
 			if kcat -b "127.0.0.1:$port" -L -J -m 3 2>/dev/null |
-				grep -q "{\"id\":$n,"; then
+				grep "{\"id\":$n," >/dev/null; then
 				continue 2
 			fi
 			sleep 0.5

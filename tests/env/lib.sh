@@ -439,7 +439,7 @@ kafka_wait_ready() {
 			return 2
 		fi
 		if kcat -b "127.0.0.1:$port" -L -J -m 3 2>/dev/null |
-			grep -q '"brokers":\[{"id":1,'; then
+			grep '"brokers":\[{"id":1,' >/dev/null; then
 			return 0
 		fi
 		sleep 0.5

@@ -688,7 +688,7 @@ it_kafka_topic() {
 	shift
 	for ((i = 0; i < 20; i++)); do
 		kcat -b "$KAFKA_BROKERS" -L -t "$topic" -m 3 2>/dev/null |
-			grep -q 'leader 1' && break
+			grep 'leader 1' >/dev/null && break
 		sleep 0.5
 	done
 	for kv in "$@"; do

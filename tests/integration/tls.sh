@@ -132,7 +132,7 @@ _ktls_wait_ready() {
 	while ((SECONDS < deadline)); do
 		_env_pid_alive "$pid" || return 2
 		if ktls_kcat "$dir" "$user" "$pw" -L -J -m 3 2>/dev/null |
-			grep -q '"brokers":\[{"id":1,'; then
+			grep '"brokers":\[{"id":1,' >/dev/null; then
 			return 0
 		fi
 		sleep 0.5

@@ -16,6 +16,15 @@ found=$(grep -rnE '(^|[^|])\|[[:space:]]*grep[[:space:]]+-[A-Za-z]*q' \
 	--include='*.sh' --include=Makefile --include=run --exclude=pipes.sh \
 	tests deploy .ci examples Makefile 2>/dev/null |
 	grep -vE '^[^:]+:[0-9]+:[[:space:]]*#' || true)
+# ... and the same with the pipe at the end of the line before.
+found2=$(find tests deploy .ci examples -name node_modules -prune -o \
+	\( -name '*.sh' -o -name run \) -type f ! -name pipes.sh -print 2>/dev/null |
+	xargs awk 'FNR == 1 { prev = "" }
+		prev ~ /[^|]\|[[:space:]]*$/ && $0 ~ /^[[:space:]]*grep[[:space:]]+-[A-Za-z]*q/ {
+			print FILENAME ":" FNR ": " $0 }
+		{ prev = $0 }')
+found=$(printf '%s\n%s' "$found" "$found2" | sed '/^$/d')
+
 # The same race under set -e: VAR=$(CMD | head -n1) fails the script
 # when CMD is still writing. `sed -n 1p` reads to the end.
 heads=$(grep -rnE '=\$\(.*\|[[:space:]]*head\b' --include='*.sh' --exclude=pipes.sh \

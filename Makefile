@@ -100,7 +100,7 @@ UNIT_OBJS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/obj/unit/%.o)
         bench-decode bench bench-full bench-deps clean install \
         reliability reliability-eos soak image check-image check-deploy \
         fuzz fuzz-build fuzz-regress check-asan check-valgrind lint \
-        asan-build ci-build
+        asan-build ci-build examples examples-c examples-ts examples-if-node
 
 all: $(BUILD)/outbox-relay
 
@@ -287,6 +287,7 @@ check: deps
 	$(MAKE) boundaries
 	$(MAKE) fuzz-regress
 	$(MAKE) check-deploy
+	$(MAKE) examples-if-node
 	$(MAKE) integration
 
 # Kubernetes manifests (kubernetes-validate), alert rules (promtool), the
@@ -313,8 +314,31 @@ check-image: deps
 	$(MAKE) all test-build
 	IT_IMAGE=1 tests/integration/run.sh t610
 
+# ---- the application examples (examples/README.md)
+# examples: the TypeScript pair (npm ci from its package-lock.json, prisma
+# generate, tsc) and the C consumer, for t470 and the demo.
+# examples-if-node: the same when Node.js >= 20.19 is there (make check;
+# without it t470 skips and says why, unless EXAMPLES_REQUIRED is set).
+EX_TS := examples/typescript
+
+examples: examples-c examples-ts
+
+examples-c: deps
+	$(MAKE) -C examples/c
+
+$(EX_TS)/node_modules/.package-lock.json: $(EX_TS)/package-lock.json $(EX_TS)/package.json
+	tests/env/node.sh
+	cd $(EX_TS) && npm ci --loglevel=error
+
+examples-ts: $(EX_TS)/node_modules/.package-lock.json
+	cd $(EX_TS) && npm run --silent build
+
+examples-if-node:
+	@if tests/env/node.sh; then $(MAKE) examples; \
+	else echo "examples: not built, t470 will skip (see above)"; $(MAKE) examples-c; fi
+
 demo: deps
-	$(MAKE) all
+	$(MAKE) all examples-if-node
 	tests/env/demo.sh
 
 # The fault matrix (docs/reliability.md): one row per scenario.

@@ -13,6 +13,9 @@
 #   5. The events are read back from Kafka with kcat and shown per order;
 #      the slot's confirmed_flush_lsn is compared with the WAL position.
 #   6. SIGTERM stops the relay, which must exit 0.
+#   7. With Node.js >= 20.19: the TypeScript pair of examples/typescript
+#      (tests/env/demo_ts.sh): a Prisma service, a relay on its "Outbox"
+#      table, a consumer applying the events once through the inbox.
 #
 # Exits non-zero if an expected event is missing, a rolled-back one shows
 # up, an order's events are out of order, or the relay fails. Everything
@@ -299,6 +302,10 @@ psql_q "$pgport" "$db" "SELECT 'after shutdown: confirmed_flush_lsn '
 
 step "Relay log ($relay_log, last 40 lines)"
 tail -n 40 "$relay_log" | sed 's/^/    /'
+
+# shellcheck source=demo_ts.sh
+source tests/env/demo_ts.sh
+demo_ts
 
 echo
 if ((failed)); then

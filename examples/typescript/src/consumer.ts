@@ -1,0 +1,159 @@
+// The consumer half: applies each order event to this service's own
+// database once, however often Kafka delivers it.
+//
+// The relay delivers at least once (a crash replays from its slot), and a
+// consumer that crashes after its database commit but before its offset
+// commit gets the record again too. So each record is applied in ONE
+// database transaction that first claims the event id in the inbox
+// (sql/inbox.sql): a claim that finds the id already there means the
+// effects are already committed, and the record is skipped. The offset
+// is committed only after that transaction: a crash anywhere either
+// leaves neither the claim nor the effects (the record comes back and is
+// applied) or both (it comes back and is skipped).
+//
+//   KAFKA_BROKERS=127.0.0.1:9092 KAFKA_GROUP=order-view \
+//   DATABASE_URL=postgresql://view@127.0.0.1:5432/orderview \
+//     node dist/consumer.js [--idle-exit-ms N]
+//
+// Last stdout line: consumer: applied=N duplicates=M.
+// Exit codes: 0 stopped (SIGTERM, SIGINT, --idle-exit-ms), 64 usage,
+// 65 a record that is not an order event (its offset is not committed:
+// it stops here again until it is dealt with), 69 Kafka or PostgreSQL
+// failed.
+import { Kafka, logLevel, type KafkaMessage } from "kafkajs";
+import { connect, type Prisma } from "./db.js";
+import type { OrderEvent } from "./orders.js";
+
+const env = (k: string, d: string) => process.env[k] || d;
+const args = process.argv.slice(2);
+let idleExitMs = 0;
+// --no-inbox applies every delivery: only to show what the inbox
+// prevents (the examples' test counts the double effects). Never use it.
+let inbox = true;
+for (let i = 0; i < args.length; i++) {
+  if (args[i] === "--idle-exit-ms" && /^\d+$/.test(args[i + 1] ?? "")) idleExitMs = Number(args[++i]);
+  else if (args[i] === "--no-inbox") inbox = false;
+  else {
+    console.error(`consumer: unknown argument ${args[i]} (usage: consumer.js [--idle-exit-ms N])`);
+    process.exit(64);
+  }
+}
+
+const db = connect();
+const topic = env("KAFKA_TOPIC", "outbox.event.Order");
+const kafka = new Kafka({
+  clientId: "order-view-example",
+  brokers: env("KAFKA_BROKERS", "127.0.0.1:9092").split(","),
+  logLevel: logLevel.WARN,
+});
+const consumer = kafka.consumer({
+  groupId: env("KAFKA_GROUP", "order-view"),
+  readUncommitted: false, // see only committed transactions (exactly-once relays)
+  sessionTimeout: Number(env("KAFKA_SESSION_TIMEOUT_MS", "10000")),
+  heartbeatInterval: 1000,
+});
+
+let applied = 0;
+let duplicates = 0;
+let lastActivity = 0; // 0: partitions not assigned yet
+
+function fail(code: number, msg: string): never {
+  console.error(`consumer: ${msg}`);
+  console.log(`consumer: applied=${applied} duplicates=${duplicates}`);
+  process.exit(code); // no offset commit: the record comes back
+}
+
+function header(m: KafkaMessage, name: string): string | undefined {
+  const v = m.headers?.[name];
+  const b = Array.isArray(v) ? v[v.length - 1] : v;
+  return b === undefined || b === null ? undefined : b.toString();
+}
+
+function parse(m: KafkaMessage, where: string): { id: string; key: string; ev: OrderEvent } {
+  const id = header(m, "id");
+  const key = m.key?.toString();
+  if (!id || !key) fail(65, `${where}: no id header or no key: not an outbox event`);
+  let ev: OrderEvent;
+  try {
+    ev = JSON.parse(m.value?.toString() ?? "");
+  } catch {
+    fail(65, `${where}: value is not JSON`);
+  }
+  if (!Number.isInteger(ev.version) || typeof ev.status !== "string")
+    fail(65, `${where}: value has no integer version or no status`);
+  return { id, key, ev };
+}
+
+// The record's transaction: claim, then the effects, all or nothing.
+// true: applied; false: a duplicate, nothing done.
+async function apply(id: string, key: string, ev: OrderEvent, eventType: string): Promise<boolean> {
+  return db.$transaction(async (tx: Prisma.TransactionClient) => {
+    if (inbox) {
+      const [c] = await tx.$queryRaw<{ claimed: boolean }[]>`SELECT public.inbox_claim(${id}::uuid) AS claimed`;
+      if (!c?.claimed) return false;
+    }
+    const rows = await tx.$queryRaw<{ version: number }[]>`
+      SELECT version FROM public.order_view WHERE order_id = ${key} FOR UPDATE`;
+    const prev = rows[0]?.version ?? 0;
+    if (ev.version > prev) {
+      await tx.$executeRaw`
+        INSERT INTO public.order_view (order_id, status, version, events_applied, total)
+        VALUES (${key}, ${ev.status}, ${ev.version}, 1, ${ev.total}::numeric)
+        ON CONFLICT (order_id) DO UPDATE SET status = EXCLUDED.status, version = EXCLUDED.version,
+          events_applied = order_view.events_applied + 1, total = EXCLUDED.total, updated_at = now()`;
+    } else {
+      // Older than what the view shows: counted, not applied.
+      await tx.$executeRaw`
+        UPDATE public.order_view SET events_applied = events_applied + 1 WHERE order_id = ${key}`;
+    }
+    await tx.$executeRaw`
+      INSERT INTO public.order_effects (event_id, order_id, event_type, version, in_order)
+      VALUES (${id}::uuid, ${key}, ${eventType}, ${ev.version}, ${ev.version === prev + 1})`;
+    return true;
+  });
+}
+
+async function stop(code: number): Promise<void> {
+  await consumer.disconnect(); // waits for the record in hand, commits offsets
+  await db.$disconnect();
+  console.log(`consumer: applied=${applied} duplicates=${duplicates}`);
+  process.exit(code);
+}
+
+try {
+  await db.$queryRaw`SELECT 1 FROM public.processed_events, public.order_view LIMIT 0`;
+} catch (e) {
+  fail(69, `database: ${e instanceof Error ? e.message.split("\n").slice(-1)[0] : e} (apply sql/inbox.sql and examples/sql/order_view.sql)`);
+}
+try {
+  consumer.on(consumer.events.GROUP_JOIN, () => (lastActivity = Date.now()));
+  await consumer.connect();
+  await consumer.subscribe({ topic, fromBeginning: true });
+  await consumer.run({
+    eachMessage: async ({ topic, partition, message }) => {
+      const where = `${topic} [${partition}] at offset ${message.offset}`;
+      const { id, key, ev } = parse(message, where);
+      let first: boolean;
+      try {
+        first = await apply(id, key, ev, header(message, "event_type") ?? "");
+      } catch (e) {
+        fail(69, `${where}: database: ${e instanceof Error ? e.message : e}`);
+      }
+      if (first) applied++;
+      else duplicates++;
+      lastActivity = Date.now();
+    },
+  });
+} catch (e) {
+  fail(69, `kafka: ${e instanceof Error ? e.message : e}`);
+}
+
+for (const s of ["SIGTERM", "SIGINT"] as const) process.once(s, () => void stop(0));
+if (idleExitMs > 0) {
+  const t = setInterval(() => {
+    if (lastActivity > 0 && Date.now() - lastActivity >= idleExitMs) {
+      clearInterval(t);
+      void stop(0);
+    }
+  }, 100);
+}

@@ -113,12 +113,51 @@ async function apply(id: string, key: string, ev: OrderEvent, eventType: string)
   });
 }
 
+// The relay creates the topic with its first event: a consumer started
+// before that waits for it (with a leader for every partition) instead
+// of failing.
+async function waitForTopic(): Promise<void> {
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    for (let said = false; ; said = true) {
+      const ready = await admin
+        .fetchTopicMetadata({ topics: [topic] })
+        .then((m) => m.topics[0]?.partitions.every((p) => p.leader >= 0) ?? false)
+        .catch(() => false);
+      if (ready) return;
+      if (!said) {
+        console.error(`consumer: waiting for topic ${topic}`);
+        lastActivity = Date.now();
+      }
+      await new Promise((r) => setTimeout(r, 1000));
+    }
+  } finally {
+    await admin.disconnect();
+  }
+}
+
 async function stop(code: number): Promise<void> {
   await consumer.disconnect(); // waits for the record in hand, commits offsets
   await db.$disconnect();
   console.log(`consumer: applied=${applied} duplicates=${duplicates}`);
   process.exit(code);
 }
+
+// The idle clock starts at the group join (or while waiting for the
+// topic): --idle-exit-ms bounds a run that finds nothing to do.
+if (idleExitMs > 0) {
+  const t = setInterval(() => {
+    if (lastActivity > 0 && Date.now() - lastActivity >= idleExitMs) {
+      clearInterval(t);
+      void stop(0);
+    }
+  }, 100);
+}
+
+// Before anything can take long (the group join waits for the members
+// of a crashed run to time out): a stop then still commits and reports.
+for (const s of ["SIGTERM", "SIGINT"] as const) process.once(s, () => void stop(0));
 
 try {
   await db.$queryRaw`SELECT 1 FROM public.processed_events, public.order_view LIMIT 0`;
@@ -127,6 +166,7 @@ try {
 }
 try {
   consumer.on(consumer.events.GROUP_JOIN, () => (lastActivity = Date.now()));
+  await waitForTopic();
   await consumer.connect();
   await consumer.subscribe({ topic, fromBeginning: true });
   await consumer.run({
@@ -148,12 +188,3 @@ try {
   fail(69, `kafka: ${e instanceof Error ? e.message : e}`);
 }
 
-for (const s of ["SIGTERM", "SIGINT"] as const) process.once(s, () => void stop(0));
-if (idleExitMs > 0) {
-  const t = setInterval(() => {
-    if (lastActivity > 0 && Date.now() - lastActivity >= idleExitMs) {
-      clearInterval(t);
-      void stop(0);
-    }
-  }, 100);
-}

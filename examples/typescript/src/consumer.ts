@@ -45,6 +45,13 @@ const kafka = new Kafka({
   clientId: "order-view-example",
   brokers: env("KAFKA_BROKERS", "127.0.0.1:9092").split(","),
   logLevel: logLevel.WARN,
+  // One plain line per entry. kafkajs logs each failed broker response at
+  // ERROR, also those it retries (the coordinator not ready yet, a
+  // rebalance): left out; what it gives up on reaches us as an error.
+  logCreator: () => ({ namespace, log }) => {
+    if (log.message.startsWith("Response ")) return;
+    console.error(`consumer: kafka ${namespace}: ${log.message}${log.error ? `: ${log.error}` : ""}`);
+  },
 });
 const consumer = kafka.consumer({
   groupId: env("KAFKA_GROUP", "order-view"),

@@ -374,11 +374,22 @@ static int run(rd_kafka_t *rk, PGconn *conn, long idle_exit_ms,
 	return rc;
 }
 
-static rd_kafka_t *kafka_new(const char *brokers, const char *group)
+static rd_kafka_t *kafka_new(const char *brokers, const char *group,
+			     const char *session_ms)
 {
 	const char *settings[][2] = {
 		{"bootstrap.servers", brokers},
 		{"group.id", group},
+		/* A crashed member holds its partitions until its session
+		 * times out: 10 s, not librdkafka's 45, before another takes
+		 * over (KAFKA_SESSION_TIMEOUT_MS; the broker's minimum is
+		 * group.min.session.timeout.ms, 6 s by default). */
+		{"session.timeout.ms", session_ms},
+		{"heartbeat.interval.ms", "1000"},
+		/* The relay creates the topic with its first event: a
+		 * consumer subscribed before that finds it within 5 s, not
+		 * at the next 5-minute metadata refresh. */
+		{"topic.metadata.refresh.interval.ms", "5000"},
 		/* Offsets are stored by hand, after the DB commit... */
 		{"enable.auto.offset.store", "false"},
 		/* ...and committed in the background: only stored ones. */
@@ -489,7 +500,8 @@ int main(int argc, char **argv)
 		log_pg(conn);
 		goto out;
 	}
-	rk = kafka_new(brokers, group);
+	rk = kafka_new(brokers, group,
+		       env_or("KAFKA_SESSION_TIMEOUT_MS", "10000"));
 	if (rk == NULL || kafka_check(rk) != 0)
 		goto out;
 	topics = rd_kafka_topic_partition_list_new(1);

@@ -76,10 +76,11 @@ function header(m: KafkaMessage, name: string): string | undefined {
   return b === undefined || b === null ? undefined : b.toString();
 }
 
-function parse(m: KafkaMessage, where: string): { id: string; key: string; ev: OrderEvent } {
+function parse(m: KafkaMessage, where: string): { id: string; key: string; type: string; ev: OrderEvent } {
   const id = header(m, "id");
+  const type = header(m, "event_type");
   const key = m.key?.toString();
-  if (!id || !key) fail(65, `${where}: no id header or no key: not an outbox event`);
+  if (!id || !type || !key) fail(65, `${where}: no id header, event_type header or key: not an order event`);
   let ev: OrderEvent;
   try {
     ev = JSON.parse(m.value?.toString() ?? "");
@@ -88,7 +89,7 @@ function parse(m: KafkaMessage, where: string): { id: string; key: string; ev: O
   }
   if (!Number.isInteger(ev.version) || typeof ev.status !== "string")
     fail(65, `${where}: value has no integer version or no status`);
-  return { id, key, ev };
+  return { id, key, type, ev };
 }
 
 // The record's transaction: claim, then the effects, all or nothing.
@@ -179,10 +180,10 @@ try {
   await consumer.run({
     eachMessage: async ({ topic, partition, message }) => {
       const where = `${topic} [${partition}] at offset ${message.offset}`;
-      const { id, key, ev } = parse(message, where);
+      const { id, key, type, ev } = parse(message, where);
       let first: boolean;
       try {
-        first = await apply(id, key, ev, header(message, "event_type") ?? "");
+        first = await apply(id, key, ev, type);
       } catch (e) {
         fail(69, `${where}: database: ${e instanceof Error ? e.message : e}`);
       }

@@ -83,23 +83,25 @@ for c in "${consumers[@]}" noinbox; do
 	}
 done
 
-# -- consumers: NAME, started in the background; CPID[NAME] its pid
+# -- consumers. consumer_as NAME GROUP TOPIC: CMD is consumer NAME's
+#    command (noinbox: the TypeScript one without its inbox), and the
+#    environment names its database t470_NAME, its group and TOPIC.
 declare -A CPID=() KILLS=() RUNS=()
-consumer_cmd() {
+export KAFKA_BROKERS KAFKA_TOPIC KAFKA_GROUP DATABASE_URL KAFKA_SESSION_TIMEOUT_MS=6000
+consumer_as() {
 	case $1 in
-	ts) echo node "$TS/dist/consumer.js" ;;
-	c) echo "$CBIN" ;;
+	ts) CMD=(node "$TS/dist/consumer.js") ;;
+	c) CMD=("$CBIN") ;;
+	noinbox) CMD=(node "$TS/dist/consumer.js" --no-inbox) ;;
 	esac
+	KAFKA_GROUP=t470-$2-$stamp KAFKA_TOPIC=$3 DATABASE_URL=$(url "t470_$1")
 }
+# consumer_start NAME: in the background; CPID[NAME] its pid
 consumer_start() {
 	local name=$1
-	shift
 	RUNS[$name]=$((${RUNS[$name]:-0} + 1))
-	# shellcheck disable=SC2046
-	KAFKA_BROKERS=$KAFKA_BROKERS KAFKA_TOPIC=$topic KAFKA_GROUP=t470-$name-$stamp \
-		KAFKA_SESSION_TIMEOUT_MS=6000 DATABASE_URL=$(url "t470_$name") \
-		$(consumer_cmd "$name") "$@" \
-		>>"$IT_TEST_DIR/consumer.$name.log" 2>&1 </dev/null &
+	consumer_as "$name" "$name" "$topic"
+	"${CMD[@]}" >>"$IT_TEST_DIR/consumer.$name.log" 2>&1 </dev/null &
 	CPID[$name]=$!
 	_IT_RELAY_PIDS+=("$!") # killed with the relays should the test die
 }
@@ -172,9 +174,8 @@ for name in "${consumers[@]}"; do
 	wait "${CPID[$name]}" 2>/dev/null || true
 	RUNS[$name]=$((${RUNS[$name]} + 1))
 	rc=0
-	KAFKA_BROKERS=$KAFKA_BROKERS KAFKA_TOPIC=$topic KAFKA_GROUP=t470-$name-$stamp \
-		KAFKA_SESSION_TIMEOUT_MS=6000 DATABASE_URL=$(url "t470_$name") \
-		timeout 120 $(consumer_cmd "$name") --idle-exit-ms 4000 \
+	consumer_as "$name" "$name" "$topic"
+	timeout 120 "${CMD[@]}" --idle-exit-ms 4000 \
 		>"$IT_TEST_DIR/consumer.$name.last" 2>&1 </dev/null || rc=$?
 	cat "$IT_TEST_DIR/consumer.$name.last" >>"$IT_TEST_DIR/consumer.$name.log"
 	it_check "$name consumer's last run exits 0 when idle" test "$rc" = 0
@@ -182,9 +183,8 @@ for name in "${consumers[@]}"; do
 done
 # the mutant: the TypeScript consumer without its inbox, over all of it
 rc=0
-KAFKA_BROKERS=$KAFKA_BROKERS KAFKA_TOPIC=$topic KAFKA_GROUP=t470-noinbox-$stamp \
-	KAFKA_SESSION_TIMEOUT_MS=6000 DATABASE_URL=$(url t470_noinbox) \
-	timeout 120 node "$TS/dist/consumer.js" --no-inbox --idle-exit-ms 4000 \
+consumer_as noinbox noinbox "$topic"
+timeout 120 "${CMD[@]}" --idle-exit-ms 4000 \
 	>"$IT_TEST_DIR/consumer.noinbox.log" 2>&1 </dev/null || rc=$?
 it_check "the consumer without its inbox runs (exit $rc)" test "$rc" = 0
 
@@ -228,9 +228,8 @@ printf 'not an event\n' | kcat -b "$KAFKA_BROKERS" -P -t "$bad" -k o-1 2>/dev/nu
 for name in "${consumers[@]}"; do
 	for run in 1 2; do
 		rc=0
-		KAFKA_BROKERS=$KAFKA_BROKERS KAFKA_TOPIC=$bad KAFKA_GROUP=t470-bad-$name-$stamp \
-			KAFKA_SESSION_TIMEOUT_MS=6000 DATABASE_URL=$(url "t470_$name") \
-			timeout 60 $(consumer_cmd "$name") --idle-exit-ms 4000 \
+		consumer_as "$name" "bad-$name" "$bad"
+		timeout 60 "${CMD[@]}" --idle-exit-ms 4000 \
 			>"$IT_TEST_DIR/bad.$name.$run" 2>&1 </dev/null || rc=$?
 		it_check "$name: a record without an id header: exit 65 naming its offset, run $run (exit $rc)" \
 			stopped_on_bad "$rc" "$IT_TEST_DIR/bad.$name.$run"

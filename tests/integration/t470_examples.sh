@@ -217,23 +217,30 @@ for name in "${consumers[@]}" noinbox; do
 		cmp -s "$service_orders" "$IT_TEST_DIR/orders.$name"
 done
 
-# -- a record that is not an order event stops a consumer (65) without
-#    committing its offset: a second run stops on it again
-bad=$topic.bad
-stopped_on_bad() {
-	[[ $1 == 65 ]] && grep -F "$bad [" "$2" | grep -E '\] at offset 0: ' >/dev/null ||
-		{ tail -n 5 "$2"; return 1; }
+# -- bad input stops a consumer (65) without committing the record's
+#    offset: a second run stops on it again. Two kinds: a record that is
+#    no order event (no id header), and one whose id PostgreSQL refuses
+#    (not a uuid: SQLSTATE 22P02 in inbox_claim, rolled back).
+stopped_on() { # TOPIC RC FILE
+	[[ $2 == 65 ]] && grep -F "$1 [" "$3" | grep -E '\] at offset 0: ' >/dev/null ||
+		{ tail -n 5 "$3"; return 1; }
 }
-printf 'not an event\n' | kcat -b "$KAFKA_BROKERS" -P -t "$bad" -k o-1 2>/dev/null
+printf 'not an event\n' | kcat -b "$KAFKA_BROKERS" -P -t "$topic.bad" -k o-1 2>/dev/null
+printf '{"orderId":"o-1","version":1,"status":"placed","customer":"x","total":"1.00"}\n' |
+	kcat -b "$KAFKA_BROKERS" -P -t "$topic.baduuid" -k o-1 -H id=not-a-uuid \
+		-H event_type=OrderPlaced 2>/dev/null
 for name in "${consumers[@]}"; do
-	for run in 1 2; do
-		rc=0
-		consumer_as "$name" "bad-$name" "$bad"
-		timeout 60 "${CMD[@]}" --idle-exit-ms 4000 \
-			>"$IT_TEST_DIR/bad.$name.$run" 2>&1 </dev/null || rc=$?
-		it_check "$name: a record without an id header: exit 65 naming its offset, run $run (exit $rc)" \
-			stopped_on_bad "$rc" "$IT_TEST_DIR/bad.$name.$run"
+	for kind in "bad:a record without an id header" "baduuid:an id that is not a uuid"; do
+		for run in 1 2; do
+			rc=0 out=$IT_TEST_DIR/${kind%%:*}.$name.$run
+			consumer_as "$name" "${kind%%:*}-$name" "$topic.${kind%%:*}"
+			timeout 60 "${CMD[@]}" --idle-exit-ms 4000 >"$out" 2>&1 </dev/null || rc=$?
+			it_check "$name: ${kind#*:}: exit 65 naming its offset, run $run (exit $rc)" \
+				stopped_on "$topic.${kind%%:*}" "$rc" "$out"
+		done
 	done
+	it_check "$name: nothing of the refused records applied" \
+		test "$(it_sql "t470_$name" "SELECT count(*) FROM order_effects WHERE order_id = 'o-1'")" = 0
 done
 
 it_stop_checked "final relay exits 0 on SIGTERM"

@@ -17,9 +17,9 @@
 //
 // Last stdout line: consumer: applied=N duplicates=M.
 // Exit codes: 0 stopped (SIGTERM, SIGINT, --idle-exit-ms), 64 usage,
-// 65 a record that is not an order event (its offset is not committed:
-// it stops here again until it is dealt with), 69 Kafka or PostgreSQL
-// failed.
+// 65 a record that is not an order event, or whose values PostgreSQL
+// refuses (its offset is not committed: it stops here again until it is
+// dealt with), 69 Kafka or PostgreSQL failed.
 import { Kafka, logLevel, type KafkaMessage } from "kafkajs";
 import { connect, type Prisma } from "./db.js";
 import type { OrderEvent } from "./orders.js";
@@ -90,6 +90,18 @@ function parse(m: KafkaMessage, where: string): { id: string; key: string; type:
   if (!Number.isInteger(ev.version) || typeof ev.status !== "string")
     fail(65, `${where}: value has no integer version or no status`);
   return { id, key, type, ev };
+}
+
+// The SQLSTATE of a failed query: Prisma's driver adapter keeps it in
+// the error's meta; "" when there is none (the connection failed).
+function sqlstate(e: unknown): string {
+  const m = (e as { meta?: { driverAdapterError?: { cause?: { originalCode?: string } } } }).meta;
+  return m?.driverAdapterError?.cause?.originalCode ?? "";
+}
+
+function errorText(e: unknown): string {
+  const m = (e as { meta?: { driverAdapterError?: { cause?: { originalMessage?: string } } } }).meta;
+  return m?.driverAdapterError?.cause?.originalMessage ?? (e instanceof Error ? e.message : String(e));
 }
 
 // The record's transaction: claim, then the effects, all or nothing.
@@ -185,7 +197,12 @@ try {
       try {
         first = await apply(id, key, ev, type);
       } catch (e) {
-        fail(69, `${where}: database: ${e instanceof Error ? e.message : e}`);
+        // SQLSTATE class 22 (data exception: an id that is no uuid, a
+        // total that is no number) comes from the record, not from the
+        // database: a retry cannot help. Anything else may pass.
+        const code = sqlstate(e);
+        if (code.startsWith("22")) fail(65, `${where}: PostgreSQL refused its values (${code}): ${errorText(e)}`);
+        fail(69, `${where}: database: ${errorText(e)}`);
       }
       if (first) applied++;
       else duplicates++;

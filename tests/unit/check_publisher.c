@@ -267,9 +267,10 @@ static void conf_value(int v, enum kc_client who, const char *name,
 	cfg_free(&cfg);
 }
 
-/* Several produce requests in flight only on a librdkafka tested with
- * them; a kafka.* setting wins on any; the runbook's and the ledger's
- * producers keep one. */
+/* One produce request in flight on every librdkafka, 2.12.1 included
+ * (CI's check-rdkafka lost an event of a new topic behind its ack there
+ * with five: t265, 19,999 of 20,000); a kafka.* setting wins on any; the
+ * runbook's and the ledger's producers keep one. */
 START_TEST(test_in_flight_by_version)
 {
 	static const char *const user[] = {
@@ -285,8 +286,8 @@ START_TEST(test_in_flight_by_version)
 	} cases[] = {
 		{ KC_VERSION(2, 0, 2), KC_RELAY, NULL, false, "1" },
 		{ KC_VERSION(2, 12, 0), KC_RELAY, NULL, false, "1" },
-		{ KC_VERSION(2, 12, 1), KC_RELAY, NULL, false, "5" },
-		{ KC_VERSION(3, 0, 0), KC_RELAY, NULL, false, "5" },
+		{ KC_VERSION(2, 12, 1), KC_RELAY, NULL, false, "1" },
+		{ KC_VERSION(3, 0, 0), KC_RELAY, NULL, false, "1" },
 		{ KC_VERSION(2, 12, 1), KC_RELAY, NULL, true, "2" },
 		{ KC_VERSION(2, 0, 2), KC_RELAY, NULL, true, "2" },
 		{ KC_VERSION(2, 12, 1), KC_RUNBOOK, NULL, false, "1" },
@@ -328,12 +329,11 @@ START_TEST(test_print_defaults)
 	fclose(f);
 	ck_assert_ptr_nonnull(strstr(buf, "on librdkafka 2.0.2 "));
 	ck_assert_ptr_nonnull(strstr(buf, "kafka.max.in.flight.requests.per."
-	                                  "connection = 1 # default for "
-	                                  "librdkafka before 2.12.1\n"));
+	                                  "connection = 1 # default\n"));
 	ck_assert_ptr_nonnull(strstr(buf, "on librdkafka 2.12.1 "));
-	ck_assert_ptr_nonnull(strstr(buf, "kafka.max.in.flight.requests.per."
-	                                  "connection = 5 # default for "
-	                                  "librdkafka 2.12.1 and later\n"));
+	ck_assert_ptr_nonnull(strstr(strstr(buf, "on librdkafka 2.12.1 "),
+	                             "kafka.max.in.flight.requests.per."
+	                             "connection = 1 # default\n"));
 	ck_assert_ptr_nonnull(strstr(buf, "kafka.linger.ms = 20 # default\n"));
 	/* Once, from the first print: the second has kafka.linger.ms set. */
 	ck_assert_ptr_null(strstr(strstr(buf, "on librdkafka 2.12.1 "),

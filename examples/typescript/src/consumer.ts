@@ -101,7 +101,10 @@ function sqlstate(e: unknown): string {
 
 function errorText(e: unknown): string {
   const m = (e as { meta?: { driverAdapterError?: { cause?: { originalMessage?: string } } } }).meta;
-  return m?.driverAdapterError?.cause?.originalMessage ?? (e instanceof Error ? e.message : String(e));
+  // Prisma's own message starts with the call site over several lines:
+  // its last line says what went wrong.
+  const last = e instanceof Error ? e.message.split("\n").filter((l) => l.trim()).slice(-1)[0] : undefined;
+  return m?.driverAdapterError?.cause?.originalMessage ?? last ?? String(e);
 }
 
 // The record's transaction: claim, then the effects, all or nothing.
@@ -182,7 +185,8 @@ for (const s of ["SIGTERM", "SIGINT"] as const) process.once(s, () => void stop(
 try {
   await db.$queryRaw`SELECT 1 FROM public.processed_events, public.order_view LIMIT 0`;
 } catch (e) {
-  fail(69, `database: ${e instanceof Error ? e.message.split("\n").slice(-1)[0] : e} (apply sql/inbox.sql and examples/sql/order_view.sql)`);
+  const hint = sqlstate(e) === "42P01" ? " (apply sql/inbox.sql and examples/sql/order_view.sql)" : "";
+  fail(69, `database: ${errorText(e)}${hint}`);
 }
 try {
   consumer.on(consumer.events.GROUP_JOIN, () => (lastActivity = Date.now()));

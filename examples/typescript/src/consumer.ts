@@ -39,6 +39,10 @@ for (let i = 0; i < args.length; i++) {
   }
 }
 
+if (!process.env.DATABASE_URL) {
+  console.error("consumer: DATABASE_URL is not set (postgresql://user@host:port/db)");
+  process.exit(64);
+}
 const db = connect();
 const topic = env("KAFKA_TOPIC", "outbox.event.Order");
 const kafka = new Kafka({

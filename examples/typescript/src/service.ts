@@ -31,6 +31,10 @@ const orders = arg("orders", 10);
 const concurrency = Math.max(1, arg("concurrency", 4));
 const failPct = arg("fail-pct", 0);
 
+if (!process.env.DATABASE_URL) {
+  console.error("service: DATABASE_URL is not set (postgresql://user@host:port/db)");
+  process.exit(64);
+}
 const db = connect();
 let events = 0;
 let rolledBack = 0;

@@ -62,6 +62,25 @@ stop_leftover_relay() {
 }
 env_on_cleanup stop_leftover_relay
 
+# stop_relay: SIGTERM to relay_pid, 30 s to exit (then SIGKILL and
+# failed=1); STOP_RC its exit status. Both parts of the demo stop so.
+stop_relay() {
+	local i
+	kill -TERM "$relay_pid" 2>/dev/null || true
+	for ((i = 0; i < 30 * 10; i++)); do
+		_env_pid_alive "$relay_pid" || break
+		sleep 0.1
+	done
+	if _env_pid_alive "$relay_pid"; then
+		echo "the relay did not exit within 30s of SIGTERM; killing it"
+		kill -9 "$relay_pid" 2>/dev/null || true
+		failed=1
+	fi
+	STOP_RC=0
+	wait "$relay_pid" || STOP_RC=$?
+	relay_pid=
+}
+
 # ------------------------------------------------------------ servers, schema
 step "Starting PostgreSQL on 127.0.0.1:$pgport and Kafka on $brokers (in $dir)"
 pg_start "$dir" "$pgport" "$db"
@@ -281,19 +300,8 @@ print(f"    /slot: state={s['state']} wal_status={srv.get('wal_status')} "
 PY
 
 step "Stopping the relay with SIGTERM"
-kill -TERM "$relay_pid" 2>/dev/null || true
-for ((i = 0; i < 30 * 10; i++)); do
-	_env_pid_alive "$relay_pid" || break
-	sleep 0.1
-done
-if _env_pid_alive "$relay_pid"; then
-	echo "the relay did not exit within 30s of SIGTERM; killing it"
-	kill -9 "$relay_pid" 2>/dev/null || true
-	failed=1
-fi
-rc=0
-wait "$relay_pid" || rc=$?
-relay_pid=
+stop_relay
+rc=$STOP_RC
 echo "relay exit status: $rc"
 ((rc == 0)) || failed=1
 psql_q "$pgport" "$db" "SELECT 'after shutdown: confirmed_flush_lsn '

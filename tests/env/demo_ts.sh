@@ -7,10 +7,10 @@
 # consumer applies the events to database orderview through the inbox.
 # Left out, with the reason, when Node.js >= 20.19 is not there (the
 # examples are then not built). Uses demo.sh's pgport, brokers, dir,
-# relay_bin, relay_pid, step, failed.
+# relay_bin, relay_pid, step, stop_relay, failed.
 
 demo_ts() {
-	local ts=examples/typescript shop=shop view=orderview cfg log rc i topic
+	local ts=examples/typescript shop=shop view=orderview cfg log rc topic
 	step "The TypeScript pair (examples/typescript): Prisma service, kafkajs consumer with the inbox"
 	if ! tests/env/node.sh 2>"$dir/node.why"; then
 		echo "    left out: $(cat "$dir/node.why")"
@@ -66,14 +66,8 @@ demo_ts() {
 		echo "    MISMATCH: want 4 orders shipped at version 3 (the fifth rolled back), consumer exit $rc"
 		failed=1
 	fi
-	kill -TERM "$relay_pid" 2>/dev/null || true
-	for ((i = 0; i < 30 * 10; i++)); do
-		_env_pid_alive "$relay_pid" || break
-		sleep 0.1
-	done
-	rc=0
-	wait "$relay_pid" || rc=$?
-	relay_pid=
+	stop_relay
+	rc=$STOP_RC
 	echo "    relay (shop) exit status: $rc"
 	((rc == 0)) || {
 		tail -n 20 "$log" | sed 's/^/    /'

@@ -96,19 +96,23 @@ function parse(m: KafkaMessage, where: string): { id: string; key: string; type:
   return { id, key, type, ev };
 }
 
-// The SQLSTATE of a failed query: Prisma's driver adapter keeps it in
-// the error's meta; "" when there is none (the connection failed).
+// What PostgreSQL said about a failed query: Prisma's driver adapter
+// keeps its SQLSTATE and message in the error's meta (absent when the
+// connection failed).
+function pgCause(e: unknown): { originalCode?: string; originalMessage?: string } | undefined {
+  return (e as { meta?: { driverAdapterError?: { cause?: { originalCode?: string; originalMessage?: string } } } })
+    .meta?.driverAdapterError?.cause;
+}
+
 function sqlstate(e: unknown): string {
-  const m = (e as { meta?: { driverAdapterError?: { cause?: { originalCode?: string } } } }).meta;
-  return m?.driverAdapterError?.cause?.originalCode ?? "";
+  return pgCause(e)?.originalCode ?? "";
 }
 
 function errorText(e: unknown): string {
-  const m = (e as { meta?: { driverAdapterError?: { cause?: { originalMessage?: string } } } }).meta;
   // Prisma's own message starts with the call site over several lines:
   // its last line says what went wrong.
   const last = e instanceof Error ? e.message.split("\n").filter((l) => l.trim()).slice(-1)[0] : undefined;
-  return m?.driverAdapterError?.cause?.originalMessage ?? last ?? String(e);
+  return pgCause(e)?.originalMessage ?? last ?? String(e);
 }
 
 // The record's transaction: claim, then the effects, all or nothing.

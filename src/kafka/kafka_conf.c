@@ -114,9 +114,13 @@ static const struct kc_row table[] = {
 	{ "enable.idempotence", "true", C(KC_LEDGER_PRODUCER), true, 0, 0 },
 	{ "enable.partition.eof", "true", C(KC_LEDGER_CONSUMER), true, 0, 0 },
 	{ "enable.auto.commit", "false", C(KC_LEDGER_CONSUMER), true, 0, 0 },
-	/* --reconcile counts what a consumer of exactly-once sees: never an
-	 * aborted copy, whatever kafka.* says. */
-	{ "isolation.level", "read_committed", C(KC_WINDOW_CONSUMER), true, 0, 0 },
+	/* --reconcile counts what a consumer of exactly-once sees, and the
+	 * ledger is what Kafka kept: never an aborted copy, whatever kafka.*
+	 * says. A ledger read read_uncommitted would hand exactly-once an
+	 * aborted transaction's record, and it would skip commits that are
+	 * not in Kafka. */
+	{ "isolation.level", "read_committed",
+	  C(KC_WINDOW_CONSUMER) | C(KC_LEDGER_CONSUMER), true, 0, 0 },
 	{ "enable.partition.eof", "true", C(KC_WINDOW_CONSUMER), true, 0, 0 },
 	{ "enable.auto.commit", "false", C(KC_WINDOW_CONSUMER), true, 0, 0 },
 	{ "client.id", "outbox-relay-reconcile", C(KC_WINDOW_CONSUMER), true, 0,

@@ -163,6 +163,7 @@ static void on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m,
 }
 
 static rd_kafka_t *client_new(struct ledger_client *c, rd_kafka_type_t type,
+                              const struct kc_extra *extra, size_t n,
                               char *err, size_t errlen)
 {
 	rd_kafka_conf_t *kc;
@@ -171,7 +172,7 @@ static rd_kafka_t *client_new(struct ledger_client *c, rd_kafka_type_t type,
 
 	kc = kc_conf_new(c->cfg, type == RD_KAFKA_PRODUCER ? KC_LEDGER_PRODUCER
 	                                                   : KC_LEDGER_CONSUMER,
-	                 NULL, 0, err, errlen);
+	                 extra, n, err, errlen);
 	if (kc == NULL)
 		return NULL;
 	if (type == RD_KAFKA_PRODUCER)
@@ -336,25 +337,87 @@ out:
  * millions of older ones. */
 #define LEDGER_TAIL 4096
 
+/* How often a read held by an open transaction asks again. */
+#define LEDGER_HELD_POLL_US 20000
+
+static void sleep_us(int64_t us)
+{
+	struct timespec ts = { us / 1000000, (long)(us % 1000000) * 1000 };
+
+	while (nanosleep(&ts, &ts) < 0)
+		;
+}
+
+/* The partition's end for a read that misses none of the records
+ * written before it began: the last stable offset once it has reached
+ * the high watermark seen first. Below it, a transaction still open
+ * (another relay's on a shared ledger topic, one killed inside its
+ * transaction above all) hides every later record, committed or not,
+ * from a read_committed reader: a read that stopped there would take an
+ * older record of the slot for its newest, and exactly-once would
+ * publish again what Kafka holds (t195 (e): 85 duplicates in 3,699
+ * events) or the guard refuse a slot that is where it should be. The
+ * relay's own earlier transaction is no such hold: its producer's init
+ * aborted it before the read. A live relay's transaction closes within
+ * its delivery.transaction.interval.ms; a killed one's when that relay
+ * starts again or its transaction.timeout.ms runs out, which the caller
+ * outlasts by trying again. */
+static int stable_end(rd_kafka_t *rk, rd_kafka_t *rk_all, const char *topic,
+                      int32_t part, int64_t *lo, int64_t *hi,
+                      int64_t deadline_us, char *err, size_t errlen)
+{
+	int64_t all_lo = 0, hw = 0, waited_from = 0;
+	rd_kafka_resp_err_t kerr;
+
+	kerr = rd_kafka_query_watermark_offsets(rk_all, topic, part, &all_lo,
+	                                        &hw, (int)left_ms(deadline_us));
+	for (;;) {
+		if (kerr == RD_KAFKA_RESP_ERR_NO_ERROR)
+			kerr = rd_kafka_query_watermark_offsets(
+			    rk, topic, part, lo, hi, (int)left_ms(deadline_us));
+		if (kerr != RD_KAFKA_RESP_ERR_NO_ERROR) {
+			errbuf_set(err, errlen, "reading the slot ledger %s [%d]: %s",
+			           topic, (int)part, rd_kafka_err2str(kerr));
+			return -1;
+		}
+		if (*hi >= hw)
+			break;
+		if (waited_from == 0)
+			waited_from = now_mono_us();
+		if (now_mono_us() + LEDGER_HELD_POLL_US > deadline_us) {
+			errbuf_set(err, errlen, "reading the slot ledger %s [%d]: an "
+			           "open Kafka transaction holds it at offset %lld (%lld "
+			           "records to offset %lld not decided yet), so the slot's "
+			           "newest record may not be readable; a producer killed "
+			           "inside its transaction holds it until it starts "
+			           "again or its transaction.timeout.ms runs out",
+			           topic, (int)part, (long long)*hi,
+			           (long long)(hw - *hi), (long long)hw);
+			return -1;
+		}
+		sleep_us(LEDGER_HELD_POLL_US);
+	}
+	if (waited_from != 0)
+		log_info("slot ledger %s [%d]: waited %lld ms for an open Kafka "
+		         "transaction to end before reading", topic, (int)part,
+		         (long long)((now_mono_us() - waited_from) / 1000));
+	return 0;
+}
+
 /* Offers the partition's newest record of key to best: from its tail
  * first, then, when the tail does not hold one, from its low watermark. */
 static int read_partition(struct ledger_client *c, rd_kafka_t *rk,
-                          rd_kafka_topic_t *rkt, int32_t part, const char *key,
-                          struct newest *best, int64_t deadline_us,
-                          char *err, size_t errlen)
+                          rd_kafka_t *rk_all, rd_kafka_topic_t *rkt,
+                          int32_t part, const char *key, struct newest *best,
+                          int64_t deadline_us, char *err, size_t errlen)
 {
 	const char *topic = rd_kafka_topic_name(rkt);
 	int64_t lo = 0, hi = 0, from;
-	rd_kafka_resp_err_t kerr;
 	struct found f = { .seen = false, .ts_ms = -1 };
 
-	kerr = rd_kafka_query_watermark_offsets(rk, topic, part, &lo, &hi,
-	                                        (int)left_ms(deadline_us));
-	if (kerr != RD_KAFKA_RESP_ERR_NO_ERROR) {
-		errbuf_set(err, errlen, "reading the slot ledger %s [%d]: %s", topic,
-		        (int)part, rd_kafka_err2str(kerr));
+	if (stable_end(rk, rk_all, topic, part, &lo, &hi, deadline_us, err,
+	               errlen) < 0)
 		return -1;
-	}
 	if (hi <= lo)
 		return 0;
 	from = hi - lo > LEDGER_TAIL ? hi - LEDGER_TAIL : lo;
@@ -372,28 +435,40 @@ static int read_partition(struct ledger_client *c, rd_kafka_t *rk,
 
 struct ledger {
 	struct ledger_client c;
-	rd_kafka_t *rk;
+	rd_kafka_t *rk;         /* read_committed: reads the records */
+	rd_kafka_t *rk_all;     /* read_uncommitted: only asks for the high
+	                         * watermark (stable_end()) */
 };
 
 struct ledger *ledger_open(const struct relay_config *cfg, char *err,
                            size_t errlen)
 {
+	static const struct kc_extra all[] = {
+		{ "isolation.level", "read_uncommitted", true },
+	};
 	struct ledger *l = xcalloc(1, sizeof(*l));
 
 	l->c.cfg = cfg;
 	l->c.dr_err = -1;
-	l->rk = client_new(&l->c, RD_KAFKA_CONSUMER, err, errlen);
-	if (l->rk == NULL) {
-		free(l);
-		return NULL;
-	}
+	l->rk = client_new(&l->c, RD_KAFKA_CONSUMER, NULL, 0, err, errlen);
+	if (l->rk == NULL)
+		goto fail;
+	l->rk_all = client_new(&l->c, RD_KAFKA_CONSUMER, all, 1, err, errlen);
+	if (l->rk_all == NULL)
+		goto fail;
 	return l;
+fail:
+	if (l->rk != NULL)
+		rd_kafka_destroy(l->rk);
+	free(l);
+	return NULL;
 }
 
 void ledger_close(struct ledger *l)
 {
 	if (l == NULL)
 		return;
+	rd_kafka_destroy(l->rk_all);
 	rd_kafka_destroy(l->rk);
 	free(l);
 }
@@ -443,7 +518,8 @@ int ledger_read(struct ledger *l, const char *key, bool create,
 	{
 		struct newest best = { .have = false };
 		for (int i = 0; i < md->topics[0].partition_cnt; i++)
-			if (read_partition(cp, rk, rkt, md->topics[0].partitions[i].id,
+			if (read_partition(cp, rk, l->rk_all, rkt,
+			                   md->topics[0].partitions[i].id,
 			                   key, &best, deadline, err, errlen) < 0)
 				goto out;
 		if (best.have)
@@ -467,7 +543,7 @@ int ledger_write(const struct relay_config *cfg, const char *key,
 	rd_kafka_t *rk;
 	int rc = -1;
 
-	rk = client_new(&c, RD_KAFKA_PRODUCER, err, errlen);
+	rk = client_new(&c, RD_KAFKA_PRODUCER, NULL, 0, err, errlen);
 	if (rk == NULL)
 		return -1;
 	kerr = rd_kafka_producev(rk, RD_KAFKA_V_TOPIC(cfg->slot_ledger_topic),

@@ -50,7 +50,7 @@ matrix=(
 	"F19|t520_standby_takeover|two relays, active killed: takeover, nothing lost"
 	"F20|t530_partitioner|key to partition equals the Java client's murmur2"
 	"F21|t140_sigterm_load|SIGTERM under load: exit 0, nothing lost"
-	"EOS|t195_exactly_once|exactly-once (always): 50 kills, PostgreSQL crashes, broker kill, takeover and a fenced zombie: read_committed sees each committed event once, in order"
+	"EOS|t195_exactly_once|exactly-once (always): 50 kills, PostgreSQL crashes, broker kill, takeover and a fenced zombie, two relays sharing the ledger in host crashes: read_committed sees each committed event once, in order"
 )
 # t800 runs only when asked (it is not part of make check).
 export IT_KAFKA_CLUSTER=1

@@ -308,6 +308,28 @@ START_TEST(test_in_flight_by_version)
 }
 END_TEST
 
+/* The slot ledger is read read_committed whatever kafka.* says: under
+ * exactly-once a record of an aborted transaction names commits Kafka
+ * never kept, and skipping up to it loses them. --reconcile's consumer
+ * too. */
+START_TEST(test_ledger_reads_committed)
+{
+	static const char *const user[] = {
+		"kafka.isolation.level", "read_uncommitted", NULL
+	};
+	static const enum kc_client who[] = { KC_LEDGER_CONSUMER,
+		                                  KC_WINDOW_CONSUMER };
+	char v[64];
+
+	for (size_t i = 0; i < sizeof(who) / sizeof(who[0]); i++) {
+		conf_value(KC_VERSION(2, 12, 1), who[i], "isolation.level", user, v,
+		           sizeof(v));
+		ck_assert_msg(strcmp(v, "read_committed") == 0, "client %d: %s",
+		              (int)who[i], v);
+	}
+}
+END_TEST
+
 /* --print-config names the runtime's version and says which releases
  * each version-bound default is for; what kafka.* sets is not repeated. */
 START_TEST(test_print_defaults)
@@ -477,6 +499,7 @@ Suite *publisher_suite(void)
 	suite_add_tcase(s, tc);
 	tc = tcase_create("versions");
 	tcase_add_test(tc, test_in_flight_by_version);
+	tcase_add_test(tc, test_ledger_reads_committed);
 	tcase_add_test(tc, test_print_defaults);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("log");

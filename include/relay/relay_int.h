@@ -298,6 +298,8 @@ struct relay {
 	char reason[256];               /* why not streaming; no server text */
 #ifdef OUTBOX_RELAY_TEST_HOOKS
 	int64_t stall_ms;               /* test hook: SIGUSR1 blocks the loop */
+	uint64_t kill_at_commit;        /* test hook: SIGKILL right after this
+	                                 * Kafka commit, before its confirm */
 #endif
 };
 

@@ -141,7 +141,11 @@ static int compute_timeout(const struct relay *r, int64_t now)
  * Only in a build with -DOUTBOX_RELAY_TEST_HOOKS: the test build
  * (make test-build, build/test/; t300 needs it), never make, make install
  * or the image. RELAY_TEST_STALL_MS is read once, in relay_run(); main.c
- * installs the SIGUSR1 handler only when it is set. */
+ * installs the SIGUSR1 handler only when it is set.
+ * RELAY_TEST_KILL_AT_COMMIT=N kills the process with SIGKILL right after
+ * its Nth Kafka commit, before the tracker hears of it (txn.c): the one
+ * moment where only the ledger's skip keeps a read_committed consumer
+ * from duplicates (t197). */
 #ifdef OUTBOX_RELAY_TEST_HOOKS
 static void test_hook_init(struct relay *r)
 {
@@ -149,6 +153,9 @@ static void test_hook_init(struct relay *r)
 
 	if (v != NULL)
 		r->stall_ms = strtoll(v, NULL, 10);
+	v = getenv("RELAY_TEST_KILL_AT_COMMIT");
+	if (v != NULL)
+		r->kill_at_commit = strtoull(v, NULL, 10);
 }
 
 /* SIGUSR1: a stuck loop, for /livez. */

@@ -29,6 +29,7 @@
  * it holds delivery.transaction.max.events, has been open for
  * delivery.transaction.interval.ms, or the relay stops. Reading pauses
  * from that commit until the Kafka commit is done. */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -252,6 +253,13 @@ static void finish_commit(struct relay *r)
 	}
 	r->tx.commit_us += (uint64_t)(now_mono_us() - t0);
 	r->tx.n_commits++;
+#ifdef OUTBOX_RELAY_TEST_HOOKS
+	if (r->kill_at_commit != 0 && r->tx.n_commits == r->kill_at_commit) {
+		log_warn("test hook: SIGKILL after Kafka commit %llu, before its "
+		         "confirm", (unsigned long long)r->tx.n_commits);
+		raise(SIGKILL);
+	}
+#endif
 	for (size_t i = 0; i < r->tx.nacks; i++)
 		for (uint64_t k = 0; k < r->tx.acks[i].n; k++)
 			(void)lsn_ack(&r->lt, r->tx.acks[i].token, true, NULL);

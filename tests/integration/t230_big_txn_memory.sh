@@ -13,7 +13,11 @@
 # that the relay held at most the window while Kafka was paused; that all
 # 1,000,000 events arrived (per-partition end offsets, and every committed
 # id among the distinct "id" headers); and that the slot confirms past the
-# commit.
+# commit. A first event, of another type, is acked before the pause, so
+# the relay is past its session's start with Kafka. Under exactly-once a
+# pause that meets a due Kafka commit (an idle relay's ledger
+# transaction) holds reading for all of it, which is right there: the
+# "read while paused" check is then a SKIP.
 #
 # Measured here (2 CPUs): the INSERT takes ~6 s, the relay has every event
 # acked ~20 s after Kafka resumes, counting the ids by consuming ~12 s; the
@@ -53,6 +57,20 @@ if grep -q 'streaming from slot' "$log"; then
 else
 	not_ok "relay streams" "$(it_show_log "$log")"
 fi
+# One event of another type, acked, before the pause: the relay is then
+# past its session's Kafka start. Under exactly-once that start
+# (init_transactions, the ledger read) follows "streaming from slot",
+# and a broker paused before it ends lets the relay read nothing
+# (reliability-eos: received=0, init_transactions timing out each session).
+it_events "$db" "${type}_warm" 1 Warm
+acked=0
+for ((i = 0; i < 150; i++)); do
+	stats=$(grep 'stats:.*acked=' "$log" | tail -n1) || stats=
+	[[ $stats =~ acked=([0-9]+) ]] && acked=${BASH_REMATCH[1]}
+	((acked >= 1)) && break
+	sleep 0.2
+done
+it_check "a first event acked before the pause (acked=$acked)" test "$acked" -ge 1
 
 # Kafka is paused (SIGSTOP of the run's broker, SIGCONT at the latest at
 # exit) while the transaction commits and is decoded: nothing is acked, so
@@ -101,11 +119,11 @@ last=-1 same=0 received=0 inflight=0
 for ((i = 0; i < PAUSE_SECS; i++)); do
 	sleep 1
 	sample_hwm
-	stats=$(grep 'stats:' "$log" | tail -n1)
+	stats=$(grep 'stats: state=' "$log" | tail -n1) || stats=
 	[[ $stats =~ received=([0-9]+) ]] && received=${BASH_REMATCH[1]}
 	[[ $stats =~ inflight=([0-9]+) ]] && inflight=${BASH_REMATCH[1]}
 	((received >= rows)) && break
-	if ((received > 0 && received == last)); then
+	if ((received > acked && received == last)); then
 		((++same < 4)) || break
 	else
 		same=0
@@ -114,7 +132,18 @@ for ((i = 0; i < PAUSE_SECS; i++)); do
 done
 resume_kafka
 it_diag "Kafka paused $((SECONDS - t0)) s; the relay had read $received events," 	"$inflight in flight"
-it_check "while Kafka was paused the relay read events (received=$received)" 	test "$received" -gt 0
+# The warm-up event is the one read before the pause.
+if it_eos && ((received <= acked)); then
+	# Exactly-once reads nothing from a due Kafka commit until it is done
+	# (docs/design.md): an idle relay's ledger transaction (at most one a
+	# second) that meets the pause holds reading for the whole pause.
+	# Both that and reading into the open transaction are right here.
+	skip "while Kafka was paused the relay read events (received=$received)" \
+		"exactly-once: reading waits for a due Kafka commit, here met by the pause"
+else
+	it_check "while Kafka was paused the relay read events (received=$received, $acked before the pause)" \
+		test "$received" -gt "$acked"
+fi
 it_check "and held at most inflight.max.events=$window (inflight=$inflight)" 	test "$inflight" -le "$window"
 
 # Until the slot confirms past the commit, sampling the relay's VmHWM.

@@ -18,7 +18,8 @@
 #  (d) the runbook CLI moves the slot on the record: --advance-slot
 #      records before it advances, and the relay starts; a slot dropped
 #      and created with --create-slot is taken as well;
-#  (e) slot.ledger.topic empty: the check is off, the relay streams.
+#  (e) slot.ledger.topic empty: the check is off, the relay streams
+#      (under exactly-once: refused at start, exit 78).
 set -euo pipefail
 # shellcheck source=lib.sh
 source "$(dirname "$0")/lib.sh"
@@ -114,9 +115,17 @@ it_sql "$db" "SELECT pg_drop_replication_slot('$db')" >/dev/null
 it_sql "$db" "SELECT pg_create_logical_replication_slot('$db', 'wal2json')" >/dev/null
 conf_off=$IT_TEST_DIR/off.conf
 it_write_config "$conf_off" "$db" slot.ledger.topic=
-log=$IT_TEST_DIR/e.log
-it_start_relay "$conf_off" "$log"
-it_check "(e) slot.ledger.topic empty: the relay streams" it_wait_slot_active "$db" "$db" 30
-it_stop_checked "(e) relay exits 0"
+if it_eos; then
+	# Exactly-once records what Kafka holds in the ledger: without it
+	# the relay refuses to start.
+	it_run_relay e --config "$conf_off"
+	it_expect_err e 78 "(e) exactly-once with slot.ledger.topic empty is refused" \
+		'exactly-once needs slot.ledger.topic'
+else
+	log=$IT_TEST_DIR/e.log
+	it_start_relay "$conf_off" "$log"
+	it_check "(e) slot.ledger.topic empty: the relay streams" it_wait_slot_active "$db" "$db" 30
+	it_stop_checked "(e) relay exits 0"
+fi
 
 it_summary

@@ -103,6 +103,10 @@ write_conf() { # FILE CONNINFO SLOT
 		echo "reconnect.backoff.ms = 100"
 		echo "reconnect.backoff.max.ms = 500"
 		echo "stats.interval.ms = 2000"
+		# The run's guarantee, as it_write_config writes it: under
+		# exactly-once the checker wants no duplicate (check_until).
+		[[ $RELAY_DELIVERY == at-least-once ]] ||
+			echo "delivery.guarantee = $RELAY_DELIVERY"
 	} >"$1"
 }
 

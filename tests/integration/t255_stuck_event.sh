@@ -8,7 +8,8 @@
 #    one-event transactions to a healthy topic;
 #  - after 10 s the relay has read at most 200 + 1 events (stats line
 #    "received=") and holds at most 200 in its window ("held="); its peak
-#    RSS is printed;
+#    RSS is printed (under exactly-once the bound is the Kafka
+#    transaction's, delivery.transaction.max.events 1000 here);
 #  - the partition gets a leader: every event arrives (5000 + 1 records),
 #    the slot is confirmed past the last commit.
 set -euo pipefail
@@ -35,7 +36,18 @@ it_check "$stuck partition 0 without a leader" mock_cmd "leader $stuck 0 -1"
 
 conf=$IT_TEST_DIR/relay.conf
 log=$IT_TEST_DIR/relay.log
-it_write_config "$conf" "$db" inflight.max.events=$WINDOW stats.interval.ms=500
+# Under exactly-once the acked records of the healthy topic leave the
+# window but their acks wait for the Kafka commit, which the stuck event
+# holds back: reading pauses at the PostgreSQL commit where the
+# transaction is due (delivery.transaction.interval.ms, or max.events),
+# so that bounds what is read and held, not the window.
+bound=$WINDOW
+txn=()
+if it_eos; then
+	bound=${T255_TXN_MAX:-1000}
+	txn=(delivery.transaction.max.events="$bound")
+fi
+it_write_config "$conf" "$db" inflight.max.events=$WINDOW stats.interval.ms=500 "${txn[@]}"
 sed -i "s|^kafka.bootstrap.servers = .*|kafka.bootstrap.servers = $MOCK_BOOTSTRAP|" "$conf"
 it_start_relay "$conf" "$log"
 pid=$IT_RELAY_PID
@@ -45,14 +57,15 @@ it_event "$db" "t255s_$run" stuck
 it_events "$db" "t255h_$run" "$N" E 50
 last=$(it_current_lsn "$db")
 sleep 10
-line=$(grep 'stats: ' "$log" | tail -n1)
+line=$(grep 'stats: state=' "$log" | tail -n1) || line=
 received=$(sed -n 's/.* received=\([0-9]*\) .*/\1/p' <<<"$line")
 held=$(sed -n 's/.* held=\([0-9]*\) .*/\1/p' <<<"$line")
 rss=$(awk '/VmHWM/ {print $2}' "/proc/$pid/status" 2>/dev/null || echo '?')
 it_diag "10 s after the writes: received=${received:-?} held=${held:-?} peak RSS ${rss} kB (window $WINDOW, $N events behind the stuck one)"
-it_check "reading paused: received ${received:-?} <= $((WINDOW + 1))" \
-	test "${received:-999999}" -le $((WINDOW + 1))
-it_check "window held ${held:-?} <= $WINDOW" test "${held:-999999}" -le "$WINDOW"
+it_check "reading paused: received ${received:-?} <= $((bound + 1))" \
+	test "${received:-999999}" -le $((bound + 1))
+it_check "held ${held:-?} <= $bound ($([[ $bound == "$WINDOW" ]] && echo "the window" || echo "a Kafka transaction's max.events"))" \
+	test "${held:-999999}" -le "$bound"
 c=$(it_slot_confirmed "$db" "$db")
 if lsn_ge "$c" "$last"; then
 	not_ok "slot ($c) behind the writes ($last) while the event is stuck"

@@ -249,8 +249,12 @@ check-rdkafka: deps
 # same tests with every relay configuration lib.sh writes switched by
 # RELAY_DELIVERY, so each checks exactly-once against its own faults
 # (kcat reads committed: the checkers see what a read_committed
-# consumer sees).
-EOS_TESTS := t100 t130 t140 t160 t200 t205
+# consumer sees). t527 is a primary failover on PostgreSQL 17 with a
+# failover slot that lags Kafka (the ledger's skip covers it) and t255 a
+# stuck event whose Kafka transaction cannot commit: both first run under
+# exactly-once by make reliability-eos, which found them written for
+# at-least-once only.
+EOS_TESTS := t100 t130 t140 t160 t200 t205 t255 t527
 check-eos: deps
 	$(MAKE) all test-build $(BUILD)/kafka-mock $(BUILD)/tcp-proxy
 	RELAY_DELIVERY=exactly-once tests/integration/run.sh $(EOS_TESTS)

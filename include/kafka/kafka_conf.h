@@ -48,14 +48,13 @@ rd_kafka_conf_t *kc_conf_new(const struct relay_config *cfg,
 /* A librdkafka release as kc_runtime_version() gives it: 0xMMmmrr. */
 #define KC_VERSION(major, minor, rev) ((major) << 16 | (minor) << 8 | (rev))
 
-/* The librdkafka the process runs with (rd_kafka_version()), which the
- * table's defaults depend on: a library upgraded under the binary gets
- * its own release's defaults at the next start. */
+/* The librdkafka the process runs with (rd_kafka_version()), as
+ * --print-config names it. Every release takes the same defaults since
+ * 2.12.1 keeps one request in flight too (kafka_conf.c). */
 int kc_runtime_version(void);
 
 /* --print-config: the runtime librdkafka's version and the relay
- * producer's defaults that kafka.* leaves in force, each with the
- * releases it is for. */
+ * producer's defaults that kafka.* leaves in force. */
 void kc_print_defaults(const struct relay_config *cfg, FILE *out);
 
 #ifdef OUTBOX_RELAY_TEST_HOOKS

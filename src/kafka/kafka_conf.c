@@ -26,9 +26,6 @@ struct kc_row {
 	const char *value;
 	unsigned clients;
 	bool forced;
-	/* The librdkafka releases the row is for (KC_VERSION()s, 0: any):
-	 * since <= the runtime's version < before. */
-	int since, before;
 };
 
 /* librdkafka's warnings that say nothing a user can act on, logged at
@@ -71,13 +68,13 @@ enum log_level kc_log_level(int level, const char *fac, const char *buf)
 }
 
 static const struct kc_row table[] = {
-	{ "enable.idempotence", "true", C(KC_RELAY) | C(KC_RUNBOOK), false, 0, 0 },
-	{ "acks", "all", C(KC_RELAY) | C(KC_RUNBOOK), false, 0, 0 },
+	{ "enable.idempotence", "true", C(KC_RELAY) | C(KC_RUNBOOK), false },
+	{ "acks", "all", C(KC_RELAY) | C(KC_RUNBOOK), false },
 	/* The ledger's records of a slot go where the relay's own do: one
 	 * partition per key even on a ledger topic of several partitions. */
 	{ "partitioner", "murmur2_random",
-	  C(KC_RELAY) | C(KC_RUNBOOK) | C(KC_LEDGER_PRODUCER), false, 0, 0 },
-	{ "message.timeout.ms", "0", C(KC_RELAY), false, 0, 0 },
+	  C(KC_RELAY) | C(KC_RUNBOOK) | C(KC_LEDGER_PRODUCER), false },
+	{ "message.timeout.ms", "0", C(KC_RELAY), false },
 	/* librdkafka's 5 ms costs the broker a produce request per partition
 	 * every 5 ms at steady load (one partition per request), and its
 	 * broker thread spins in poll(..., 0) through the last millisecond
@@ -85,8 +82,8 @@ static const struct kc_row table[] = {
 	 * to whole milliseconds): at 5,000 events/s that spin was 3/4 of the
 	 * relay's CPU. 20 ms: 2.6x fewer requests and half the relay's CPU
 	 * per event, for about 15 ms more p50 (docs/benchmarks.md). */
-	{ "linger.ms", "20", C(KC_RELAY), false, 0, 0 },
-	{ "enable.gapless.guarantee", "true", C(KC_RELAY), false, 0, 0 },
+	{ "linger.ms", "20", C(KC_RELAY), false },
+	{ "enable.gapless.guarantee", "true", C(KC_RELAY), false },
 	/* One produce request at a time per broker, for every producer and
 	 * on every librdkafka. With more, a partition that refuses a new
 	 * producer's first batch (NOT_LEADER_OR_FOLLOWER: a topic the broker
@@ -103,30 +100,29 @@ static const struct kc_row table[] = {
 	 * The drain is bound by the walsender, not by this: 45,268 against
 	 * 43,861 events/s with 5 (docs/benchmarks.md). */
 	{ "max.in.flight.requests.per.connection", "1",
-	  C(KC_RELAY) | C(KC_RUNBOOK) | C(KC_LEDGER_PRODUCER), false, 0, 0 },
+	  C(KC_RELAY) | C(KC_RUNBOOK) | C(KC_LEDGER_PRODUCER), false },
 	/* The figures of /metrics' kafka_* gauges (round trip, queue, the
 	 * requests in flight, batch sizes): a JSON of a few kB per broker
 	 * and partition, parsed on the loop's thread, every 5 s. */
-	{ "statistics.interval.ms", "5000", C(KC_RELAY), false, 0, 0 },
-	{ "client.id", "outbox-relay", C(KC_RELAY), false, 0, 0 },
-	{ "client.id", "outbox-relay-cli", C(KC_RUNBOOK), false, 0, 0 },
-	{ "acks", "all", C(KC_LEDGER_PRODUCER), true, 0, 0 },
-	{ "enable.idempotence", "true", C(KC_LEDGER_PRODUCER), true, 0, 0 },
-	{ "enable.partition.eof", "true", C(KC_LEDGER_CONSUMER), true, 0, 0 },
-	{ "enable.auto.commit", "false", C(KC_LEDGER_CONSUMER), true, 0, 0 },
+	{ "statistics.interval.ms", "5000", C(KC_RELAY), false },
+	{ "client.id", "outbox-relay", C(KC_RELAY), false },
+	{ "client.id", "outbox-relay-cli", C(KC_RUNBOOK), false },
+	{ "acks", "all", C(KC_LEDGER_PRODUCER), true },
+	{ "enable.idempotence", "true", C(KC_LEDGER_PRODUCER), true },
+	{ "enable.partition.eof", "true", C(KC_LEDGER_CONSUMER), true },
+	{ "enable.auto.commit", "false", C(KC_LEDGER_CONSUMER), true },
 	/* --reconcile counts what a consumer of exactly-once sees, and the
 	 * ledger is what Kafka kept: never an aborted copy, whatever kafka.*
 	 * says. A ledger read read_uncommitted would hand exactly-once an
 	 * aborted transaction's record, and it would skip commits that are
 	 * not in Kafka. */
 	{ "isolation.level", "read_committed",
-	  C(KC_WINDOW_CONSUMER) | C(KC_LEDGER_CONSUMER), true, 0, 0 },
-	{ "enable.partition.eof", "true", C(KC_WINDOW_CONSUMER), true, 0, 0 },
-	{ "enable.auto.commit", "false", C(KC_WINDOW_CONSUMER), true, 0, 0 },
-	{ "client.id", "outbox-relay-reconcile", C(KC_WINDOW_CONSUMER), true, 0,
-	  0 },
+	  C(KC_WINDOW_CONSUMER) | C(KC_LEDGER_CONSUMER), true },
+	{ "enable.partition.eof", "true", C(KC_WINDOW_CONSUMER), true },
+	{ "enable.auto.commit", "false", C(KC_WINDOW_CONSUMER), true },
+	{ "client.id", "outbox-relay-reconcile", C(KC_WINDOW_CONSUMER), true },
 	{ "client.id", "outbox-relay-ledger",
-	  C(KC_LEDGER_PRODUCER) | C(KC_LEDGER_CONSUMER), true, 0, 0 },
+	  C(KC_LEDGER_PRODUCER) | C(KC_LEDGER_CONSUMER), true },
 };
 
 #ifdef OUTBOX_RELAY_TEST_HOOKS
@@ -165,16 +161,14 @@ int kc_runtime_version(void)
 	return rd_kafka_version() >> 8; /* 0xMMmmrr: the pre-release byte off */
 }
 
-/* Whether row i is for client who on librdkafka version v. librdkafka
- * refuses gapless without idempotence, which only
- * producer.allow.unsafe=true can turn off. */
+/* Whether row i is for client who. librdkafka refuses gapless without
+ * idempotence, which only producer.allow.unsafe=true can turn off. */
 static bool applies(const struct relay_config *cfg, size_t i,
-                    enum kc_client who, int v)
+                    enum kc_client who)
 {
 	const char *idem = cfg_kafka_get(cfg, "enable.idempotence");
 
-	if (!(table[i].clients & C(who)) || v < table[i].since ||
-	    (table[i].before != 0 && v >= table[i].before))
+	if (!(table[i].clients & C(who)))
 		return false;
 	return strcmp(table[i].name, "enable.gapless.guarantee") != 0 ||
 	       idem == NULL || strcmp(idem, "true") == 0;
@@ -186,11 +180,10 @@ rd_kafka_conf_t *kc_conf_new(const struct relay_config *cfg,
 {
 	rd_kafka_conf_t *kc = rd_kafka_conf_new();
 	bool consumer = who == KC_LEDGER_CONSUMER || who == KC_WINDOW_CONSUMER;
-	int v = kc_runtime_version();
 
 	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)
 		if (!table[i].forced && cfg_kafka_get(cfg, table[i].name) == NULL &&
-		    applies(cfg, i, who, v) &&
+		    applies(cfg, i, who) &&
 		    set(kc, table[i].name, table[i].value, false, err, errlen) < 0)
 			goto fail;
 	for (size_t i = 0; i < n; i++)
@@ -209,7 +202,7 @@ rd_kafka_conf_t *kc_conf_new(const struct relay_config *cfg,
 			goto fail;
 	}
 	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)
-		if (table[i].forced && applies(cfg, i, who, v) &&
+		if (table[i].forced && applies(cfg, i, who) &&
 		    set(kc, table[i].name, table[i].value, consumer, err, errlen) < 0)
 			goto fail;
 	for (size_t i = 0; i < n; i++)
@@ -313,7 +306,7 @@ static void version_str(int v, char *buf, size_t len)
 void kc_print_defaults(const struct relay_config *cfg, FILE *out)
 {
 	int v = kc_runtime_version();
-	char have[16], built[16], lo[16], hi[16];
+	char have[16], built[16];
 
 	version_str(v, have, sizeof(have));
 	version_str(RD_KAFKA_VERSION >> 8, built, sizeof(built));
@@ -323,17 +316,9 @@ void kc_print_defaults(const struct relay_config *cfg, FILE *out)
 	        have, built);
 	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
 		if (table[i].forced || cfg_kafka_get(cfg, table[i].name) != NULL ||
-		    !applies(cfg, i, KC_RELAY, v))
+		    !applies(cfg, i, KC_RELAY))
 			continue;
-		fprintf(out, "kafka.%s = %s # default", table[i].name, table[i].value);
-		version_str(table[i].since, lo, sizeof(lo));
-		version_str(table[i].before, hi, sizeof(hi));
-		if (table[i].since != 0 && table[i].before != 0)
-			fprintf(out, " for librdkafka %s to before %s", lo, hi);
-		else if (table[i].since != 0)
-			fprintf(out, " for librdkafka %s and later", lo);
-		else if (table[i].before != 0)
-			fprintf(out, " for librdkafka before %s", hi);
-		fputc('\n', out);
+		fprintf(out, "kafka.%s = %s # default\n", table[i].name,
+		        table[i].value);
 	}
 }

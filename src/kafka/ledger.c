@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <jansson.h>
 #include <librdkafka/rdkafka.h>
@@ -340,14 +341,6 @@ out:
 /* How often a read held by an open transaction asks again. */
 #define LEDGER_HELD_POLL_US 20000
 
-static void sleep_us(int64_t us)
-{
-	struct timespec ts = { us / 1000000, (long)(us % 1000000) * 1000 };
-
-	while (nanosleep(&ts, &ts) < 0)
-		;
-}
-
 /* The partition's end for a read that misses none of the records
  * written before it began: the last stable offset once it has reached
  * the high watermark seen first. Below it, a transaction still open
@@ -395,7 +388,7 @@ static int stable_end(rd_kafka_t *rk, rd_kafka_t *rk_all, const char *topic,
 			           (long long)(hw - *hi), (long long)hw);
 			return -1;
 		}
-		sleep_us(LEDGER_HELD_POLL_US);
+		usleep(LEDGER_HELD_POLL_US);
 	}
 	if (waited_from != 0)
 		log_info("slot ledger %s [%d]: waited %lld ms for an open Kafka "

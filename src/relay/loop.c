@@ -145,7 +145,7 @@ static int compute_timeout(const struct relay *r, int64_t now)
  * RELAY_TEST_KILL_AT_COMMIT=N kills the process with SIGKILL right after
  * its Nth Kafka commit, before the tracker hears of it (txn.c): the one
  * moment where only the ledger's skip keeps a read_committed consumer
- * from duplicates (t197). */
+ * from duplicates (t195 (f)). */
 #ifdef OUTBOX_RELAY_TEST_HOOKS
 static void test_hook_init(struct relay *r)
 {

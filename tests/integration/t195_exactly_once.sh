@@ -386,18 +386,14 @@ if want f; then
 		n=$((1 + RANDOM % 4))
 		RELAY_TEST_KILL_AT_COMMIT=$n it_start_relay "$conf" "$fl"
 		p=$IT_RELAY_PID
-		for ((i = 0; i < 300; i++)); do
-			it_relay_alive "$p" || break
-			sleep 0.1
-		done
 		rc=0
-		if it_relay_alive "$p"; then
+		if ! it_wait_exit "$p" 30; then
 			kill -9 "$p" 2>/dev/null || true
 			it_diag "(f) round $r: no commit $n within 30 s; killed"
 		fi
 		wait "$p" 2>/dev/null || rc=$?
 		if ((rc == 137)) &&
-			(($(grep -c "test hook: SIGKILL after Kafka commit $n," "$fl" || true) >= 1)); then
+			(($(load_count_log "$fl" "test hook: SIGKILL after Kafka commit $n,") >= 1)); then
 			hooked=$((hooked + 1))
 		fi
 	done
@@ -405,7 +401,7 @@ if want f; then
 	p=$IT_RELAY_PID
 	sleep 2
 	load_stop
-	skips=$(grep -c 'exactly-once: Kafka holds the transactions up to commit' "$fl" || true)
+	skips=$(load_count_log "$fl" 'exactly-once: Kafka holds the transactions up to commit')
 	if ((hooked == rounds_f)); then
 		ok "(f) each of $rounds_f lives was killed right after a Kafka commit"
 	else

@@ -26,6 +26,8 @@
 set -euo pipefail
 # shellcheck source=lib.sh
 source "$(dirname "$0")/lib.sh"
+# shellcheck source=load.sh
+source "$(dirname "$0")/load.sh"
 it_init
 
 db=t230_big_txn
@@ -63,13 +65,8 @@ fi
 # and a broker paused before it ends lets the relay read nothing
 # (reliability-eos: received=0, init_transactions timing out each session).
 it_events "$db" "${type}_warm" 1 Warm
-acked=0
-for ((i = 0; i < 150; i++)); do
-	stats=$(grep 'stats:.*acked=' "$log" | tail -n1) || stats=
-	[[ $stats =~ acked=([0-9]+) ]] && acked=${BASH_REMATCH[1]}
-	((acked >= 1)) && break
-	sleep 0.2
-done
+load_wait_acked "$log" 1 30 || true
+acked=$(load_acked "$log")
 it_check "a first event acked before the pause (acked=$acked)" test "$acked" -ge 1
 
 # Kafka is paused (SIGSTOP of the run's broker, SIGCONT at the latest at

@@ -330,8 +330,8 @@ START_TEST(test_ledger_reads_committed)
 }
 END_TEST
 
-/* --print-config names the runtime's version and says which releases
- * each version-bound default is for; what kafka.* sets is not repeated. */
+/* --print-config names the runtime's version and the relay producer's
+ * defaults in force on each; what kafka.* sets is not repeated. */
 START_TEST(test_print_defaults)
 {
 	struct relay_config cfg;
